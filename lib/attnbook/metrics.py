@@ -1,0 +1,66 @@
+"""Sequence metrics: edit distance, word error rate (WER) and phoneme error rate (PER)."""
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+
+
+def edit_distance(hyp: Sequence[Hashable], ref: Sequence[Hashable]) -> int:
+    """Levenshtein distance: fewest insertions, deletions and substitutions turning hyp into ref."""
+    previous = list(range(len(ref) + 1))
+    for i, h in enumerate(hyp, start=1):
+        current = [i]
+        for j, r in enumerate(ref, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (h != r)))
+        previous = current
+    return previous[-1]
+
+
+def _check_pairs(hyps: Sequence, refs: Sequence) -> None:
+    if len(hyps) != len(refs):
+        raise ValueError(f"need one hypothesis per reference: got {len(hyps)} hypotheses, {len(refs)} references")
+    if len(refs) == 0:
+        raise ValueError("cannot score an empty list of references")
+
+
+def word_error_rate(hyps: Sequence[Sequence], refs: Sequence[Sequence]) -> float:
+    """WER for G2P: the fraction of words whose predicted pronunciation is not exactly right."""
+    _check_pairs(hyps, refs)
+    return sum(list(h) != list(r) for h, r in zip(hyps, refs)) / len(refs)
+
+
+def phoneme_error_rate(hyps: Sequence[Sequence], refs: Sequence[Sequence]) -> float:
+    """PER: total edit distance divided by the total number of reference phonemes."""
+    _check_pairs(hyps, refs)
+    total = sum(len(r) for r in refs)
+    if total == 0:
+        raise ValueError("references contain no phonemes")
+    return sum(edit_distance(h, r) for h, r in zip(hyps, refs)) / total
+
+
+def length_bucket(n: int, edges: Sequence[int] = (4, 6, 8, 10, 12)) -> str:
+    """Name the bucket of a length: with the default edges, '1-4', '5-6', ..., '13+'."""
+    low = 1
+    for edge in edges:
+        if n <= edge:
+            return f"{low}-{edge}"
+        low = edge + 1
+    return f"{low}+"
+
+
+def wer_by_bucket(
+    words: Sequence[str],
+    hyps: Sequence[Sequence],
+    refs: Sequence[Sequence],
+    bucket_of: Callable[[int], str] = length_bucket,
+) -> dict[str, float]:
+    """WER per bucket of input length, in order of increasing length."""
+    _check_pairs(hyps, refs)
+    if len(words) != len(refs):
+        raise ValueError(f"need one word per reference: got {len(words)} words, {len(refs)} references")
+    groups: dict[str, list[bool]] = {}
+    order: dict[str, int] = {}
+    for w, h, r in zip(words, hyps, refs):
+        key = bucket_of(len(w))
+        groups.setdefault(key, []).append(list(h) != list(r))
+        order[key] = min(order.get(key, len(w)), len(w))
+    return {k: sum(groups[k]) / len(groups[k]) for k in sorted(groups, key=order.__getitem__)}

@@ -1,0 +1,53 @@
+"""Position information for attention, which by itself ignores order.
+
+Legend: B batch, T length, D model width.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
+    """``(T, D)`` table with PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(...)."""
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even for sine/cosine pairs, got {d_model}")
+    if max_len < 1:
+        raise ValueError(f"max_len must be >= 1, got {max_len}")
+    position = torch.arange(max_len, dtype=torch.float32)[:, None]  # (T, 1)
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float32) * (-math.log(10000.0) / d_model))
+    table = torch.zeros(max_len, d_model)
+    table[:, 0::2] = torch.sin(position * inv_freq)  # (T, D/2)
+    table[:, 1::2] = torch.cos(position * inv_freq)
+    return table  # (T, D)
+
+
+class SinusoidalPositionalEncoding(nn.Module):
+    """Adds the fixed sinusoidal table to ``(B, T, D)`` inputs. Nothing here is learned."""
+
+    def __init__(self, d_model: int, max_len: int = 512) -> None:
+        super().__init__()
+        self.register_buffer("table", sinusoidal_encoding(max_len, d_model), persistent=False)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        B, T, D = x.shape
+        if offset + T > self.table.shape[0]:
+            raise ValueError(f"positions up to {offset + T} requested, table holds {self.table.shape[0]}")
+        return x + self.table[offset : offset + T]  # (B, T, D)
+
+
+class LearnedPositionalEmbedding(nn.Module):
+    """Adds a learned vector per position (as BERT, GPT and ViT do)."""
+
+    def __init__(self, d_model: int, max_len: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(max_len, d_model)
+
+    def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        B, T, D = x.shape
+        if offset + T > self.embedding.num_embeddings:
+            raise ValueError(f"positions up to {offset + T} requested, only {self.embedding.num_embeddings} learned")
+        positions = torch.arange(offset, offset + T, device=x.device)  # (T,)
+        return x + self.embedding(positions)  # (B, T, D)
