@@ -1,7 +1,9 @@
-"""The RNN encoder-decoder (Cho et al., 2014; Sutskever et al., 2014) with GRU cells.
+"""The RNN encoder-decoder (Cho et al., 2014; Sutskever et al., 2014) with GRU cells, and the
+same encoder with an attention decoder (Bahdanau et al., 2015).
 
 Legend: B batch, S source length, T target length, E embedding width, He encoder hidden
 width per direction, Hd decoder hidden width, V target vocabulary.
+Masks are boolean, ``True`` = may attend (see ``attnbook.masks``).
 """
 from __future__ import annotations
 
@@ -10,6 +12,9 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from attnbook.masks import padding_mask
+from attnbook.scores import WEIGHTINGS, attend, make_score
 
 
 @dataclass(frozen=True)
@@ -100,3 +105,109 @@ class RNNSeq2Seq(nn.Module):
         """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state."""
         logits, hidden = self.decoder(tokens[:, None], state.context, state.hidden)  # (B, 1, V)
         return logits[:, 0], RNNDecoderState(hidden, state.context)
+
+
+# --- Attention (Bahdanau et al., 2015) -------------------------------------------------------
+# The decoder no longer sees one fixed C: at step i it scores every encoder state h_j against its
+# previous state s_{i-1}, turns the scores into weights a_ij (softmax over the real letters) and
+# reads the context C_i = Σ_j a_ij h_j. The GRU's input is [C_i; emb(y_{i-1})].
+
+
+@dataclass(frozen=True)
+class RNNAttentionSeq2SeqConfig:
+    src_vocab_size: int
+    tgt_vocab_size: int
+    emb_dim: int = 64
+    enc_hidden: int = 128  # per direction; the encoder is bidirectional
+    dec_hidden: int = 128
+    attn_hidden: int = 128  # width A of the additive score (other scores ignore it)
+    score: str = "additive"  # "additive", "dot", "scaled_dot" or "bilinear" (see attnbook.scores)
+    weighting: str = "soft"  # "soft"; or hard attention: "argmax" or "sample"
+    pad_id: int = 0
+
+
+@dataclass(frozen=True)
+class AttentionDecoderState:
+    """What the attention decoder carries from one step to the next (returned, never stored)."""
+
+    hidden: torch.Tensor  # (B, Hd): s_{i-1}
+    memory: torch.Tensor  # (B, S, 2He): the encoder states h_j, used as values
+    keys: torch.Tensor  # (B, S, *): the keys, already through the score's ``prepare``
+    mask: torch.Tensor  # (B, S): True on real letters
+    weights: torch.Tensor | None = None  # (B, S): the weights used at the last step
+
+
+class AttentionDecoder(nn.Module):
+    """GRU decoder with attention: s_i = GRU([C_i; emb(y_{i-1})], s_{i-1}), logits = out(s_i)."""
+
+    def __init__(
+        self, vocab_size: int, emb_dim: int, context_dim: int, hidden: int, score: nn.Module,
+        weighting: str = "soft", pad_id: int = 0,
+    ) -> None:
+        super().__init__()
+        if weighting not in WEIGHTINGS:
+            raise ValueError(f"unknown weighting {weighting!r}; expected one of {WEIGHTINGS}")
+        self.weighting = weighting
+        self.embedding = nn.Embedding(vocab_size, emb_dim, padding_idx=pad_id)
+        self.init_state = nn.Linear(context_dim, hidden)
+        self.score = score
+        self.cell = nn.GRUCell(context_dim + emb_dim, hidden)
+        self.out = nn.Linear(hidden, vocab_size)
+
+    def start(self, memory: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor) -> AttentionDecoderState:
+        """memory ``(B, S, 2He)``, summary ``(B, 2He)`` (sets s_0), mask ``(B, S)``."""
+        return AttentionDecoderState(torch.tanh(self.init_state(summary)), memory, self.score.prepare(memory), mask)
+
+    def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
+        """tokens ``(B,)`` = y_{i-1} -> s_i ``(B, Hd)`` and the new state (with this step's weights)."""
+        scores = self.score.score(state.hidden[:, None, :], state.keys)  # (B, 1, S): e_ij from s_{i-1}
+        context, weights = attend(scores, state.memory, state.mask[:, None, :], self.weighting)  # (B, 1, 2He)
+        inputs = torch.cat([context[:, 0], self.embedding(tokens)], dim=-1)  # (B, 2He + E): [C_i; emb]
+        hidden = self.cell(inputs, state.hidden)  # (B, Hd): s_i
+        return hidden, AttentionDecoderState(hidden, state.memory, state.keys, state.mask, weights[:, 0])
+
+
+class RNNAttentionSeq2Seq(nn.Module):
+    """Bidirectional GRU encoder + attention decoder (RNNsearch, Bahdanau et al., 2015)."""
+
+    def __init__(self, config: RNNAttentionSeq2SeqConfig) -> None:
+        super().__init__()
+        self.config = config
+        context_dim = 2 * config.enc_hidden
+        self.encoder = GRUEncoder(config.src_vocab_size, config.emb_dim, config.enc_hidden, config.pad_id)
+        score = make_score(config.score, config.dec_hidden, context_dim, config.attn_hidden)
+        self.decoder = AttentionDecoder(
+            config.tgt_vocab_size, config.emb_dim, context_dim, config.dec_hidden, score,
+            config.weighting, config.pad_id,
+        )
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> AttentionDecoderState:
+        """Encode the source once; return the decoder's initial state."""
+        memory, summary = self.encoder(src, src_lengths)  # (B, S, 2He), (B, 2He)
+        return self.decoder.start(memory, summary, padding_mask(src_lengths, src.shape[1]))
+
+    def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
+        """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state.
+
+        ``state.weights`` ``(B, S)`` holds the attention weights this step used.
+        """
+        hidden, state = self.decoder.step(tokens, state)
+        return self.decoder.out(hidden), state  # (B, V)
+
+    def forward(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor, need_weights: bool = False):
+        """Teacher forcing: logits ``(B, T, V)``, and the weights ``(B, T, S)`` if ``need_weights``.
+
+        The decoder runs step by step (s_{i-1} is needed to score step i); the output layer
+        runs once on all the states.
+        """
+        B, T = tgt_in.shape
+        if src.shape[0] != B:
+            raise ValueError(f"src and tgt_in need the same batch size, got {src.shape[0]} and {B}")
+        state = self.start(src, src_lengths)
+        hiddens, weights = [], []
+        for t in range(T):
+            hidden, state = self.decoder.step(tgt_in[:, t], state)  # (B, Hd)
+            hiddens.append(hidden)
+            weights.append(state.weights)
+        logits = self.decoder.out(torch.stack(hiddens, dim=1))  # (B, T, V)
+        return (logits, torch.stack(weights, dim=1)) if need_weights else logits  # (B, T, S)
