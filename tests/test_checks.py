@@ -1,0 +1,54 @@
+import pytest
+import torch
+from torch import nn
+
+from attnbook.checks import assert_same_outputs, check_shape, count_parameters, report_in_range
+
+
+def test_check_shape_passes_and_names_the_mismatch():
+    x = torch.zeros(2, 3, 4)
+    assert check_shape(x, (2, None, 4)) is x
+    with pytest.raises(ValueError, match=r"scores: expected shape \(2, \*, 5\), got \(2, 3, 4\)"):
+        check_shape(x, (2, None, 5), "scores")
+    with pytest.raises(ValueError, match="expected shape"):
+        check_shape(x, (2, 3))
+    with pytest.raises(TypeError):
+        check_shape([1, 2], (2,))
+
+
+def test_assert_same_outputs_detects_a_difference_and_restores_modes():
+    torch.manual_seed(0)
+    a, b = nn.Linear(4, 3), nn.Linear(4, 3)
+    b.load_state_dict(a.state_dict())
+    x = torch.randn(5, 4)
+    assert assert_same_outputs(a, b, x) == 0
+    assert a.training and b.training
+    with torch.no_grad():
+        b.bias[0] += 1e-2
+    with pytest.raises(AssertionError):
+        assert_same_outputs(a, b, x)
+
+
+def test_count_parameters():
+    assert count_parameters(nn.Linear(4, 3)) == 15
+
+
+def test_report_in_range(capsys):
+    report_in_range("test WER", 0.413, 0.30, 0.50, percent=True)
+    assert capsys.readouterr().out == "test WER: 41.3% (expected 30.0%–50.0%) ok\n"
+    with pytest.raises(AssertionError, match="outside the expected range"):
+        report_in_range("test WER", 0.55, 0.30, 0.50, percent=True)
+
+
+def test_sanitizer_masks_only_the_measured_value():
+    import configparser
+    import re
+    from pathlib import Path
+
+    cfg = configparser.ConfigParser()
+    cfg.read(Path(__file__).parent / "nbval_sanitize.cfg")
+    rule = cfg["measured value in a range report"]
+    a = re.sub(rule["regex"], rule["replace"], "test WER: 41.3% (expected 30.0%–50.0%) ok")
+    b = re.sub(rule["regex"], rule["replace"], "test WER: 44.9% (expected 30.0%–50.0%) ok")
+    c = re.sub(rule["regex"], rule["replace"], "test WER: 44.9% (expected 35.0%–50.0%) ok")
+    assert a == b and a != c
