@@ -1,16 +1,19 @@
 """Scaled dot-product attention and multi-head attention (Vaswani et al., 2017).
 
 Legend: B batch, H heads, T query length, S key/value length, D model width, Dh head width.
-Masks are boolean, ``True`` = may attend (see ``attnbook.masks``).
+Masks are boolean, ``True`` = may attend (see ``attnbook.masks``). Tokens are rows: a sequence
+is a ``(T, D)`` matrix, so every formula here reads ``softmax(Q Kᵀ / √Dh) V`` with the softmax
+over the last dimension (over the keys of one query).
 """
 from __future__ import annotations
 
 import math
 
 import torch
+import torch.nn.functional as F
 from torch import nn
 
-from attnbook.masks import masked_softmax
+from attnbook.masks import masked_softmax, validate_mask
 
 
 def scaled_dot_product_attention(
@@ -23,6 +26,7 @@ def scaled_dot_product_attention(
 
     query ``(..., T, Dk)``, key ``(..., S, Dk)``, value ``(..., S, Dv)``; mask broadcastable to
     ``(..., T, S)``. Returns the output ``(..., T, Dv)`` and the weights ``(..., T, S)``.
+    Masked positions get exactly zero weight; a query with no allowed key gets a zero output.
     """
     if query.shape[-1] != key.shape[-1]:
         raise ValueError(f"query and key need the same last dimension, got {query.shape[-1]} and {key.shape[-1]}")
@@ -57,11 +61,15 @@ class KVCache:
 
 
 class MultiHeadAttention(nn.Module):
-    """Multi-head attention: H heads of width Dh = D / H computed in one batched product."""
+    """Multi-head attention: H heads of width Dh = D / H computed in one batched product.
+
+    Head h uses columns ``h*Dh:(h+1)*Dh`` of each projection's output, the same layout as
+    ``nn.MultiheadAttention``, so weights copy across (see ``to_torch_multihead``).
+    """
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        if d_model % num_heads != 0:
+        if num_heads < 1 or d_model % num_heads != 0:
             raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -88,11 +96,14 @@ class MultiHeadAttention(nn.Module):
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
         cache: KVCache | None = None,
-    ):
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """query ``(B, T, D)``, key/value ``(B, S, D)``; mask broadcastable to ``(B, T, S)`` or
         ``(B, H, T, S)``. Returns ``(B, T, D)``, plus weights ``(B, H, T, S)`` if ``need_weights``.
 
         With a ``cache``, key/value hold only the new positions; earlier ones come from the cache.
+        Without ``need_weights`` the core runs in PyTorch's fused ``F.scaled_dot_product_attention``
+        (same mathematics, no ``(T, S)`` weights kept for backward); with it, in the explicit
+        ``softmax(Q Kᵀ / √Dh) V`` of ``scaled_dot_product_attention``.
         """
         for name, t in (("query", query), ("key", key), ("value", value)):
             if t.dim() != 3 or t.shape[-1] != self.d_model:
@@ -102,9 +113,36 @@ class MultiHeadAttention(nn.Module):
         v = self.split_heads(self.v_proj(value))  # (B, H, S, Dh)
         if cache is not None:
             k, v = cache.append(k, v)
-        if mask is not None and mask.dim() == 3:
-            mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
-        scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, S)
-        weights = masked_softmax(scores, mask, dim=-1)  # (B, H, T, S)
-        out = self.out_proj(self.merge_heads(self.dropout(weights) @ v))  # (B, T, D)
+        if mask is not None:
+            if mask.dim() == 3:
+                mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
+            validate_mask(mask, q.shape[:-1] + k.shape[-2:-1])  # (B, H, T, S)
+        if need_weights:
+            weights = masked_softmax(q @ k.transpose(-2, -1) / math.sqrt(self.head_dim), mask)  # (B, H, T, S)
+            heads = self.dropout(weights) @ v  # (B, H, T, Dh)
+        else:
+            p = self.dropout.p if self.training else 0.0
+            heads = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)  # (B, H, T, Dh)
+            if mask is not None:  # a query with no allowed key outputs zeros, as in masked_softmax
+                heads = heads.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        out = self.out_proj(self.merge_heads(heads))  # (B, T, D)
         return (out, weights) if need_weights else out
+
+
+@torch.no_grad()
+def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
+    """An ``nn.MultiheadAttention`` (``batch_first=True``) holding the same weights as ``mha``.
+
+    PyTorch packs W^Q, W^K, W^V into one ``in_proj_weight`` of shape ``(3D, D)``. Its masks mean
+    the opposite of the book's: pass ``attn_mask=~mask`` and ``key_padding_mask=~key_valid``.
+    """
+    bias = mha.q_proj.bias is not None
+    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout.p, bias=bias,
+                                      batch_first=True)
+    torch_mha = torch_mha.to(device=mha.q_proj.weight.device, dtype=mha.q_proj.weight.dtype)
+    torch_mha.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
+    torch_mha.out_proj.weight.copy_(mha.out_proj.weight)
+    if bias:
+        torch_mha.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
+        torch_mha.out_proj.bias.copy_(mha.out_proj.bias)
+    return torch_mha.train(mha.training)

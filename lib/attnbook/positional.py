@@ -24,6 +24,25 @@ def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     return table  # (T, D)
 
 
+def sinusoidal_shift_matrix(offset: int, d_model: int) -> torch.Tensor:
+    """``(D, D)`` matrix M with ``sinusoidal_encoding(...)[pos + offset] == M @ PE[pos]`` for every pos.
+
+    Each (sin, cos) pair of frequency w is rotated by the angle ``offset * w``:
+    sin(w(p+k)) = cos(wk) sin(wp) + sin(wk) cos(wp), cos(w(p+k)) = -sin(wk) sin(wp) + cos(wk) cos(wp).
+    M depends on the offset only, not on pos: a shift is a fixed linear map (a rotation).
+    """
+    if d_model % 2 != 0:
+        raise ValueError(f"d_model must be even for sine/cosine pairs, got {d_model}")
+    inv_freq = torch.exp(torch.arange(0, d_model, 2, dtype=torch.float64) * (-math.log(10000.0) / d_model))
+    angle = offset * inv_freq  # (D/2,)
+    cos, sin = torch.cos(angle), torch.sin(angle)
+    matrix = torch.zeros(d_model, d_model, dtype=torch.float64)
+    even = torch.arange(0, d_model, 2)
+    matrix[even, even], matrix[even, even + 1] = cos, sin
+    matrix[even + 1, even], matrix[even + 1, even + 1] = -sin, cos
+    return matrix.float()  # (D, D)
+
+
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds the fixed sinusoidal table to ``(B, T, D)`` inputs. Nothing here is learned."""
 
@@ -32,7 +51,10 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("table", sinusoidal_encoding(max_len, d_model), persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x ``(B, T, D)`` -> x + PE[offset : offset + T]; ``offset`` is the first position."""
         B, T, D = x.shape
+        if D != self.table.shape[1]:
+            raise ValueError(f"x has width {D}, the table was built for d_model={self.table.shape[1]}")
         if offset + T > self.table.shape[0]:
             raise ValueError(f"positions up to {offset + T} requested, table holds {self.table.shape[0]}")
         return x + self.table[offset : offset + T]  # (B, T, D)
@@ -46,6 +68,7 @@ class LearnedPositionalEmbedding(nn.Module):
         self.embedding = nn.Embedding(max_len, d_model)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """x ``(B, T, D)`` -> x + E[offset : offset + T] with E a trained ``(max_len, D)`` table."""
         B, T, D = x.shape
         if offset + T > self.embedding.num_embeddings:
             raise ValueError(f"positions up to {offset + T} requested, only {self.embedding.num_embeddings} learned")

@@ -1,0 +1,82 @@
+"""A one-layer self-attention tagger: the smallest model in which attention does all the work.
+
+tokens ``(B, T)`` -> embedding (+ position information) -> multi-head self-attention ->
+K linear read-outs -> logits ``(B, T, K, V)``. There is no residual connection and no
+feed-forward layer, so whatever a position knows about other positions came through attention.
+Legend: B batch, T length, D model width, H heads, K answers per position, V vocabulary.
+"""
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnbook.attention import MultiHeadAttention
+from attnbook.data.synthetic import IGNORE
+from attnbook.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+
+POSITIONAL = ("none", "sinusoidal", "learned")
+
+
+class SelfAttentionTagger(nn.Module):
+    """One self-attention layer and ``num_outputs`` read-outs per position.
+
+    ``positional`` is ``"none"`` (order-blind), ``"sinusoidal"`` (fixed table added to the
+    embeddings) or ``"learned"`` (one trained vector per position, added).
+    """
+
+    def __init__(
+        self, vocab_size: int, d_model: int, num_heads: int, max_len: int,
+        positional: str = "sinusoidal", num_outputs: int = 1,
+    ) -> None:
+        super().__init__()
+        if positional not in POSITIONAL:
+            raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        self.vocab_size, self.num_outputs = vocab_size, num_outputs
+        self.embedding = nn.Embedding(vocab_size, d_model)
+        if positional == "sinusoidal":
+            self.position = SinusoidalPositionalEncoding(d_model, max_len)
+        elif positional == "learned":
+            self.position = LearnedPositionalEmbedding(d_model, max_len)
+        else:
+            self.position = nn.Identity()
+        self.attention = MultiHeadAttention(d_model, num_heads)
+        self.readout = nn.Linear(d_model, num_outputs * vocab_size)
+
+    def forward(
+        self, tokens: torch.Tensor, need_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        """tokens ``(B, T)`` -> logits ``(B, T, K, V)`` (and weights ``(B, H, T, T)`` if asked)."""
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
+        B, T = tokens.shape
+        x = self.position(self.embedding(tokens))  # (B, T, D)
+        if need_weights:
+            z, weights = self.attention(x, x, x, need_weights=True)  # (B, T, D), (B, H, T, T)
+        else:
+            z = self.attention(x, x, x)  # (B, T, D)
+        logits = self.readout(z).view(B, T, self.num_outputs, self.vocab_size)  # (B, T, K, V)
+        return (logits, weights) if need_weights else logits
+
+
+def tagging_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
+    """Mean cross-entropy over every answer that is not ``IGNORE`` (a ``loss_fn`` for ``fit``)."""
+    tokens, targets = batch  # (B, T), (B, T, K)
+    logits = model(tokens)  # (B, T, K, V)
+    return F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE)
+
+
+@torch.no_grad()
+def tagging_accuracy(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
+    """Accuracy on a fixed set: ``answer`` (share of answers right), ``position`` (share of
+    positions with all K answers right) and ``output0``, ``output1``, ... (each answer alone)."""
+    logits = model(tokens)  # (B, T, K, V)
+    valid = targets != IGNORE  # (B, T, K)
+    right = (logits.argmax(-1) == targets) | ~valid  # (B, T, K)
+    has_answer = valid.any(-1)  # (B, T)
+    answer = (right & valid).sum() / valid.sum()
+    position = (right.all(-1) & has_answer).sum() / has_answer.sum()
+    result = {"answer": answer.item(), "position": position.item()}
+    for k in range(targets.shape[-1]):
+        result[f"output{k}"] = ((right[..., k] & valid[..., k]).sum() / valid[..., k].sum()).item()
+    return result
