@@ -1,0 +1,51 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import pytest
+import torch
+
+from attnbook.env import get_device, seed_everything
+from attnbook.plot import attention_heatmap, plot_by_bucket, plot_histories
+from attnbook.train import History
+
+
+def test_device_choice(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_DEVICE", raising=False)
+    assert get_device().type in {"cpu", "cuda", "mps"}
+    assert get_device("cpu").type == "cpu"
+    monkeypatch.setenv("ATTNBOOK_DEVICE", "cpu")
+    assert get_device().type == "cpu"
+    with pytest.raises(ValueError, match="one of"):
+        get_device("tpu")
+    if not torch.cuda.is_available():
+        with pytest.raises(RuntimeError, match="cuda"):
+            get_device("cuda")
+
+
+def test_seeding_repeats():
+    g = seed_everything(7)
+    a = torch.rand(3), torch.rand(3, generator=g)
+    g = seed_everything(7)
+    assert torch.equal(a[0], torch.rand(3)) and torch.equal(a[1], torch.rand(3, generator=g))
+    with pytest.raises(ValueError):
+        seed_everything(-1)
+
+
+def test_heatmap_checks_labels():
+    w = torch.softmax(torch.randn(2, 3), -1)
+    ax = attention_heatmap(w, keys=list("abc"), queries=["x", "y"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == list("abc")
+    with pytest.raises(ValueError, match="need 2 query labels and 3 key labels"):
+        attention_heatmap(w, keys=list("ab"), queries=["x", "y"])
+    with pytest.raises(ValueError, match="2-D"):
+        attention_heatmap(w[None], keys=list("abc"), queries=["x", "y"])
+
+
+def test_bucket_bars_and_curves():
+    ax = plot_by_bucket({"a": {"1-4": 0.1, "5-6": 0.2}, "b": {"1-4": 0.15, "5-6": 0.3}})
+    assert len(ax.patches) == 4
+    with pytest.raises(ValueError, match="buckets"):
+        plot_by_bucket({"a": {"1-4": 0.1}, "b": {"5-6": 0.2}})
+    ax = plot_histories({"run": History(steps=[1, 2, 3], losses=[3.0, 2.0, 1.0])}, window=2)
+    assert len(ax.lines) == 1
