@@ -97,6 +97,6 @@ def run_cases(exercise: str, reader_fn: Callable, cases: Sequence[Case]) -> Chec
 
 
 def _finish(exercise: str, passed: bool, detail: str) -> CheckResult:
-    message = f"{'✅' if passed else '❌'} {exercise}: {detail}"
+    message = f"{'✓' if passed else '✗'} {exercise}: {detail}"
     print(message)
     return CheckResult(exercise, passed, message)
