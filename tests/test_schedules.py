@@ -37,3 +37,25 @@ def test_factor_peaks_at_one_and_rejects_step_zero():
         warmup_factor(0, 10)
     with pytest.raises(ValueError):
         transformer_lr(0, 512, 4000)
+
+
+def test_linear_warmup_then_decay_to_zero():
+    from attnbook.schedules import warmup_linear_factor, warmup_linear_scheduler
+
+    assert warmup_linear_factor(5, 10, 110) == 0.5
+    assert warmup_linear_factor(10, 10, 110) == 1.0
+    assert warmup_linear_factor(11, 10, 110) == 1.0
+    assert warmup_linear_factor(61, 10, 110) == 0.5
+    assert warmup_linear_factor(110, 10, 110) == pytest.approx(0.01)
+    assert warmup_linear_factor(111, 10, 110) == 0.0
+    param = torch.nn.Parameter(torch.zeros(1))
+    opt = torch.optim.SGD([param], lr=2.0)
+    sched = warmup_linear_scheduler(opt, 10, 110)
+    seen = []
+    for _ in range(110):
+        seen.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert seen[0] == pytest.approx(0.2) and seen[9] == pytest.approx(2.0) and seen[-1] == pytest.approx(0.02)
+    with pytest.raises(ValueError):
+        warmup_linear_factor(1, 10, 10)

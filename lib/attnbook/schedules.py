@@ -38,3 +38,25 @@ def warmup_scheduler(optimizer: torch.optim.Optimizer, warmup_steps: int) -> tor
     """
     # LambdaLR calls the function with 0 before the first step: optimizer step n uses factor(n).
     return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda done: warmup_factor(done + 1, warmup_steps))
+
+
+def warmup_linear_factor(step: int, warmup_steps: int, total_steps: int) -> float:
+    """Linear warm-up to 1 over ``warmup_steps``, then a straight line down that would reach 0
+    at step ``total_steps + 1``: the last step still learns, at ``1 / (total - warmup)``."""
+    if step < 1:
+        raise ValueError(f"steps count from 1, got {step}")
+    if not 1 <= warmup_steps < total_steps:
+        raise ValueError(f"need 1 <= warmup_steps < total_steps, got {warmup_steps} and {total_steps}")
+    if step <= warmup_steps:
+        return step / warmup_steps
+    return max(0.0, (total_steps + 1 - step) / (total_steps - warmup_steps))
+
+
+def warmup_linear_scheduler(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The same warm-up, then a straight line down to (almost) zero at ``total_steps``: for a run whose
+    length is fixed in advance, where the 1/√step tail would stop at a still-high rate."""
+    return torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda done: warmup_linear_factor(done + 1, warmup_steps, total_steps)
+    )
