@@ -1,0 +1,94 @@
+"""Time the library's MultiHeadAttention against nn.MultiheadAttention, forward + backward.
+
+Usage (from the repository root): ``python benchmarks/mha_speed.py [--device cpu] [--repeats 20]``
+
+Both modules hold the same weights (checked before timing) and run self-attention on the same
+input; neither returns attention weights (nn.MultiheadAttention with ``need_weights=False``).
+Repetitions are interleaved (ours, theirs, ours, ...) so that a change in machine load hits both
+alike, and the script reports the median time of each and the median of the per-pair ratios.
+Timings on a shared machine are noisy: run it on a quiet one for numbers you quote.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+
+import torch
+
+from attnbook.attention import MultiHeadAttention, to_torch_multihead
+from attnbook.masks import causal_mask
+
+
+def _step(module, x, mask, ours: bool) -> None:
+    if ours:
+        out = module(x, x, x, mask=mask)
+    else:
+        out = module(x, x, x, attn_mask=None if mask is None else ~mask, need_weights=False)[0]
+    out.sum().backward()
+
+
+def _time(fn, device: torch.device) -> float:
+    start = time.perf_counter()
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start
+
+
+def benchmark(batch: int, length: int, d_model: int, heads: int, repeats: int, warmup: int,
+              device: torch.device, causal: bool) -> dict[str, float]:
+    torch.manual_seed(0)
+    ours = MultiHeadAttention(d_model, heads).to(device)
+    theirs = to_torch_multihead(ours)
+    x = torch.randn(batch, length, d_model, device=device, requires_grad=True)
+    mask = causal_mask(length, device=device) if causal else None
+    with torch.no_grad():
+        torch.testing.assert_close(ours(x, x, x, mask=mask),
+                                   theirs(x, x, x, attn_mask=None if mask is None else ~mask, need_weights=False)[0],
+                                   atol=1e-4, rtol=1e-4)
+    for _ in range(warmup):
+        _step(ours, x, mask, True)
+        _step(theirs, x, mask, False)
+    t_ours, t_theirs, ratios = [], [], []
+    for r in range(repeats):
+        order = (True, False) if r % 2 == 0 else (False, True)  # alternate who goes first
+        times = {}
+        for is_ours in order:
+            module = ours if is_ours else theirs
+            times[is_ours] = _time(lambda: _step(module, x, mask, is_ours), device)
+        t_ours.append(times[True])
+        t_theirs.append(times[False])
+        ratios.append(times[True] / times[False])
+    return {"ours_ms": 1e3 * statistics.median(t_ours), "torch_ms": 1e3 * statistics.median(t_theirs),
+            "ratio": statistics.median(ratios)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--length", type=int, default=128)
+    parser.add_argument("--d-model", type=int, default=256)
+    parser.add_argument("--heads", type=int, default=8)
+    parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--target", type=float, default=1.2, help="exit 1 if the median ratio is above this")
+    args = parser.parse_args(argv)
+    device = torch.device(args.device)
+    print(f"torch {torch.__version__}, device {device}, {torch.get_num_threads()} CPU threads; "
+          f"B={args.batch} T={args.length} D={args.d_model} H={args.heads}, {args.repeats} interleaved repetitions")
+    worst = 0.0
+    for causal in (False, True):
+        r = benchmark(args.batch, args.length, args.d_model, args.heads, args.repeats, args.warmup, device, causal)
+        worst = max(worst, r["ratio"])
+        print(f"{'causal mask' if causal else 'no mask':11s}  attnbook {r['ours_ms']:8.2f} ms   "
+              f"nn.MultiheadAttention {r['torch_ms']:8.2f} ms   median ratio {r['ratio']:.2f}x")
+    verdict = "within" if worst <= args.target else "ABOVE"
+    print(f"worst median ratio {worst:.2f}x: {verdict} the target of {args.target:.2f}x")
+    return 0 if worst <= args.target else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
