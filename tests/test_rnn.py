@@ -57,10 +57,10 @@ def test_encoder_rejects_mismatched_lengths():
 
 def test_a_short_training_run_learns_something():
     data, sv, tv, model = _setup()
-    before = evaluate_g2p(model, data.dev[:300], sv, tv).per
-    history = train_g2p(model, data, sv, tv, G2PRecipe(steps=150, batch_size=64), progress=False)
-    after = evaluate_g2p(model, data.dev[:300], sv, tv)
-    assert history.losses[-1] < 0.6 * history.losses[0]
-    assert after.per < before and after.per < 0.9
+    before = evaluate_g2p(model, data.dev[:100], sv, tv).per
+    history = train_g2p(model, data, sv, tv, G2PRecipe(steps=60, batch_size=32, lr=1e-2), progress=False)
+    after = evaluate_g2p(model, data.dev[:100], sv, tv)
+    assert sum(history.losses[-10:]) < 0.8 * sum(history.losses[:10])
+    assert after.per < before
     assert predict(model, [data.dev[0][0]], sv, tv) == after.predictions[:1]
     assert len(after.wer_by_length) >= 3

@@ -34,8 +34,8 @@ def pad_sequences(seqs: Sequence[Sequence[int]], pad_id: int) -> tuple[torch.Ten
     if (lengths == 0).any():
         raise ValueError(f"sequence {int((lengths == 0).nonzero()[0])} is empty; every sequence needs a token")
     out = torch.full((len(seqs), int(lengths.max())), pad_id, dtype=torch.long)
-    for row, s in enumerate(seqs):
-        out[row, : len(s)] = torch.tensor(s, dtype=torch.long)
+    real = torch.arange(out.shape[1])[None, :] < lengths[:, None]  # (B, L): True on real tokens
+    out[real] = torch.tensor([i for s in seqs for i in s], dtype=torch.long)  # fills row by row
     return out, lengths
 
 
