@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnbook.masks import padding_mask
-from attnbook.scores import WEIGHTINGS, attend, make_score
+from attnbook.scores import WEIGHTINGS, Score, attend, make_score
 
 
 @dataclass(frozen=True)
@@ -141,7 +141,7 @@ class AttentionDecoder(nn.Module):
     """GRU decoder with attention: s_i = GRU([C_i; emb(y_{i-1})], s_{i-1}), logits = out(s_i)."""
 
     def __init__(
-        self, vocab_size: int, emb_dim: int, context_dim: int, hidden: int, score: nn.Module,
+        self, vocab_size: int, emb_dim: int, context_dim: int, hidden: int, score: Score,
         weighting: str = "soft", pad_id: int = 0,
     ) -> None:
         super().__init__()
