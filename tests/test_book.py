@@ -82,7 +82,7 @@ def test_key_numbers_are_checked_and_exercises_have_solutions(path):
     assert len(labels) >= 3, "each chapter needs at least three exercises"
     for label in labels:
         assert re.search(r"\{solution-start\} " + re.escape(label) + r"\b", markdown), f"no solution for {label}"
-    assert "{bibliography}" in markdown, "end with a references section"
+    assert "{footbibliography}" in markdown, "end with a references section: ```{footbibliography}```"
 
 
 def test_every_citation_is_in_the_bibliography():
@@ -90,6 +90,7 @@ def test_every_citation_is_in_the_bibliography():
     keys = set(re.findall(r"@\w+\{([^,]+),", bib))
     for path in CHAPTERS:
         text = "\n".join(_source(c) for c in _notebook(path)["cells"] if c["cell_type"] == "markdown")
-        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
+        assert not re.search(r"\{cite(?::\w+)?\}", text), "use {footcite}: per-page notes never clash between chapters"
+        for group in re.findall(r"\{footcite(?::\w+)?\}`([^`]+)`", text):
             for key in group.split(","):
                 assert key.strip() in keys, f"{path.name} cites unknown key {key.strip()!r}"
