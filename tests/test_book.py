@@ -94,3 +94,32 @@ def test_every_citation_is_in_the_bibliography():
         for group in re.findall(r"\{footcite(?::\w+)?\}`([^`]+)`", text):
             for key in group.split(","):
                 assert key.strip() in keys, f"{path.name} cites unknown key {key.strip()!r}"
+
+
+OUTSIDE_MARKER = "<!-- measured outside the notebooks"
+
+
+def _printed_text(path):
+    texts = []
+    for cell in _notebook(path)["cells"]:
+        for out in cell.get("outputs", []):
+            texts.append("".join(out.get("text", "")))
+            texts.append("".join(out.get("data", {}).get("text/plain", "")))
+    return "\n".join(texts)
+
+
+def test_prose_quotes_only_figures_the_book_printed():
+    """A measured percentage quoted in a chapter's text must appear in some chapter's stored
+    outputs, so re-executing a notebook cannot leave stale figures in its prose unnoticed.
+    A cell whose figures come from elsewhere (a benchmark script) says so with OUTSIDE_MARKER."""
+    printed = "\n".join(_printed_text(path) for path in CHAPTERS)
+    stale = []
+    for path in CHAPTERS:
+        for cell in _notebook(path)["cells"]:
+            src = _source(cell)
+            if cell["cell_type"] != "markdown" or OUTSIDE_MARKER in src:
+                continue
+            for figure in re.findall(r"(?<![\d.])\d{2,3}\.\d%", src):
+                if figure not in printed:
+                    stale.append(f"{path.name}: {figure}")
+    assert not stale, f"figures in the text that no stored output prints: {stale}"
