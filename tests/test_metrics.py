@@ -32,3 +32,18 @@ def test_buckets_in_length_order():
     by = wer_by_bucket(words, [("X",), ("A",), ("B",)], [("Y",), ("A",), ("B",)])
     assert list(by) == ["1-4", "5-6", "13+"]
     assert by == {"1-4": 0.0, "5-6": 0.0, "13+": 1.0}
+
+
+def test_per_by_bucket_hand_computed():
+    from attnbook.metrics import decade_bucket, per_by_bucket
+
+    assert [decade_bucket(n) for n in (3, 20, 29, 30, 46)] == ["0-9", "20-29", "20-29", "30-39", "40-49"]
+    words = ["a" * 35, "a" * 21, "a" * 25]
+    refs = [("A", "B", "C", "D"), ("A", "B"), ("A", "B", "C")]
+    hyps = [("A", "B"), ("A", "B"), ("X", "B", "C")]
+    by = per_by_bucket(words, hyps, refs)
+    assert list(by) == ["20-29", "30-39"]
+    assert by["20-29"] == pytest.approx((0 + 1) / (2 + 3))
+    assert by["30-39"] == pytest.approx(2 / 4)
+    with pytest.raises(ValueError, match="one word per reference"):
+        per_by_bucket(words[:2], hyps, refs)

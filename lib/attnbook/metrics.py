@@ -47,6 +47,32 @@ def length_bucket(n: int, edges: Sequence[int] = (4, 6, 8, 10, 12)) -> str:
     return f"{low}+"
 
 
+def decade_bucket(n: int, width: int = 10) -> str:
+    """Name the ``width``-wide bucket of a length: '20-29', '30-39', ... with the default width."""
+    if n < 1:
+        raise ValueError(f"length must be >= 1, got {n}")
+    low = (n // width) * width
+    return f"{low}-{low + width - 1}"
+
+
+def _group_by_bucket(
+    words: Sequence[str], hyps: Sequence[Sequence], refs: Sequence[Sequence], bucket_of: Callable[[int], str]
+) -> dict[str, tuple[list, list]]:
+    """Bucket name -> (hypotheses, references) of its words, buckets in order of increasing length."""
+    _check_pairs(hyps, refs)
+    if len(words) != len(refs):
+        raise ValueError(f"need one word per reference: got {len(words)} words, {len(refs)} references")
+    groups: dict[str, tuple[list, list]] = {}
+    shortest: dict[str, int] = {}
+    for w, h, r in zip(words, hyps, refs):
+        key = bucket_of(len(w))
+        groups.setdefault(key, ([], []))
+        groups[key][0].append(h)
+        groups[key][1].append(r)
+        shortest[key] = min(shortest.get(key, len(w)), len(w))
+    return {k: groups[k] for k in sorted(groups, key=shortest.__getitem__)}
+
+
 def wer_by_bucket(
     words: Sequence[str],
     hyps: Sequence[Sequence],
@@ -54,13 +80,14 @@ def wer_by_bucket(
     bucket_of: Callable[[int], str] = length_bucket,
 ) -> dict[str, float]:
     """WER per bucket of input length, in order of increasing length."""
-    _check_pairs(hyps, refs)
-    if len(words) != len(refs):
-        raise ValueError(f"need one word per reference: got {len(words)} words, {len(refs)} references")
-    groups: dict[str, list[bool]] = {}
-    order: dict[str, int] = {}
-    for w, h, r in zip(words, hyps, refs):
-        key = bucket_of(len(w))
-        groups.setdefault(key, []).append(list(h) != list(r))
-        order[key] = min(order.get(key, len(w)), len(w))
-    return {k: sum(groups[k]) / len(groups[k]) for k in sorted(groups, key=order.__getitem__)}
+    return {k: word_error_rate(h, r) for k, (h, r) in _group_by_bucket(words, hyps, refs, bucket_of).items()}
+
+
+def per_by_bucket(
+    words: Sequence[str],
+    hyps: Sequence[Sequence],
+    refs: Sequence[Sequence],
+    bucket_of: Callable[[int], str] = decade_bucket,
+) -> dict[str, float]:
+    """PER per bucket of input length (each bucket's edit distance over its reference phonemes)."""
+    return {k: phoneme_error_rate(h, r) for k, (h, r) in _group_by_bucket(words, hyps, refs, bucket_of).items()}

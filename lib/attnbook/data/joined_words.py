@@ -10,10 +10,9 @@ Legend: S source length (letters).
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 from attnbook.data.g2p import Pronunciation
-from attnbook.metrics import edit_distance
 
 
 def join_words(
@@ -53,36 +52,3 @@ def join_words(
         if min_letters <= len(letters) <= max_letters:
             out.append((letters, tuple(p for i in chosen for p in pairs[i][1])))
     return out
-
-
-def decade_bucket(n: int, width: int = 10) -> str:
-    """Name the ``width``-letter bucket of a length: 20-29, 30-39, ... (with the default width)."""
-    if n < 1:
-        raise ValueError(f"length must be >= 1, got {n}")
-    low = (n // width) * width
-    return f"{low}-{low + width - 1}"
-
-
-def per_by_bucket(
-    words: Sequence[str],
-    hyps: Sequence[Sequence[str]],
-    refs: Sequence[Sequence[str]],
-    bucket_of: Callable[[int], str] = decade_bucket,
-) -> dict[str, float]:
-    """Phoneme error rate per bucket of input length, in order of increasing length.
-
-    Each bucket's PER is its total edit distance over its total number of reference phonemes.
-    """
-    if not len(words) == len(hyps) == len(refs):
-        raise ValueError(f"need one word, hypothesis and reference each: got {len(words)}, {len(hyps)}, {len(refs)}")
-    if len(refs) == 0:
-        raise ValueError("cannot score an empty list of references")
-    errors: dict[str, int] = {}
-    totals: dict[str, int] = {}
-    shortest: dict[str, int] = {}
-    for w, h, r in zip(words, hyps, refs):
-        key = bucket_of(len(w))
-        errors[key] = errors.get(key, 0) + edit_distance(list(h), list(r))
-        totals[key] = totals.get(key, 0) + len(r)
-        shortest[key] = min(shortest.get(key, len(w)), len(w))
-    return {k: errors[k] / totals[k] for k in sorted(totals, key=shortest.__getitem__)}
