@@ -17,10 +17,10 @@ import torch
 
 from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs, load_g2p
-from attnbook.evaluation import evaluate_g2p
-from attnbook.recipes import G2PRecipe, train_g2p
+from attnbook.tasks.g2p import evaluate_g2p
+from attnbook.tasks.g2p import G2PRecipe, train_g2p
 from attnbook.schedules import warmup_linear_scheduler, warmup_scheduler
-from attnbook.transformer import Transformer, TransformerConfig
+from attnbook.models.transformer import Transformer, TransformerConfig
 
 VARIANTS = {
     # name: (norm_first, peak lr, schedule, warm-up steps, label smoothing)

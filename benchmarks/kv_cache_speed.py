@@ -17,7 +17,7 @@ import torch
 
 from attnbook.decoding import greedy_decode, greedy_decode_uncached
 from attnbook.env import get_device
-from attnbook.transformer import Transformer, TransformerConfig
+from attnbook.models.transformer import Transformer, TransformerConfig
 
 NEVER = -1  # an <eos> id no model can produce: decoding runs for exactly max_len tokens
 

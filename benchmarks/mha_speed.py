@@ -17,8 +17,8 @@ import time
 
 import torch
 
-from attnbook.attention import MultiHeadAttention, to_torch_multihead
-from attnbook.masks import causal_mask
+from attnbook.layers.attention import MultiHeadAttention, to_torch_multihead
+from attnbook.layers.masks import causal_mask
 
 
 def _step(module, x, mask, ours: bool) -> None:

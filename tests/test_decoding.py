@@ -4,7 +4,7 @@ import torch
 from torch import nn
 
 from attnbook.decoding import beam_search, greedy_decode, greedy_decode_uncached
-from attnbook.transformer import Transformer, TransformerConfig
+from attnbook.models.transformer import Transformer, TransformerConfig
 
 BOS, EOS = 1, 2
 

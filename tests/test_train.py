@@ -2,7 +2,8 @@ import pytest
 import torch
 from torch import nn
 
-from attnbook.train import History, fit, sequence_cross_entropy
+from attnbook.losses import sequence_cross_entropy
+from attnbook.train import History, fit
 
 
 def _batches():

@@ -1,16 +1,55 @@
 """Generating output sequences from a trained sequence-to-sequence model.
 
-A model decodes through two methods (the book's decoding protocol):
-``start(src, src_lengths) -> state`` and ``step(tokens (B,), state) -> (logits (B, V), state)``.
-The state is returned, never stored on the model. Beam search also needs
+A model decodes through two methods (the book's decoding protocol, ``Seq2SeqDecoder``):
+``start(src, src_lengths) -> state`` and ``step(tokens (B,), state) -> (logits (B, V), new state)``.
+The state is returned, never stored on the model, and ``step`` never changes the state it is
+given: stepping twice from one state gives the same logits. Beam search also needs
 ``reorder_state(state, index) -> state``, which keeps the batch rows ``index`` (in that order).
+A decoder-only model (GPT) has no source: ``PromptDecoder.start(prompt)`` reads the prompt and
+returns the logits of the token after it with the state.
 
 Legend: B batch, K beams, V vocabulary, L generated length.
 """
 from __future__ import annotations
 
+from typing import Any, Protocol
+
 import torch
 from torch import nn
+
+State = Any  # each model defines its own immutable state type
+
+
+class Seq2SeqDecoder(Protocol):
+    """A sequence-to-sequence model that decodes one token at a time."""
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> State:
+        """Encode the source ``(B, S)`` once; return the state before the first step."""
+        ...
+
+    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """Previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and a new state (``state`` unchanged)."""
+        ...
+
+
+class BeamSearchDecoder(Seq2SeqDecoder, Protocol):
+    """A ``Seq2SeqDecoder`` whose state can be reordered, as beam search needs."""
+
+    def reorder_state(self, state: State, index: torch.Tensor) -> State:
+        """The state of batch rows ``index`` (in that order)."""
+        ...
+
+
+class PromptDecoder(Protocol):
+    """A decoder-only model: no source, only a prompt to continue."""
+
+    def start(self, prompt: torch.Tensor) -> tuple[torch.Tensor, State]:
+        """Read the prompt ``(B, T)``; return the logits ``(B, V)`` of the next token and the state."""
+        ...
+
+    def step(self, tokens: torch.Tensor, state: State) -> tuple[torch.Tensor, State]:
+        """Tokens ``(B,)`` just chosen -> logits ``(B, V)`` of the next one and a new state."""
+        ...
 
 
 def _strip(rows: list[list[int]], eos_id: int) -> list[list[int]]:
@@ -20,7 +59,7 @@ def _strip(rows: list[list[int]], eos_id: int) -> list[list[int]]:
 
 @torch.no_grad()
 def greedy_decode(
-    model: nn.Module, src: torch.Tensor, src_lengths: torch.Tensor, bos_id: int, eos_id: int, max_len: int
+    model: Seq2SeqDecoder, src: torch.Tensor, src_lengths: torch.Tensor, bos_id: int, eos_id: int, max_len: int
 ) -> list[list[int]]:
     """Pick the most likely token at each step until ``<eos>`` or ``max_len`` tokens.
 
@@ -69,7 +108,7 @@ def greedy_decode_uncached(
 
 @torch.no_grad()
 def beam_search(
-    model: nn.Module,
+    model: BeamSearchDecoder,
     src: torch.Tensor,
     src_lengths: torch.Tensor,
     bos_id: int,

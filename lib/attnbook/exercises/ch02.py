@@ -1,7 +1,7 @@
 """Checkers for Chapter 2 (Bahdanau attention).
 
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
-library (``attnbook.scores``, ``attnbook.masks``) and prints a verdict.
+library (``attnbook.layers.scores``, ``attnbook.layers.masks``) and prints a verdict.
 Legend: B batch, S source length, Dq query width, Dk key width, A additive hidden width.
 """
 from __future__ import annotations
@@ -12,7 +12,7 @@ from collections.abc import Callable
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, run_cases
-from attnbook.masks import masked_softmax, padding_mask
+from attnbook.layers.masks import masked_softmax, token_mask
 
 
 def _generator(seed: int) -> torch.Generator:
@@ -53,7 +53,7 @@ def check_masked_softmax(fn: Callable) -> CheckResult:
     )]
     g = _generator(3)
     scores = torch.randn(4, 6, generator=g) * 3
-    mask = padding_mask(torch.tensor([6, 1, 3, 4]), 6)
+    mask = token_mask(torch.tensor([6, 1, 3, 4]), 6)
     cases.append(Case(
         "a batch of 4 with lengths 6, 1, 3, 4", (scores, mask), masked_softmax(scores, mask),
         hint="normalise each row over its S positions (dim=-1), and only over the real ones.",
@@ -61,8 +61,8 @@ def check_masked_softmax(fn: Callable) -> CheckResult:
     square = torch.randn(3, 3, generator=g)
     cases.append(Case(
         "a square batch (3 rows of 3), where the wrong axis would still have the right shape",
-        (square, padding_mask(torch.tensor([3, 2, 1]), 3)),
-        masked_softmax(square, padding_mask(torch.tensor([3, 2, 1]), 3)),
+        (square, token_mask(torch.tensor([3, 2, 1]), 3)),
+        masked_softmax(square, token_mask(torch.tensor([3, 2, 1]), 3)),
         hint="each row (one sequence) must sum to 1: softmax over dim=-1.",
     ))
     return run_cases("masked softmax", fn, cases)

@@ -5,10 +5,10 @@ from collections.abc import Callable
 
 import torch
 
-from attnbook.attention import scaled_dot_product_attention
+from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.exercises.core import Case, CheckResult, run_cases
-from attnbook.masks import causal_mask
-from attnbook.positional import sinusoidal_encoding
+from attnbook.layers.masks import causal_mask
+from attnbook.layers.positional import sinusoidal_encoding
 
 
 def _qkv(seed: int, batch: tuple[int, ...], t: int, s: int, dk: int, dv: int, scale: float = 1.0):

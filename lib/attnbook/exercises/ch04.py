@@ -6,7 +6,7 @@ from collections.abc import Callable
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, run_cases
-from attnbook.masks import causal_mask, padding_mask
+from attnbook.layers.masks import causal_mask, token_mask
 
 
 def _reference_split(x: torch.Tensor, num_heads: int) -> torch.Tensor:
@@ -20,7 +20,7 @@ def _reference_merge(x: torch.Tensor) -> torch.Tensor:
 
 
 def _reference_decoder_mask(lengths: torch.Tensor, size: int) -> torch.Tensor:
-    return padding_mask(lengths, size)[:, None, :] & causal_mask(size)  # (B, T, T)
+    return token_mask(lengths, size)[:, None, :] & causal_mask(size)  # (B, T, T)
 
 
 def _x(seed: int, *shape: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Checkers for Chapter 5 (the Transformer).
 
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
-library (``attnbook.transformer``, ``attnbook.masks``, ``attnbook.schedules``,
+library (``attnbook.models.transformer``, ``attnbook.layers.masks``, ``attnbook.schedules``,
 ``attnbook.decoding``) and prints a verdict.
 Legend: B batch, S source length, T target length, D model width, V vocabulary.
 """
@@ -14,14 +14,15 @@ from torch import nn
 
 from attnbook.decoding import greedy_decode
 from attnbook.exercises.core import Case, CheckResult, run_cases
-from attnbook.masks import causal_mask, padding_mask
+from attnbook.layers.masks import causal_mask, token_mask
 from attnbook.schedules import transformer_lr
-from attnbook.transformer import EncoderLayer, Transformer, TransformerConfig
+from attnbook.layers import EncoderBlock
+from attnbook.models.transformer import Transformer, TransformerConfig
 
 
-def _encoder_layer(seed: int, d_model: int = 16, num_heads: int = 4) -> EncoderLayer:
+def _encoder_layer(seed: int, d_model: int = 16, num_heads: int = 4) -> EncoderBlock:
     torch.manual_seed(seed)
-    layer = EncoderLayer(d_model, num_heads, 2 * d_model).eval()
+    layer = EncoderBlock(d_model, num_heads, 2 * d_model).eval()
     with torch.no_grad():  # LayerNorms away from (1, 0), so that a skipped norm shows
         for norm in (layer.norm1, layer.norm2):
             norm.weight.normal_(1.0, 0.3)
@@ -30,14 +31,14 @@ def _encoder_layer(seed: int, d_model: int = 16, num_heads: int = 4) -> EncoderL
 
 
 def check_encoder_layer(fn: Callable) -> CheckResult:
-    """``fn(layer: EncoderLayer, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``, post-norm:
+    """``fn(layer: EncoderBlock, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``, post-norm:
     ``z = LayerNorm1(x + MHA(x, x, x)); out = LayerNorm2(z + FFN(z))`` with the layer's modules."""
     cases = []
     for seed, (B, S, lengths) in enumerate([(1, 4, [4]), (3, 6, [6, 3, 1])]):
         layer = _encoder_layer(seed)
         g = torch.Generator().manual_seed(seed)
         x = torch.randn(B, S, 16, generator=g)
-        mask = padding_mask(torch.tensor(lengths), S)[:, None, :]  # (B, 1, S)
+        mask = token_mask(torch.tensor(lengths), S)[:, None, :]  # (B, 1, S)
         with torch.no_grad():
             expected = layer(x, mask)
         cases.append(Case(
@@ -55,7 +56,7 @@ def check_decoder_self_mask(fn: Callable) -> CheckResult:
     cases = []
     for lengths, T in (([3], 3), ([4, 2], 4), ([1, 5, 3], 5)):
         lengths = torch.tensor(lengths)
-        expected = causal_mask(T)[None] & padding_mask(lengths, T)[:, None, :]  # (B, T, T)
+        expected = causal_mask(T)[None] & token_mask(lengths, T)[:, None, :]  # (B, T, T)
         cases.append(Case(
             f"lengths {lengths.tolist()}, T={T}", (lengths, T), expected,
             hint="combine a lower-triangular (T, T) mask (diagonal kept) with a (B, 1, T) padding "

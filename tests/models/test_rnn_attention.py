@@ -1,13 +1,13 @@
-"""The attention encoder-decoder (attnbook.rnn.RNNAttentionSeq2Seq)."""
+"""The attention encoder-decoder (attnbook.models.rnn.RNNAttentionSeq2Seq)."""
 import dataclasses
 import math
 
 import pytest
 import torch
 
-from attnbook.masks import padding_mask
-from attnbook.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig
-from attnbook.scores import AdditiveScore, attend
+from attnbook.layers.masks import token_mask
+from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig
+from attnbook.layers.scores import AdditiveScore, attend
 
 V_SRC, V_TGT = 12, 9
 
@@ -22,7 +22,7 @@ def _batch():
     g = torch.Generator().manual_seed(1)
     lengths = torch.tensor([6, 2, 4])
     src = torch.randint(4, V_SRC, (3, 6), generator=g)
-    src[~padding_mask(lengths, 6)] = 0  # pad id 0
+    src[~token_mask(lengths, 6)] = 0  # pad id 0
     tgt_in = torch.randint(4, V_TGT, (3, 5), generator=g)
     return src, lengths, tgt_in
 
@@ -35,7 +35,7 @@ def test_forward_shapes_and_weights(score):
     assert logits.shape == (3, 5, V_TGT)
     assert weights.shape == (3, 5, 6)
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 5))
-    pad = ~padding_mask(lengths, 6)[:, None, :].expand(3, 5, 6)
+    pad = ~token_mask(lengths, 6)[:, None, :].expand(3, 5, 6)
     assert (weights[pad] == 0).all()  # exactly zero, not just small
     torch.testing.assert_close(model(src, lengths, tgt_in), logits)  # need_weights changes nothing else
 
@@ -92,7 +92,7 @@ def test_additive_attention_equals_explicit_loops():
             z = sum(math.exp(x) for x in e)
             a_loop = [math.exp(x) / z for x in e]
             c_loop = [sum(a_loop[j] * h[b, j, k] for j in range(n)) for k in range(4)]
-            context, weights = attend(score(s[:, None], h), h, padding_mask(lengths, 4)[:, None, :])
+            context, weights = attend(score(s[:, None], h), h, token_mask(lengths, 4)[:, None, :])
             torch.testing.assert_close(weights[b, 0, :n], torch.tensor(a_loop))
             torch.testing.assert_close(context[b, 0], torch.stack(c_loop).float())
 

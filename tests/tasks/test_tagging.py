@@ -3,7 +3,8 @@ import pytest
 import torch
 
 from attnbook.data.synthetic import IGNORE, neighbours_task, reversal_task, task_batches
-from attnbook.self_attention_models import SelfAttentionTagger, tagging_accuracy, tagging_loss
+from attnbook.models.tagger import SelfAttentionTagger
+from attnbook.tasks.tagging import tagging_accuracy, tagging_loss
 
 
 def test_reversal_task_targets_and_distinct_tokens():

@@ -3,7 +3,7 @@ same encoder with an attention decoder (Bahdanau et al., 2015).
 
 Legend: B batch, S source length, T target length, E embedding width, He encoder hidden
 width per direction, Hd decoder hidden width, V target vocabulary.
-Masks are boolean, ``True`` = may attend (see ``attnbook.masks``).
+Masks are boolean, ``True`` = may attend (see ``attnbook.layers.masks``).
 """
 from __future__ import annotations
 
@@ -13,8 +13,30 @@ import torch
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
-from attnbook.masks import padding_mask
-from attnbook.scores import WEIGHTINGS, Score, attend, make_score
+from attnbook.layers.masks import key_mask, token_mask
+from attnbook.layers.scores import WEIGHTINGS, Score, attend, make_score
+
+
+def _check_sizes(config) -> None:
+    """Every size of an RNN config must be a positive integer."""
+    sizes = {name: value for name, value in vars(config).items() if isinstance(value, int) and name != "pad_id"}
+    bad = {name: value for name, value in sizes.items() if value < 1}
+    if bad:
+        raise ValueError(f"sizes must be >= 1, got {bad}")
+    if not 0 <= config.pad_id < min(config.src_vocab_size, config.tgt_vocab_size):
+        raise ValueError(f"pad_id {config.pad_id} is outside the vocabularies")
+
+
+def _check_batch(src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> None:
+    if src.dim() != 2 or tgt_in.dim() != 2 or src.shape[0] != tgt_in.shape[0]:
+        raise ValueError(
+            f"src (B, S) and tgt_in (B, T) need the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}"
+        )
+
+
+def _check_tokens(tokens: torch.Tensor, batch_size: int) -> None:
+    if tokens.shape != (batch_size,):
+        raise ValueError(f"tokens must have shape ({batch_size},), got {tuple(tokens.shape)}")
 
 
 @dataclass(frozen=True)
@@ -25,6 +47,9 @@ class RNNSeq2SeqConfig:
     enc_hidden: int = 128  # per direction; the encoder is bidirectional
     dec_hidden: int = 128
     pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
 
 
 class GRUEncoder(nn.Module):
@@ -92,6 +117,7 @@ class RNNSeq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits ``(B, T, V)`` for every target position at once."""
+        _check_batch(src, src_lengths, tgt_in)
         _, context = self.encoder(src, src_lengths)  # (B, 2He)
         logits, _ = self.decoder(tgt_in, context, self.decoder.initial_hidden(context))
         return logits  # (B, T, V)
@@ -103,6 +129,7 @@ class RNNSeq2Seq(nn.Module):
 
     def step(self, tokens: torch.Tensor, state: RNNDecoderState) -> tuple[torch.Tensor, RNNDecoderState]:
         """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state."""
+        _check_tokens(tokens, state.context.shape[0])
         logits, hidden = self.decoder(tokens[:, None], state.context, state.hidden)  # (B, 1, V)
         return logits[:, 0], RNNDecoderState(hidden, state.context)
 
@@ -121,9 +148,12 @@ class RNNAttentionSeq2SeqConfig:
     enc_hidden: int = 128  # per direction; the encoder is bidirectional
     dec_hidden: int = 128
     attn_hidden: int = 128  # width A of the additive score (other scores ignore it)
-    score: str = "additive"  # "additive", "dot", "scaled_dot" or "bilinear" (see attnbook.scores)
+    score: str = "additive"  # "additive", "dot", "scaled_dot" or "bilinear" (see attnbook.layers.scores)
     weighting: str = "soft"  # "soft"; or hard attention: "argmax" or "sample"
     pad_id: int = 0
+
+    def __post_init__(self) -> None:
+        _check_sizes(self)
 
 
 @dataclass(frozen=True)
@@ -133,7 +163,7 @@ class AttentionDecoderState:
     hidden: torch.Tensor  # (B, Hd): s_{i-1}
     memory: torch.Tensor  # (B, S, 2He): the encoder states h_j, used as values
     keys: torch.Tensor  # (B, S, *): the keys, already through the score's ``prepare``
-    mask: torch.Tensor  # (B, S): True on real letters
+    src_tokens: torch.Tensor  # (B, S) token mask: True on real letters
     weights: torch.Tensor | None = None  # (B, S): the weights used at the last step
 
 
@@ -154,17 +184,18 @@ class AttentionDecoder(nn.Module):
         self.cell = nn.GRUCell(context_dim + emb_dim, hidden)
         self.out = nn.Linear(hidden, vocab_size)
 
-    def start(self, memory: torch.Tensor, summary: torch.Tensor, mask: torch.Tensor) -> AttentionDecoderState:
-        """memory ``(B, S, 2He)``, summary ``(B, 2He)`` (sets s_0), mask ``(B, S)``."""
-        return AttentionDecoderState(torch.tanh(self.init_state(summary)), memory, self.score.prepare(memory), mask)
+    def start(self, memory: torch.Tensor, summary: torch.Tensor, src_tokens: torch.Tensor) -> AttentionDecoderState:
+        """memory ``(B, S, 2He)``, summary ``(B, 2He)`` (sets s_0), src_tokens ``(B, S)`` token mask."""
+        keys = self.score.prepare(memory)  # (B, S, *)
+        return AttentionDecoderState(torch.tanh(self.init_state(summary)), memory, keys, src_tokens)
 
     def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
         """tokens ``(B,)`` = y_{i-1} -> s_i ``(B, Hd)`` and the new state (with this step's weights)."""
         scores = self.score.score(state.hidden[:, None, :], state.keys)  # (B, 1, S): e_ij from s_{i-1}
-        context, weights = attend(scores, state.memory, state.mask[:, None, :], self.weighting)  # (B, 1, 2He)
+        context, weights = attend(scores, state.memory, key_mask(state.src_tokens), self.weighting)  # (B, 1, 2He)
         inputs = torch.cat([context[:, 0], self.embedding(tokens)], dim=-1)  # (B, 2He + E): [C_i; emb]
         hidden = self.cell(inputs, state.hidden)  # (B, Hd): s_i
-        return hidden, AttentionDecoderState(hidden, state.memory, state.keys, state.mask, weights[:, 0])
+        return hidden, AttentionDecoderState(hidden, state.memory, state.keys, state.src_tokens, weights[:, 0])
 
 
 class RNNAttentionSeq2Seq(nn.Module):
@@ -184,13 +215,14 @@ class RNNAttentionSeq2Seq(nn.Module):
     def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> AttentionDecoderState:
         """Encode the source once; return the decoder's initial state."""
         memory, summary = self.encoder(src, src_lengths)  # (B, S, 2He), (B, 2He)
-        return self.decoder.start(memory, summary, padding_mask(src_lengths, src.shape[1]))
+        return self.decoder.start(memory, summary, token_mask(src_lengths, src.shape[1]))
 
     def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
         """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state.
 
         ``state.weights`` ``(B, S)`` holds the attention weights this step used.
         """
+        _check_tokens(tokens, state.memory.shape[0])
         hidden, state = self.decoder.step(tokens, state)
         return self.decoder.out(hidden), state  # (B, V)
 
@@ -200,9 +232,8 @@ class RNNAttentionSeq2Seq(nn.Module):
         The decoder runs step by step (s_{i-1} is needed to score step i); the output layer
         runs once on all the states.
         """
+        _check_batch(src, src_lengths, tgt_in)
         B, T = tgt_in.shape
-        if src.shape[0] != B:
-            raise ValueError(f"src and tgt_in need the same batch size, got {src.shape[0]} and {B}")
         state = self.start(src, src_lengths)
         hiddens, weights = [], []
         for t in range(T):

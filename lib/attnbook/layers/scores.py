@@ -14,7 +14,7 @@ step; ``forward(query, keys)`` does both. ``attend`` turns scores into weights (
 argmax or a sample) and returns the weighted sum of the values.
 
 Legend: B batch, T queries, S keys, Dq query width, Dk key width, A additive hidden width.
-Masks are boolean, ``True`` = may attend (see ``attnbook.masks``).
+Masks are boolean, ``True`` = may attend (see ``attnbook.layers.masks``).
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import math
 import torch
 from torch import nn
 
-from attnbook.masks import masked_softmax
+from attnbook.layers.masks import masked_softmax
 
 WEIGHTINGS = ("soft", "argmax", "sample")
 SCORES = ("additive", "dot", "scaled_dot", "bilinear")

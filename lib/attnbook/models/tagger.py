@@ -8,12 +8,9 @@ Legend: B batch, T length, D model width, H heads, K answers per position, V voc
 from __future__ import annotations
 
 import torch
-import torch.nn.functional as F
 from torch import nn
 
-from attnbook.attention import MultiHeadAttention
-from attnbook.data.synthetic import IGNORE
-from attnbook.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from attnbook.layers import LearnedPositionalEmbedding, MultiHeadAttention, SinusoidalPositionalEncoding
 
 POSITIONAL = ("none", "sinusoidal", "learned")
 
@@ -57,26 +54,3 @@ class SelfAttentionTagger(nn.Module):
             z = self.attention(x, x, x)  # (B, T, D)
         logits = self.readout(z).view(B, T, self.num_outputs, self.vocab_size)  # (B, T, K, V)
         return (logits, weights) if need_weights else logits
-
-
-def tagging_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
-    """Mean cross-entropy over every answer that is not ``IGNORE`` (a ``loss_fn`` for ``fit``)."""
-    tokens, targets = batch  # (B, T), (B, T, K)
-    logits = model(tokens)  # (B, T, K, V)
-    return F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE)
-
-
-@torch.no_grad()
-def tagging_accuracy(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
-    """Accuracy on a fixed set: ``answer`` (share of answers right), ``position`` (share of
-    positions with all K answers right) and ``output0``, ``output1``, ... (each answer alone)."""
-    logits = model(tokens)  # (B, T, K, V)
-    valid = targets != IGNORE  # (B, T, K)
-    right = (logits.argmax(-1) == targets) | ~valid  # (B, T, K)
-    has_answer = valid.any(-1)  # (B, T)
-    answer = (right & valid).sum() / valid.sum()
-    position = (right.all(-1) & has_answer).sum() / has_answer.sum()
-    result = {"answer": answer.item(), "position": position.item()}
-    for k in range(targets.shape[-1]):
-        result[f"output{k}"] = ((right[..., k] & valid[..., k]).sum() / valid[..., k].sum()).item()
-    return result

@@ -1,11 +1,11 @@
-"""Score functions and attention weights (attnbook.scores)."""
+"""Score functions and attention weights (attnbook.layers.scores)."""
 import math
 
 import pytest
 import torch
 
-from attnbook.masks import padding_mask
-from attnbook.scores import (
+from attnbook.layers.masks import token_mask
+from attnbook.layers.scores import (
     AdditiveScore, BilinearScore, DotScore, ScaledDotScore, attend, attention_weights, make_score,
 )
 
@@ -71,7 +71,7 @@ def test_dot_scores_refuse_different_widths():
 def test_soft_weights_sum_to_one_and_are_zero_on_padding():
     torch.manual_seed(0)
     lengths = torch.tensor([5, 2, 3])
-    mask = padding_mask(lengths, 6)[:, None, :]  # (B, 1, S)
+    mask = token_mask(lengths, 6)[:, None, :]  # (B, 1, S)
     scores = torch.randn(3, 4, 6) * 5
     scores[1, :, 2:] = 100.0  # huge scores on padding must still get nothing
     values = torch.randn(3, 6, 2)
@@ -80,14 +80,14 @@ def test_soft_weights_sum_to_one_and_are_zero_on_padding():
     assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()
     # the context only mixes real positions: changing the padding values changes nothing
     values2 = values.clone()
-    values2[~padding_mask(lengths, 6)] = 1e6
+    values2[~token_mask(lengths, 6)] = 1e6
     torch.testing.assert_close(attend(scores, values2, mask)[0], context)
 
 
 @pytest.mark.parametrize("weighting", ["argmax", "sample"])
 def test_hard_weights_are_one_hot_on_real_positions(weighting):
     torch.manual_seed(0)
-    mask = padding_mask(torch.tensor([3, 5]), 5)[:, None, :]
+    mask = token_mask(torch.tensor([3, 5]), 5)[:, None, :]
     scores = torch.randn(2, 6, 5, requires_grad=True)
     weights = attention_weights(scores, mask, weighting)
     assert ((weights == 0) | (weights == 1)).all()

@@ -2,19 +2,19 @@
 import pytest
 import torch
 
-from attnbook.masks import causal_mask, key_padding_to_attention_mask, masked_softmax, padding_mask, validate_mask
+from attnbook.layers.masks import causal_mask, key_mask, masked_softmax, token_mask, validate_mask
 
 
 def test_padding_mask_values_and_errors():
-    m = padding_mask(torch.tensor([3, 1]), max_len=4)
+    m = token_mask(torch.tensor([3, 1]), max_len=4)
     assert m.dtype == torch.bool
     assert m.tolist() == [[True, True, True, False], [True, False, False, False]]
     with pytest.raises(ValueError, match="1-D"):
-        padding_mask(torch.tensor([[3]]))
+        token_mask(torch.tensor([[3]]))
     with pytest.raises(ValueError, match=">= 1"):
-        padding_mask(torch.tensor([2, 0]))
+        token_mask(torch.tensor([2, 0]))
     with pytest.raises(ValueError, match="shorter"):
-        padding_mask(torch.tensor([5]), max_len=3)
+        token_mask(torch.tensor([5]), max_len=3)
 
 
 def test_causal_mask_keeps_diagonal():
@@ -26,17 +26,17 @@ def test_causal_mask_keeps_diagonal():
 
 
 def test_key_padding_to_attention_mask_broadcasts_over_queries():
-    valid = padding_mask(torch.tensor([2, 3]))
-    m = key_padding_to_attention_mask(valid)
+    valid = token_mask(torch.tensor([2, 3]))
+    m = key_mask(valid)
     assert m.shape == (2, 1, 3)
     with pytest.raises(ValueError, match="bool"):
-        key_padding_to_attention_mask(valid.float())
+        key_mask(valid.float())
 
 
 def test_masked_softmax_exact_zeros_and_rows_sum_to_one():
     torch.manual_seed(0)
     scores = torch.randn(2, 4, 5) * 10
-    mask = padding_mask(torch.tensor([5, 2]))[:, None, :] & causal_mask(5)[:4]
+    mask = token_mask(torch.tensor([5, 2]))[:, None, :] & causal_mask(5)[:4]
     w = masked_softmax(scores, mask)
     assert torch.all(w[~mask.expand_as(w)] == 0)
     torch.testing.assert_close(w.sum(-1), torch.ones(2, 4))
@@ -66,6 +66,6 @@ def test_validate_mask_errors():
         validate_mask(torch.zeros(3, 3), (2, 3, 3))
     with pytest.raises(TypeError, match="torch.Tensor"):
         validate_mask([[True]], (1, 1))
-    with pytest.raises(ValueError, match="does not broadcast"):
+    with pytest.raises(ValueError, match="does not fit"):
         validate_mask(torch.ones(2, 4, dtype=torch.bool), (2, 3, 3))
     validate_mask(torch.ones(3, 1, 3, dtype=torch.bool), (3, 3, 3))  # broadcasts: no error

@@ -65,11 +65,15 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int) -> None:
         super().__init__()
+        if d_model < 1 or max_len < 1:
+            raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and {max_len}")
         self.embedding = nn.Embedding(max_len, d_model)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x ``(B, T, D)`` -> x + E[offset : offset + T] with E a trained ``(max_len, D)`` table."""
         B, T, D = x.shape
+        if D != self.embedding.embedding_dim:
+            raise ValueError(f"x has width {D}, the table was built for d_model={self.embedding.embedding_dim}")
         if offset + T > self.embedding.num_embeddings:
             raise ValueError(f"positions up to {offset + T} requested, only {self.embedding.num_embeddings} learned")
         positions = torch.arange(offset, offset + T, device=x.device)  # (T,)

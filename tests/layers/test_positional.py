@@ -4,7 +4,7 @@ import math
 import pytest
 import torch
 
-from attnbook.positional import (
+from attnbook.layers.positional import (
     LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding, sinusoidal_shift_matrix,
 )
 

@@ -2,9 +2,9 @@ import torch
 
 from attnbook.data import build_vocabs, load_g2p, make_batch
 from attnbook.decoding import greedy_decode
-from attnbook.evaluation import evaluate_g2p, predict
-from attnbook.recipes import G2PRecipe, train_g2p
-from attnbook.rnn import GRUEncoder, RNNSeq2Seq, RNNSeq2SeqConfig
+from attnbook.tasks.g2p import evaluate_g2p, predict
+from attnbook.tasks.g2p import G2PRecipe, train_g2p
+from attnbook.models.rnn import GRUEncoder, RNNSeq2Seq, RNNSeq2SeqConfig
 
 
 def _setup():

@@ -6,8 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention, to_torch_multihead
-from attnbook.masks import causal_mask, padding_mask
+from attnbook.layers.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention, to_torch_multihead
+from attnbook.layers.masks import causal_mask, token_mask
 
 
 def _mha(d_model=16, num_heads=4, bias=True, seed=0):
@@ -33,7 +33,7 @@ def test_sdpa_matches_definition_and_rows_sum_to_one():
 def test_sdpa_mask_gives_exact_zero_and_matches_torch():
     torch.manual_seed(1)
     q, k, v = torch.randn(2, 4, 8), torch.randn(2, 6, 8), torch.randn(2, 6, 3)
-    mask = padding_mask(torch.tensor([6, 3]))[:, None, :]  # (B, 1, S)
+    mask = token_mask(torch.tensor([6, 3]))[:, None, :]  # (B, 1, S)
     out, w = scaled_dot_product_attention(q, k, v, mask)
     assert torch.all(w[1, :, 3:] == 0)
     torch.testing.assert_close(out, F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5)
@@ -67,7 +67,7 @@ def test_mha_equals_torch_with_padding_mask():
     mha = _mha()
     ref = to_torch_multihead(mha).eval()
     x = torch.randn(3, 6, 16)
-    valid = padding_mask(torch.tensor([6, 2, 4]))  # (B, S)
+    valid = token_mask(torch.tensor([6, 2, 4]))  # (B, S)
     out, w = mha(x, x, x, mask=valid[:, None, :], need_weights=True)
     ref_out, ref_w = _torch_out(ref, x, key_padding_mask=~valid)
     torch.testing.assert_close(out, ref_out, atol=1e-5, rtol=1e-5)
@@ -80,7 +80,7 @@ def test_mha_equals_torch_with_causal_and_padding_mask():
     mha = _mha()
     ref = to_torch_multihead(mha).eval()
     x = torch.randn(2, 5, 16)
-    valid = padding_mask(torch.tensor([5, 3]))
+    valid = token_mask(torch.tensor([5, 3]))
     mask = valid[:, None, :] & causal_mask(5)  # (B, T, S)
     out, w = mha(x, x, x, mask=mask, need_weights=True)
     ref_out, ref_w = _torch_out(ref, x, attn_mask=~causal_mask(5), key_padding_mask=~valid, average=False)
@@ -155,9 +155,12 @@ def test_kv_cache_matches_full_causal_pass():
     mha = _mha()
     x = torch.randn(2, 5, 16)
     full = mha(x, x, x, mask=causal_mask(5))
-    cache = KVCache()
-    steps = [mha(x[:, t : t + 1], x[:, t : t + 1], x[:, t : t + 1], cache=cache) for t in range(5)]
-    assert len(cache) == 5
+    cache, steps = None, []
+    for t in range(5):
+        new = mha.project_kv(x[:, t : t + 1], x[:, t : t + 1])  # (B, H, 1, Dh) each
+        cache = new if cache is None else cache.extend(new.key, new.value)
+        steps.append(mha.attend(x[:, t : t + 1], cache))
+    assert isinstance(cache, KVCache) and len(cache) == 5
     torch.testing.assert_close(torch.cat(steps, 1), full, atol=1e-5, rtol=1e-5)
 
 
@@ -180,8 +183,18 @@ def test_mha_errors_are_clear():
     x = torch.randn(2, 3, 8)
     with pytest.raises(TypeError, match="boolean"):
         mha(x, x, x, mask=torch.zeros(3, 3))
-    with pytest.raises(ValueError, match="does not broadcast"):
+    with pytest.raises(ValueError, match="does not fit"):
         mha(x, x, x, mask=torch.ones(4, 4, dtype=torch.bool))
+    with pytest.raises(ValueError, match="does not fit"):  # a (B, S) token mask where (T, S) is expected
+        mha(torch.randn(3, 3, 8), torch.randn(3, 3, 8), torch.randn(3, 3, 8), mask=torch.ones(3, 3, dtype=torch.bool)[:, :1])
+    with pytest.raises(ValueError, match="same batch size"):
+        mha(x, torch.randn(3, 3, 8), torch.randn(3, 3, 8))
+    with pytest.raises(ValueError, match="same \\(B, S\\)"):
+        mha(x, torch.randn(2, 3, 8), torch.randn(2, 4, 8))
+    with pytest.raises(ValueError, match=">= 1"):
+        MultiHeadAttention(0, 1)
+    with pytest.raises(ValueError, match="dropout"):
+        MultiHeadAttention(8, 2, dropout=1.0)
 
 
 def test_to_torch_multihead_copies_training_mode_and_dropout():

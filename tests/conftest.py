@@ -1,0 +1,44 @@
+"""Fixtures shared by the library's tests: a tiny seq2seq batch and tiny models to test on."""
+import pytest
+import torch
+from torch import nn
+
+from attnbook.layers.masks import token_mask
+from attnbook.models.transformer import Transformer, TransformerConfig
+
+SRC_V, TGT_V = 11, 13  # tiny vocabularies; ids 0-3 are the special tokens
+
+
+def perturb_layer_norms(model: nn.Module) -> nn.Module:
+    """Move every LayerNorm away from (weight 1, bias 0), so that a norm copied wrongly shows."""
+    with torch.no_grad():
+        for module in model.modules():
+            if isinstance(module, nn.LayerNorm):
+                module.weight.normal_(1.0, 0.2)
+                module.bias.normal_(0.0, 0.2)
+    return model
+
+
+@pytest.fixture
+def seq2seq_batch():
+    """``(src (4, 7), lengths (4,), tgt_in (4, 6))`` with padding zeroed in ``src``."""
+    g = torch.Generator().manual_seed(1)
+    lengths = torch.tensor([7, 4, 2, 5])
+    src = torch.randint(4, SRC_V, (4, 7), generator=g)
+    src[~token_mask(lengths, 7)] = 0
+    tgt = torch.randint(4, TGT_V, (4, 6), generator=g)
+    return src, lengths, tgt
+
+
+@pytest.fixture
+def make_transformer():
+    """Factory: a 2+2-layer Transformer (D=32, H=4) in eval mode with perturbed LayerNorms."""
+
+    def make(norm_first=False, dropout=0.0, tie_output=True, seed=0, activation="relu"):
+        torch.manual_seed(seed)
+        config = TransformerConfig(SRC_V, TGT_V, d_model=32, num_heads=4, d_ff=64, num_encoder_layers=2,
+                                   num_decoder_layers=2, dropout=dropout, norm_first=norm_first,
+                                   tie_output=tie_output, activation=activation)
+        return perturb_layer_norms(Transformer(config)).eval()
+
+    return make
