@@ -31,6 +31,19 @@ def _hand_attention(mha, x, mask=None):
     return mha.out_proj((scores.softmax(-1) @ v).transpose(1, 2).reshape(B, T, D))
 
 
+def _torch_encoder_layer(block, norm_first, activation):
+    """``nn.TransformerEncoderLayer`` holding ``block``'s weights."""
+    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation, batch_first=True,
+                                     norm_first=norm_first).eval()
+    with torch.no_grad():
+        copy_to_torch_multihead(block.self_attn, ref.self_attn)
+        for name in ("linear1", "linear2"):
+            getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
+        ref.norm1.load_state_dict(block.norm1.state_dict())
+        ref.norm2.load_state_dict(block.norm2.state_dict())
+    return ref
+
+
 def _hand_feed_forward(ff, x, act):
     return ff.linear2(act(ff.linear1(x)))
 
@@ -72,14 +85,8 @@ def test_a_wrongly_wired_block_fails_the_reference():
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_block_equals_torch_encoder_layer(norm_first, activation):
     block = _block(EncoderBlock, norm_first=norm_first, activation=activation)
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation, batch_first=True,
-                                     norm_first=norm_first).eval()
+    ref = _torch_encoder_layer(block, norm_first, activation)
     with torch.no_grad():
-        copy_to_torch_multihead(block.self_attn, ref.self_attn)
-        for name in ("linear1", "linear2"):
-            getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
-        ref.norm1.load_state_dict(block.norm1.state_dict())
-        ref.norm2.load_state_dict(block.norm2.state_dict())
         x = torch.randn(3, 6, 16)
         tokens = token_mask(torch.tensor([6, 3, 1]), 6)
         torch.testing.assert_close(block(x, key_mask(tokens))[tokens], ref(x, src_key_padding_mask=~tokens)[tokens],
@@ -156,14 +163,8 @@ def test_causal_block_with_cache_equals_without(norm_first):
 
 def test_causal_block_equals_torch_encoder_layer_with_a_causal_mask():
     block = _block(CausalBlock)  # pre-norm, GELU
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation="gelu", batch_first=True,
-                                     norm_first=True).eval()
+    ref = _torch_encoder_layer(block, norm_first=True, activation="gelu")
     with torch.no_grad():
-        copy_to_torch_multihead(block.self_attn, ref.self_attn)
-        for name in ("linear1", "linear2"):
-            getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
-        ref.norm1.load_state_dict(block.norm1.state_dict())
-        ref.norm2.load_state_dict(block.norm2.state_dict())
         x = torch.randn(2, 6, 16)
         expected = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(6), is_causal=True)
         torch.testing.assert_close(block(x)[0], expected, atol=1e-5, rtol=1e-5)

@@ -29,6 +29,10 @@ class SelfAttentionTagger(nn.Module):
         super().__init__()
         if positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        if min(vocab_size, max_len, num_outputs) < 1:
+            raise ValueError(
+                f"vocab_size, max_len and num_outputs must be >= 1, got {vocab_size}, {max_len}, {num_outputs}"
+            )
         self.vocab_size, self.num_outputs = vocab_size, num_outputs
         self.embedding = nn.Embedding(vocab_size, d_model)
         if positional == "sinusoidal":
