@@ -22,6 +22,7 @@ from torch import nn
 from attnbook.layers.attention import KVCache, MultiHeadAttention, copy_to_torch_multihead
 from attnbook.layers.feedforward import FeedForward
 from attnbook.layers.masks import causal_mask
+from attnbook.layers.validation import check_dropout, check_heads, check_positive
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,9 @@ class ResidualBlock(nn.Module):
 
 
 def _check_sizes(d_model: int, num_heads: int, d_ff: int, dropout: float, layer_norm_eps: float) -> None:
-    if min(d_model, num_heads, d_ff) < 1:
-        raise ValueError(f"d_model, num_heads and d_ff must be >= 1, got {d_model}, {num_heads}, {d_ff}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    check_positive(d_ff=d_ff)
+    check_heads(d_model, num_heads)
+    check_dropout(dropout)
     if layer_norm_eps <= 0:
         raise ValueError(f"layer_norm_eps must be > 0, got {layer_norm_eps}")
 

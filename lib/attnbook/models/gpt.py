@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from attnbook.layers import CausalBlock, Embeddings, KVCache, LearnedPositionalEmbedding
-from attnbook.layers.feedforward import ACTIVATIONS
+from attnbook.layers.validation import check_transformer_sizes
 
 
 @dataclass(frozen=True)
@@ -38,17 +38,10 @@ class GPTConfig:
     layer_norm_eps: float = 1e-5
 
     def __post_init__(self) -> None:
-        sizes = {name: getattr(self, name) for name in (
-            "vocab_size", "max_len", "d_model", "num_heads", "d_ff", "num_layers")}
-        bad = {name: value for name, value in sizes.items() if value < 1}
-        if bad:
-            raise ValueError(f"sizes must be >= 1, got {bad}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {self.activation!r}; expected one of {ACTIVATIONS}")
+        check_transformer_sizes(
+            self.d_model, self.num_heads, self.d_ff, self.dropout, self.activation,
+            vocab_size=self.vocab_size, max_len=self.max_len, num_layers=self.num_layers,
+        )
 
 
 @dataclass(frozen=True)
