@@ -1,0 +1,72 @@
+"""Induction heads in miniature (Olsson et al., 2022): sequences made of a random segment
+repeated, a per-head *induction score*, and the loss on the first and the repeated half.
+
+On ``[a b c d ... | a b c d ...]`` nothing predicts the first half, but in the second half the
+next token is the one that followed the current token last time. A head that, at position i,
+attends to the position just after the previous occurrence of token i (and copies what it
+finds there) predicts it: that is an induction head. Legend: B batch, T length, H heads, V vocabulary.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def repeated_segments(batch_size: int, length: int, vocab_size: int, min_segment: int, max_segment: int,
+                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """tokens ``(B, length)`` and segment lengths ``(B,)``: each row is a random segment of
+    L tokens (L drawn from ``[min_segment, max_segment]``), the same segment again, then random
+    tokens up to ``length``. L varies, so the copy cannot be found by position alone."""
+    if not 2 <= min_segment <= max_segment or 2 * max_segment > length:
+        raise ValueError(f"need 2 <= min_segment <= max_segment <= length / 2, got {min_segment}, "
+                         f"{max_segment}, length {length}")
+    tokens = torch.randint(vocab_size, (batch_size, length), generator=generator)  # (B, T)
+    lengths = torch.randint(min_segment, max_segment + 1, (batch_size,), generator=generator)  # (B,)
+    positions = torch.arange(length)
+    copy = (positions >= lengths[:, None]) & (positions < 2 * lengths[:, None])  # (B, T): the second copy
+    source = (positions - lengths[:, None]).clamp(min=0)  # (B, T): where each copied token comes from
+    return torch.where(copy, tokens.gather(1, source), tokens), lengths
+
+
+def repeated_batches(batch_size: int, length: int, vocab_size: int, min_segment: int, max_segment: int,
+                     generator: torch.Generator | None = None) -> Iterator[torch.Tensor]:
+    """Endless batches of ``repeated_segments`` tokens ``(B, length)``."""
+    while True:
+        yield repeated_segments(batch_size, length, vocab_size, min_segment, max_segment, generator)[0]
+
+
+def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
+    """``(B, T)``: for each position i, the position after the previous occurrence of token i
+    (the key an induction head attends to), or -1 where token i has not occurred before."""
+    B, T = tokens.shape
+    earlier = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril(-1)  # (T, T): k < i
+    same = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (B, T, T)
+    positions = torch.arange(T, device=tokens.device)
+    previous = torch.where(same, positions, -1).max(dim=-1).values  # (B, T): last k < i with the same token
+    return torch.where(previous >= 0, previous + 1, -1)
+
+
+def induction_scores(weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
+    """``(H,)``: each head's mean attention weight on the induction target, over the positions
+    that have one. weights ``(B, H, T, T)``, tokens ``(B, T)``."""
+    targets = induction_targets(tokens)  # (B, T)
+    valid = targets >= 0
+    picked = weights.gather(-1, targets.clamp(min=0)[:, None, :, None].expand(-1, weights.shape[1], -1, 1))
+    picked = picked[..., 0]  # (B, H, T)
+    return (picked * valid[:, None]).sum(dim=(0, 2)) / valid.sum()
+
+
+@torch.no_grad()
+def half_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[float, float]:
+    """Mean next-token loss on the first copy of each segment (targets 1 .. L-1) and on the
+    repeated copy (targets L+1 .. 2L-1; its first token L follows nothing it could copy)."""
+    model.eval()
+    logits = model(tokens[:, :-1])  # (B, T-1, V)
+    losses = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T-1)
+    target = torch.arange(1, tokens.shape[1])  # (T-1,): the position each loss predicts
+    first = target < lengths[:, None]  # (B, T-1)
+    second = (target > lengths[:, None]) & (target < 2 * lengths[:, None])
+    return losses[first].mean().item(), losses[second].mean().item()

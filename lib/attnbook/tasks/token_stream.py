@@ -1,0 +1,104 @@
+"""Language modelling on one long stream of token ids (Chapter 8): random training windows,
+the held-out loss of a model, and the unigram and bigram baselines scored on exactly the same
+held-out targets.
+
+A held-out stream of N tokens is cut into non-overlapping windows of ``window + 1`` tokens
+that overlap by one (``held_out_windows``); every token after the first of a window is a
+target, predicted from the tokens before it *in its window*. ``held_out_targets`` lists those
+targets with the token just before each, which is all a bigram needs, so the three numbers
+are mean cross-entropies over the same tokens. Legend: B batch, T window length, V vocabulary.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+def lm_batches(
+    stream: torch.Tensor, window: int, batch_size: int, generator: torch.Generator | None = None,
+) -> Iterator[torch.Tensor]:
+    """Endless batches ``(B, window + 1)`` of windows starting at random positions of ``stream``
+    (a 1-D tensor of ids); the model reads ``[:, :-1]`` and predicts ``[:, 1:]``."""
+    if stream.dim() != 1 or len(stream) < window + 2:
+        raise ValueError(f"stream must be 1-D with more than window + 1 = {window + 1} tokens, "
+                         f"got shape {tuple(stream.shape)}")
+    offsets = torch.arange(window + 1)
+    while True:
+        starts = torch.randint(len(stream) - window, (batch_size,), generator=generator)
+        yield stream[starts[:, None] + offsets]  # (B, T + 1)
+
+
+def held_out_windows(stream: torch.Tensor, window: int) -> torch.Tensor:
+    """``(N_windows, window + 1)``: consecutive windows that share their edge token, so every
+    token of ``stream[1 : 1 + N_windows * window]`` is a target exactly once."""
+    n = (len(stream) - 1) // window
+    if n < 1:
+        raise ValueError(f"the stream ({len(stream)} tokens) is shorter than one window of {window + 1}")
+    starts = torch.arange(n) * window
+    return stream[starts[:, None] + torch.arange(window + 1)]  # (N, T + 1)
+
+
+def held_out_targets(stream: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(previous tokens, targets), both ``(N_windows * window,)``, in the order of ``held_out_windows``."""
+    windows = held_out_windows(stream, window)
+    return windows[:, :-1].reshape(-1), windows[:, 1:].reshape(-1)
+
+
+@torch.no_grad()
+def model_loss(model: nn.Module, stream: torch.Tensor, window: int, batch_size: int = 64) -> float:
+    """Mean next-token cross-entropy (nats) of ``model`` over the held-out windows of ``stream``."""
+    model.eval()
+    windows = held_out_windows(stream, window)
+    device = next(model.parameters()).device
+    total, count = 0.0, 0
+    for chunk in windows.split(batch_size):
+        chunk = chunk.to(device)
+        logits = model(chunk[:, :-1])  # (B, T, V)
+        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1),
+                                 reduction="sum").item()
+        count += chunk[:, 1:].numel()
+    return total / count
+
+
+def unigram_probs(stream: torch.Tensor, vocab_size: int, smoothing: float = 1.0) -> torch.Tensor:
+    """``(V,)``: token frequencies in ``stream`` with add-``smoothing`` (Laplace) counts."""
+    counts = torch.bincount(stream, minlength=vocab_size).double() + smoothing
+    return counts / counts.sum()
+
+
+def bigram_counts(stream: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """``(V, V)``: how often token b follows token a (row a, column b)."""
+    pairs = stream[:-1] * vocab_size + stream[1:]
+    return torch.bincount(pairs, minlength=vocab_size * vocab_size).double().view(vocab_size, vocab_size)
+
+
+def bigram_probs(stream: torch.Tensor, vocab_size: int, weight: float) -> torch.Tensor:
+    """``(V, V)``: P(b | a) = weight * count(a, b) / count(a) + (1 - weight) * P_unigram(b),
+    interpolated so that a pair never seen keeps some probability."""
+    if not 0.0 <= weight < 1.0:
+        raise ValueError(f"weight must be in [0, 1), got {weight}")
+    counts = bigram_counts(stream, vocab_size)
+    rows = counts.sum(1, keepdim=True)
+    conditional = torch.where(rows > 0, counts / rows.clamp(min=1), 0.0)  # unseen rows: all from the unigram
+    weights = torch.where(rows > 0, weight, 0.0)
+    return weights * conditional + (1 - weights) * unigram_probs(stream, vocab_size)[None, :]
+
+
+def ngram_loss(probs: torch.Tensor, previous: torch.Tensor, targets: torch.Tensor) -> float:
+    """Mean cross-entropy (nats) of ``targets`` under a unigram ``(V,)`` or bigram ``(V, V)`` table."""
+    p = probs[targets] if probs.dim() == 1 else probs[previous, targets]
+    return float(-p.log().mean())
+
+
+def fit_bigram(train: torch.Tensor, vocab_size: int, grid: tuple[float, ...] = (0.5, 0.7, 0.8, 0.9, 0.95, 0.99)
+               ) -> tuple[torch.Tensor, float]:
+    """Choose the interpolation weight on the last tenth of the *training* stream (counts from the
+    first nine tenths), then count on all of it: ``(probs (V, V), weight)``."""
+    cut = len(train) * 9 // 10
+    fit_part, check = train[:cut], train[cut:]
+    losses = {w: ngram_loss(bigram_probs(fit_part, vocab_size, w), check[:-1], check[1:]) for w in grid}
+    best = min(losses, key=losses.get)
+    return bigram_probs(train, vocab_size, best), best
