@@ -1,0 +1,200 @@
+"""Chapter 8 checkers: each accepts the reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it knows it."""
+import math
+
+import pytest
+import torch
+
+from attnbook.exercises.ch08 import check_bpe_merge_step, check_cached_mask, check_perplexity, check_top_p
+
+
+# --- reference solutions (as in the chapter) ---
+
+def perplexity(losses):
+    total = sum(float(x.sum()) for x in losses)
+    count = sum(x.numel() for x in losses)
+    return math.exp(total / count)
+
+
+def bpe_merge_step(pieces, new_id):
+    counts = {}
+    for ids, n in pieces.items():
+        for pair in zip(ids, ids[1:]):
+            counts[pair] = counts.get(pair, 0) + n
+    best = min(counts, key=lambda pair: (-counts[pair], pair))
+    merged = {}
+    for ids, n in pieces.items():
+        out, i = [], 0
+        while i < len(ids):
+            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                out.append(new_id)
+                i += 2
+            else:
+                out.append(ids[i])
+                i += 1
+        merged[tuple(out)] = n
+    return best, merged
+
+
+def top_p(logits, p):
+    probs, order = logits.softmax(-1).sort(-1, descending=True)
+    drop_sorted = probs.cumsum(-1) - probs >= p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
+
+
+def cached_mask(num_new, num_cached):
+    return torch.ones(num_new, num_cached + num_new, dtype=torch.bool).tril(diagonal=num_cached)
+
+
+@pytest.mark.parametrize("check, solution", [
+    (check_perplexity, perplexity), (check_bpe_merge_step, bpe_merge_step),
+    (check_top_p, top_p), (check_cached_mask, cached_mask),
+])
+def test_reference_passes(check, solution, capsys):
+    assert check(solution)
+    assert "✓" in capsys.readouterr().out
+
+
+def not_done(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("check", [check_perplexity, check_bpe_merge_step, check_top_p, check_cached_mask])
+def test_stub_is_not_done(check, capsys):
+    assert not check(not_done)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def expect_rejected(check, wrong, capsys, diagnosis=None):
+    assert not check(wrong)
+    out = capsys.readouterr().out
+    assert out.startswith("✗")
+    if diagnosis is not None:
+        assert diagnosis in out.splitlines()[0], out
+
+
+# --- perplexity ---
+
+def test_perplexity_wrong_answers(capsys):
+    expect_rejected(check_perplexity, lambda ls: math.exp(sum(float(x.mean()) for x in ls) / len(ls)),
+                    capsys, "mean losses")
+    expect_rejected(check_perplexity, lambda ls: sum(math.exp(float(x.mean())) for x in ls) / len(ls),
+                    capsys, "per-sequence perplexities")
+    expect_rejected(check_perplexity, lambda ls: 2 ** float(torch.cat(ls).mean()), capsys, "nats")
+    expect_rejected(check_perplexity, lambda ls: float(torch.cat(ls).mean()), capsys, "its exp")
+    expect_rejected(check_perplexity, lambda ls: math.exp(float(ls[0].mean())), capsys)  # ignores sequences
+
+    def mutating(ls):
+        ls[0].mul_(1.0).add_(0.0)
+        ls.append(torch.zeros(1, dtype=torch.float64))  # changes the list it was given
+        return perplexity(ls[:-1])
+    expect_rejected(check_perplexity, mutating, capsys, "in place")
+
+
+# --- BPE merge step ---
+
+def test_bpe_merge_step_wrong_answers(capsys):
+    def unweighted(pieces, new_id):
+        return bpe_merge_step({ids: 1 for ids in pieces}, new_id)[0], bpe_merge_step(pieces, new_id)[1]
+
+    def largest_tie(pieces, new_id):
+        counts = {}
+        for ids, n in pieces.items():
+            for pair in zip(ids, ids[1:]):
+                counts[pair] = counts.get(pair, 0) + n
+        best = max(counts, key=lambda pair: (counts[pair], pair))
+        return best, bpe_merge_step({**pieces}, new_id)[1] if False else {
+            tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+
+    def right_to_left(pieces, new_id):
+        best, _ = bpe_merge_step(pieces, new_id)
+        return best, {tuple(_merge(list(ids)[::-1], best[::-1], new_id))[::-1]: n for ids, n in pieces.items()}
+
+    def first_seen_tie(pieces, new_id):  # Counter.most_common order: the first pair seen wins ties
+        counts = {}
+        for ids, n in pieces.items():
+            for pair in zip(ids, ids[1:]):
+                counts[pair] = counts.get(pair, 0) + n
+        best = max(counts, key=counts.get)
+        return best, {tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+
+    def mutating(pieces, new_id):
+        best, merged = bpe_merge_step(pieces, new_id)
+        pieces.clear()
+        pieces.update(merged)
+        return best, merged
+
+    def drops_counts(pieces, new_id):
+        best, merged = bpe_merge_step(pieces, new_id)
+        return best, {ids: 1 for ids in merged}
+
+    expect_rejected(check_bpe_merge_step, unweighted, capsys, "weight by the piece's count")
+    expect_rejected(check_bpe_merge_step, largest_tie, capsys, "smallest pair")
+    expect_rejected(check_bpe_merge_step, right_to_left, capsys, "left to right")
+    expect_rejected(check_bpe_merge_step, first_seen_tie, capsys)
+    expect_rejected(check_bpe_merge_step, mutating, capsys, "in place")
+    expect_rejected(check_bpe_merge_step, drops_counts, capsys)
+
+
+def _merge(ids, pair, new_id):
+    out, i = [], 0
+    while i < len(ids):
+        if i + 1 < len(ids) and (ids[i], ids[i + 1]) == pair:
+            out.append(new_id)
+            i += 2
+        else:
+            out.append(ids[i])
+            i += 1
+    return out
+
+
+# --- top-p ---
+
+def test_top_p_wrong_answers(capsys):
+    def drops_crossing(logits, p):
+        probs, order = logits.softmax(-1).sort(-1, descending=True)
+        drop = probs.cumsum(-1) > p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    def unsorted(logits, p):
+        probs = logits.softmax(-1)
+        return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
+
+    def on_logits(logits, p):
+        values, order = logits.sort(-1, descending=True)
+        drop = values.cumsum(-1) - values >= p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    def in_place(logits, p):
+        out = top_p(logits, p)
+        logits.copy_(out)
+        return out
+
+    def zero_not_inf(logits, p):
+        return top_p(logits, p).nan_to_num(neginf=0.0)
+
+    def ignores_batch(logits, p):  # the first row's nucleus for every row
+        probs, order = logits.softmax(-1).sort(-1, descending=True)
+        drop = (probs.cumsum(-1) - probs >= p)[:1].expand_as(probs)
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    expect_rejected(check_top_p, drops_crossing, capsys, "crosses p")
+    expect_rejected(check_top_p, unsorted, capsys, "sort")
+    expect_rejected(check_top_p, on_logits, capsys, "not logits")
+    expect_rejected(check_top_p, in_place, capsys, "in place")
+    expect_rejected(check_top_p, zero_not_inf, capsys)
+    expect_rejected(check_top_p, ignores_batch, capsys)
+
+
+# --- cached mask ---
+
+def test_cached_mask_wrong_answers(capsys):
+    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).tril(), capsys,
+                    "shift the triangle")
+    expect_rejected(check_cached_mask, lambda t, p: torch.cat(
+        [torch.zeros(t, p, dtype=torch.bool), torch.ones(t, t, dtype=torch.bool).tril()], 1), capsys, "whole cache")
+    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool), capsys, "must not see")
+    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, t, dtype=torch.bool).tril(), capsys, "P + T columns")
+    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t).tril(p), capsys)  # floats, not bools
+    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).triu(p), capsys)
