@@ -10,6 +10,7 @@ failing case.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import traceback
 from collections.abc import Callable, Sequence
@@ -252,3 +253,16 @@ def _finish(exercise: str, passed: bool, detail: str, diagnosis: str = "") -> Ch
     print(message)
     return CheckResult(exercise, passed, message, diagnosis)
 
+
+
+def no_grad(fn: Callable) -> Callable:
+    """``fn`` run under ``torch.no_grad()`` (for exercises that call modules), same signature."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with torch.no_grad():
+            return fn(*args, **kwargs)
+
+    return wrapped
