@@ -86,10 +86,16 @@ MUTATION = "mutated input"
 
 def _short(value: object) -> str:
     if isinstance(value, torch.Tensor):
-        body = str(value.detach().cpu()) if value.numel() <= 24 else f"tensor of shape {tuple(value.shape)}"
-        return f"{body} (shape {tuple(value.shape)}, dtype {value.dtype})"
-    if isinstance(value, tuple) and any(isinstance(v, torch.Tensor) for v in value):
+        if value.numel() > 24:
+            return f"a tensor of shape {tuple(value.shape)}, dtype {value.dtype}"
+        return f"{value.detach().cpu()} (shape {tuple(value.shape)}, dtype {value.dtype})"
+    if isinstance(value, tuple) and _holds_tensors(value):
         return "(" + ", ".join(_short(v) for v in value) + ")"
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        parts = [f"{f.name} of shape {tuple(getattr(value, f.name).shape)}"
+                 if isinstance(getattr(value, f.name), torch.Tensor) else f"{f.name}={getattr(value, f.name)!r}"
+                 for f in dataclasses.fields(value)]
+        return f"{type(value).__name__}({', '.join(parts)})"
     text = repr(value)
     return text if len(text) < 300 else text[:300] + " ..."
 
