@@ -47,11 +47,17 @@ class PrefixModel:
 class BatchedPrefixModel:
     """``PrefixModel`` behind the batch decoding protocol: ``start``, ``step``, ``reorder_state``."""
 
-    def __init__(self, model: PrefixModel, initial_state: tuple[int, ...]) -> None:
+    def __init__(self, model: PrefixModel, initial_state: tuple[int, ...] | None) -> None:
         self.model, self.initial_state = model, initial_state
 
     def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> tuple[tuple[int, ...], ...]:
-        return tuple(self.initial_state for _ in range(src.shape[0]))
+        """Each row's state starts as ``initial_state``, or (None) as its real source tokens."""
+        if self.initial_state is not None:
+            return tuple(self.initial_state for _ in range(src.shape[0]))
+        return tuple(tuple(row[:n]) for row, n in zip(src.tolist(), src_lengths.tolist()))
+
+    def __repr__(self) -> str:
+        return f"Batched{self.model!r}"
 
     def step(self, tokens: torch.Tensor, state: tuple) -> tuple[torch.Tensor, tuple]:
         outs = [self.model(int(t), s) for t, s in zip(tokens.tolist(), state)]
