@@ -58,7 +58,7 @@ MASKED_SOFTMAX_MISTAKES = [
 
 
 def check_masked_softmax(fn: Callable) -> CheckResult:
-    """``fn(scores (B, S), mask (B, S) bool, True = real) -> weights (B, S)``: a softmax over each
+    """``masked_softmax(scores (B, S), mask (B, S) bool, True = real) -> weights (B, S)``: a softmax over each
     row's real positions, exactly 0 on padding; a row without real positions is all zeros."""
     cases = [Case(
         "B=1, S=3: two real positions and one padding position",
@@ -103,7 +103,7 @@ ADDITIVE_MISTAKES = [
 
 
 def check_additive_score(fn: Callable) -> CheckResult:
-    """``fn(query (B, Dq), keys (B, S, Dk), W (A, Dq), U (A, Dk), v (A,)) -> scores (B, S)``."""
+    """``additive_score(query (B, Dq), keys (B, S, Dk), W (A, Dq), U (A, Dk), v (A,)) -> scores (B, S)``."""
     cases = []
     for seed, (B, S, Dq, Dk, A) in enumerate([(1, 2, 2, 2, 2), (2, 5, 3, 4, 6), (3, 1, 4, 4, 2), (2, 4, 5, 3, 3),
                                               (4, 3, 6, 6, 6)], start=1):
@@ -154,7 +154,7 @@ LUONG_MISTAKES = [
 
 
 def check_luong_step(fn: Callable) -> CheckResult:
-    """``fn(cell, W_c (D, 2D), x (B, E), hidden (B, D), memory (B, S, D), src_tokens (B, S))
+    """``luong_step(cell, W_c (D, 2D), x (B, E), hidden (B, D), memory (B, S, D), src_tokens (B, S))
     -> (h_tilde (B, D), new_hidden (B, D), weights (B, S))``: one step of a Luong decoder."""
     cases = []
     for seed, (B, S, D, E, lengths) in enumerate([

@@ -49,7 +49,7 @@ SDPA_MISTAKES = [
 
 
 def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
-    """``fn(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
+    """``attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
     cases = []
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
@@ -89,7 +89,7 @@ CACHED_MASK_MISTAKES = [
 
 
 def check_cached_causal_mask(fn: Callable) -> CheckResult:
-    """``fn(num_queries, num_keys) -> (T, S)`` bool: the T queries are the last T of S positions."""
+    """``cached_causal_mask(num_queries, num_keys) -> (T, S)`` bool: the T queries are the last T of S positions."""
     cases = [
         Case(f"num_queries={t}, num_keys={s}" + (f" ({s - t} cached)" if s > t else " (no cache)"), (t, s),
              causal_mask(t, s),
@@ -128,7 +128,7 @@ SIMILARITY_MISTAKES = [
 
 
 def check_pe_similarity(fn: Callable) -> CheckResult:
-    """``fn(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + k]`` for each offset k,
+    """``pe_similarity(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + k]`` for each offset k,
     which is the same for every position p."""
     cases = []
     for offsets, d in [([0], 4), ([1, 2, 3], 2), ([0, 1, 5, 10], 16), ([-3, 3], 8), ([7, 50, 200], 64),

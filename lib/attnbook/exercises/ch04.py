@@ -47,7 +47,7 @@ SPLIT_MISTAKES = [
 
 
 def check_split_heads(fn: Callable) -> CheckResult:
-    """``fn(x (B, T, D), num_heads) -> (B, H, T, Dh)``: head h holds columns h*Dh:(h+1)*Dh."""
+    """``split_heads(x (B, T, D), num_heads) -> (B, H, T, Dh)``: head h holds columns h*Dh:(h+1)*Dh."""
     shapes = [((2, 5, 12), 3), ((1, 3, 4), 2), ((2, 4, 16), 8), ((3, 2, 6), 1), ((2, 1, 6), 6), ((1, 4, 10), 5)]
     cases = [
         Case(f"x of shape {shape}, num_heads={h}", (_x(n, *shape), h), _reference_split(_x(n, *shape), h),
@@ -72,7 +72,7 @@ MERGE_MISTAKES = [
 
 
 def check_merge_heads(fn: Callable) -> CheckResult:
-    """``fn(x (B, H, T, Dh)) -> (B, T, H * Dh)``, the inverse of splitting."""
+    """``merge_heads(x (B, H, T, Dh)) -> (B, T, H * Dh)``, the inverse of splitting."""
     shapes = [(2, 3, 5, 4), (1, 2, 3, 2), (2, 8, 4, 2), (1, 1, 3, 5), (3, 4, 1, 3), (2, 3, 2, 3)]
     cases = [
         Case(f"x of shape {shape}", (_x(n, *shape),), _reference_merge(_x(n, *shape)),
@@ -123,7 +123,7 @@ CACHED_MISTAKES = [
 
 
 def check_cached_self_attention(fn: Callable) -> CheckResult:
-    """``fn(attn: MultiHeadAttention, x (B, T, D), cache: KVCache | None) -> (out (B, T, D), new cache)``:
+    """``cached_self_attention(attn: MultiHeadAttention, x (B, T, D), cache: KVCache | None) -> (out (B, T, D), new cache)``:
     causal self-attention of T new positions after the P cached ones; the new cache holds P + T."""
     cases = []
     for seed, (B, P, T, D, H) in enumerate([

@@ -69,7 +69,7 @@ ENCODER_MISTAKES = [
 
 
 def check_encoder_layer(fn: Callable) -> CheckResult:
-    """``fn(layer: EncoderBlock, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``, post-norm:
+    """``encoder_layer(layer: EncoderBlock, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``, post-norm:
     ``z = LayerNorm1(x + MHA(x, x, x)); out = LayerNorm2(z + FFN(z))`` with the layer's modules."""
     cases = []
     for seed, (B, S, D, H, lengths) in enumerate([
@@ -126,7 +126,7 @@ SMOOTHING_MISTAKES = [
 
 
 def check_label_smoothed_loss(fn: Callable) -> CheckResult:
-    """``fn(logits (B, T, V), targets (B, T), pad_id, epsilon) -> float`` (or a 0-d tensor): the mean over
+    """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon) -> float`` (or a 0-d tensor): the mean over
     non-padding positions of the cross-entropy against (1 - ε)·one-hot + ε / V."""
     cases = []
     for seed, (B, T, V, pad_id, epsilon, lengths) in enumerate([
@@ -197,7 +197,7 @@ GREEDY_MISTAKES = [
 
 
 def check_greedy_decode(fn: Callable) -> CheckResult:
-    """``fn(model, src (B, S), src_lengths (B,), bos_id, eos_id, max_len) -> list of B lists of ids``
+    """``greedy_decode(model, src (B, S), src_lengths (B,), bos_id, eos_id, max_len) -> list of B lists of ids``
     through ``model.start`` / ``model.step``; each list stops before ``<eos>`` or at ``max_len``."""
     cases = []
     for seed, eos_bias, max_len in ((3, 0.5, 10), (4, 0.0, 10), (0, 1.0, 10), (3, 0.5, 3)):
@@ -281,7 +281,7 @@ BEAM_MISTAKES = [
 
 
 def check_beam_search(fn: Callable) -> CheckResult:
-    """``fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty) -> list[int]`` for one
+    """``beam_search(step, state, bos_id, eos_id, max_len, beam_size, length_penalty) -> list[int]`` for one
     sequence; ``step(token, state) -> (logits (V,), new_state)``."""
     cases = []
     for V, seed, bos, eos, state, max_len, K, alpha, growth in [
