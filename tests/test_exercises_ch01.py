@@ -106,6 +106,14 @@ GREEDY_WRONG = [
 ]
 
 
+def edit_distance_zero_borders(hyp, ref):
+    D = [[0] * (len(ref) + 1) for _ in range(len(hyp) + 1)]  # forgets D[i][0] = i and D[0][j] = j
+    for i in range(1, len(hyp) + 1):
+        for j in range(1, len(ref) + 1):
+            D[i][j] = min(D[i - 1][j] + 1, D[i][j - 1] + 1, D[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]))
+    return D[-1][-1]
+
+
 def edit_in_place(hyp, ref):
     hyp.sort()  # reorders the caller's list
     return edit_distance(hyp, ref)
@@ -115,6 +123,8 @@ EDIT_WRONG = [
     (lambda h, r: edit_distance(h, r, insert=False), "no insertion move"),
     (lambda h, r: edit_distance(h, r, delete=False), "no deletion move"),
     (lambda h, r: edit_distance(h, r, sub_cost=2), "substitution costs 2"),
+    (lambda h, r: edit_distance(h, r, sub_cost=99), "substitution costs 2"),  # no substitution move
+    (lambda h, r: edit_distance_zero_borders(h, r), "borders at 0"),
     (lambda h, r: sum(a != b for a, b in zip(h, r)) + abs(len(h) - len(r)), "position-wise count"),
     (lambda h, r: abs(len(h) - len(r)), ""),
     (lambda h, r: len(set(h) ^ set(r)), "substitution costs 2"),  # counts a substitution twice
@@ -171,3 +181,12 @@ def test_diagnosis_comes_before_the_failing_case(capsys):
     lines = capsys.readouterr().out.splitlines()
     assert "never uses the new state" in lines[0]
     assert lines[1].strip().startswith("failing case")
+
+
+@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'EDIT'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch01 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

@@ -62,11 +62,18 @@ MASKED_SOFTMAX_WRONG = [
     (not_done, ""),
 ]
 
+def additive_in_place(query, keys, W, U, v):
+    scores = additive_score(query, keys, W, U, v)
+    query.zero_()  # "frees" the caller's tensor
+    return scores
+
+
 ADDITIVE_WRONG = [
     (lambda q, k, W, U, v: torch.tanh((q @ W)[:, None, :] + k @ U) @ v, "untransposed"),
     (lambda q, k, W, U, v: torch.tanh(q @ W.T)[:, None, :] @ v + torch.tanh(k @ U.T) @ v, "tanh twice"),
     (lambda q, k, W, U, v: ((q @ W.T)[:, None, :] + k @ U.T) @ v, "no tanh"),
     (lambda q, k, W, U, v: additive_score(q, k, U, W, v), "W and U swapped"),
+    (additive_in_place, MUTATION),
     (lambda q, k, W, U, v: torch.tanh((q @ W.T)[None, :, :] + k @ U.T) @ v, ""),  # queries broadcast over the batch
     (lambda q, k, W, U, v: torch.tanh((q @ W.T)[:, None, :] + k @ U.T).sum(-1), ""),  # ignores v
     (not_done, ""),
@@ -156,3 +163,12 @@ def test_luong_checker_leaves_the_cell_alone(capsys):
         cell.weight_hh.mul_(1.0 + 1e-3)
         return luong_step(cell, W_c, x, hidden, memory, src_tokens)
     assert check_luong_step(trains_the_cell).diagnosis == MUTATION
+
+
+@pytest.mark.parametrize("prefix", ['MASKED_SOFTMAX', 'ADDITIVE', 'LUONG'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch02 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

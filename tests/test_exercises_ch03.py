@@ -142,3 +142,12 @@ def test_similarity_is_the_same_at_every_position():
     for p in (0, 7, 20):
         torch.testing.assert_close((table[p] * table[p + offsets]).sum(-1), pe_similarity(offsets, 16),
                                    atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("prefix", ['SDPA', 'CACHED_MASK', 'SIMILARITY'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch03 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

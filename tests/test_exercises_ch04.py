@@ -52,6 +52,7 @@ MERGE_WRONG = [
     (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved heads"),
     (lambda x: x.mean(1), "averaged heads"),
     (lambda x: x.sum(1), "averaged heads"),
+    (lambda x: merge_heads(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),
     (lambda x: merge_heads(x.flip(1)), ""),  # heads in reverse order
     (not_done, ""),
 ]
@@ -164,3 +165,12 @@ def test_cached_steps_rebuild_full_causal_attention():
             outs.append(out)
     torch.testing.assert_close(torch.cat(outs, 1), full, atol=1e-5, rtol=1e-5)
     assert len(cache) == 5
+
+
+@pytest.mark.parametrize("prefix", ['SPLIT', 'MERGE', 'CACHED'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch04 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

@@ -195,6 +195,7 @@ GREEDY_WRONG = [
     (greedy_variant(extra=1), "max_len off by one"),
     (greedy_variant(extra=-1), "max_len off by one"),
     (greedy_variant(fixed_ids=True), ""),
+    (lambda model, src, *rest: greedy_decode(model, src.clamp_(max=5), *rest), MUTATION),
     (greedy_ignores_lengths, ""),
     (not_done, ""),
 ]
@@ -298,3 +299,12 @@ def test_label_smoothing_matches_pytorch_convention():
     expected = torch.nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1), ignore_index=0,
                                                  label_smoothing=0.2)
     assert math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2)), float(expected), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("prefix", ['ENCODER', 'SMOOTHING', 'GREEDY', 'BEAM'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch05 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

@@ -171,10 +171,8 @@ EDIT_MISTAKES = [
             "symbol the hypothesis lacks).", gives=lambda h, r: _edit_variant(h, r, insert=None)),
     Mistake("no deletion move", "your table misses the deletion move D[i-1][j] + 1 (an extra "
             "hypothesis symbol).", gives=lambda h, r: _edit_variant(h, r, delete=None)),
-    Mistake("substitution costs 2", "a substitution costs 1, not 2 (or a delete plus an insert): "
-            "D[i-1][j-1] + (hyp[i-1] != ref[j-1]).", gives=lambda h, r: _edit_variant(h, r, substitute=2)),
-    Mistake("no substitution move", "your table misses the substitution move D[i-1][j-1] + 1.",
-            gives=lambda h, r: _edit_variant(h, r, substitute=None)),
+    Mistake("substitution costs 2", "a substitution costs 1, not 2 (a delete plus an insert): your table "
+            "misses the substitution move or prices it at 2; use D[i-1][j-1] + (hyp[i-1] != ref[j-1]).", gives=lambda h, r: _edit_variant(h, r, substitute=2)),
     Mistake("borders at 0", "the first row and column must be D[i][0] = i and D[0][j] = j: turning "
             "i symbols into nothing takes i deletions.", gives=lambda h, r: _edit_variant(h, r, first_row=False)),
     Mistake("position-wise count", "counting mismatches position by position misses that one insertion "
