@@ -139,7 +139,14 @@ def compare(got: object, expected: object, atol: float, rtol: float) -> str | No
         if not isinstance(got, (int, float)) or abs(got - expected) > atol + rtol * abs(expected):
             return "values differ"
         return None
-    return None if got == expected else "values differ"
+    if isinstance(expected, tuple) and isinstance(got, list):
+        got = tuple(got)  # a pair returned as a list is still the pair
+    if isinstance(got, torch.Tensor) and not isinstance(expected, torch.Tensor):
+        return f"expected a {type(expected).__name__}, got a tensor"
+    try:
+        return None if bool(got == expected) else "values differ"
+    except Exception:  # noqa: BLE001 - e.g. a list holding tensors of several values
+        return f"expected {_kind(expected)}, got {_kind(got)}"
 
 
 def _kind(value: object) -> str:
