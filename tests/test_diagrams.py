@@ -1,0 +1,146 @@
+"""The architecture diagrams cannot drift from their script or from the library they draw.
+
+- ``python -m attnbook.tools.diagrams`` writes exactly the committed ``chapters/figures/*.svg``;
+- each SVG is well-formed XML with a title, a description (alt text) and a viewBox, is small,
+  and loads nothing from outside (it must render offline);
+- every library name drawn in a figure (``Figure.lib``) exists: classes and functions are
+  imported, instance attributes (``Class:attr``) are looked up on a tiny instance;
+- every figure a chapter embeds exists.
+"""
+import json
+import re
+import xml.etree.ElementTree as ET
+from importlib import import_module
+from pathlib import Path
+
+import pytest
+from torch import nn
+
+from attnbook.tools import diagrams
+
+ROOT = Path(__file__).resolve().parents[1]
+FIGURES = ROOT / "chapters" / "figures"
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+def tiny_instances() -> dict:
+    """One small instance of each library class whose attributes a figure names."""
+    from attnbook.layers import DecoderBlock, Embeddings, EncoderBlock, MultiHeadAttention
+    from attnbook.layers.scores import AdditiveScore
+    from attnbook.models.rnn import AttentionDecoder, ContextDecoder, GRUEncoder
+    from attnbook.models.gpt import GPT, GPTConfig
+    from attnbook.models.transformer import Transformer, TransformerConfig
+
+    return {
+        "attnbook.layers.MultiHeadAttention": MultiHeadAttention(8, 2),
+        "attnbook.layers.EncoderBlock": EncoderBlock(8, 2, 16),
+        "attnbook.layers.DecoderBlock": DecoderBlock(8, 2, 16),
+        "attnbook.layers.Embeddings": Embeddings(nn.Embedding(10, 8), None),
+        "attnbook.layers.scores.AdditiveScore": AdditiveScore(4, 8, 3),
+        "attnbook.models.rnn.GRUEncoder": GRUEncoder(10, 4, 4),
+        "attnbook.models.rnn.ContextDecoder": ContextDecoder(10, 4, 8, 4),
+        "attnbook.models.rnn.AttentionDecoder": AttentionDecoder(10, 4, 8, 4, AdditiveScore(4, 8, 3)),
+        "attnbook.models.transformer.Transformer": Transformer(TransformerConfig(
+            10, 10, d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1)),
+        "attnbook.models.gpt.GPT": GPT(GPTConfig(10, max_len=8, d_model=8, num_heads=2, d_ff=16, num_layers=1)),
+    }
+
+
+def resolve(path: str, instances: dict) -> object:
+    """``attnbook.x.Name.attr`` by import and getattr; ``attnbook.x.Class:attr`` on a tiny instance."""
+    owner, _, attribute = path.partition(":")
+    parts = owner.split(".")
+    for cut in range(len(parts), 0, -1):  # the longest importable module prefix
+        try:
+            obj = import_module(".".join(parts[:cut]))
+        except ModuleNotFoundError:
+            continue
+        for name in parts[cut:]:
+            obj = getattr(obj, name)
+        break
+    if attribute:
+        if owner not in instances:
+            raise KeyError(f"no tiny instance of {owner} to look up {attribute!r} on; add one to tiny_instances")
+        return getattr(instances[owner], attribute)
+    return obj
+
+
+@pytest.fixture(scope="module")
+def figures():
+    return diagrams.build()
+
+
+def test_generator_writes_exactly_the_committed_files(tmp_path):
+    diagrams.main([str(tmp_path)])
+    written = {p.name: p.read_bytes() for p in tmp_path.glob("*.svg")}
+    committed = {p.name: p.read_bytes() for p in FIGURES.glob("*.svg")}
+    assert sorted(written) == sorted(committed), "run `python -m attnbook.tools.diagrams` and commit the result"
+    stale = [name for name in written if written[name] != committed[name]]
+    assert not stale, f"committed figures differ from the script's output: {stale}"
+
+
+def test_generator_is_deterministic(figures):
+    again = diagrams.build()
+    assert {n: f.render() for n, f in figures.items()} == {n: f.render() for n, f in again.items()}
+
+
+@pytest.mark.parametrize("path", sorted(FIGURES.glob("*.svg")), ids=lambda p: p.name)
+def test_svg_is_self_contained_with_alt_text(path):
+    text = path.read_text(encoding="utf-8")
+    assert len(text.encode()) < 30_000, f"{path.name} is {len(text.encode())} bytes; keep figures under 30 KB"
+    root = ET.fromstring(text)  # well-formed XML
+    assert root.tag == f"{SVG}svg"
+    assert re.fullmatch(r"0 0 \d+ \d+", root.get("viewBox", "")), "the figure needs a viewBox"
+    title, desc = root.find(f"{SVG}title"), root.find(f"{SVG}desc")
+    assert title is not None and title.text and title.text.strip()
+    assert desc is not None and len(desc.text or "") >= 100, "the description is the alt text: say what is drawn"
+    assert root.find(f".//{SVG}image") is None and "@import" not in text and "@font-face" not in text
+    links = [v for el in root.iter() for k, v in el.attrib.items() if k.endswith("href")]
+    assert all(link.startswith("#") for link in links), f"external links: {links}"
+    urls = re.findall(r"url\(([^)]*)\)", text)
+    assert all(u.startswith("#") for u in urls), f"external urls: {urls}"
+    assert root.findall(f".//{SVG}text"), "text must stay text"
+
+
+def test_every_figure_names_library_objects_that_exist(figures):
+    instances = tiny_instances()
+    missing = {}
+    for name, fig in figures.items():
+        assert fig.lib, f"{name} draws no library name"
+        for path in sorted(fig.lib):
+            try:
+                resolve(path, instances)
+            except (AttributeError, KeyError, ModuleNotFoundError) as err:
+                missing.setdefault(name, []).append(f"{path}: {err}")
+    assert not missing, f"figures name things the library does not have: {missing}"
+
+
+def test_the_name_check_can_fail():
+    instances = tiny_instances()
+    with pytest.raises(AttributeError):
+        resolve("attnbook.layers.NoSuchBlock", instances)
+    with pytest.raises(AttributeError):
+        resolve("attnbook.layers.EncoderBlock:cross_attn", instances)  # only DecoderBlock has one
+    with pytest.raises(KeyError):
+        resolve("attnbook.layers.FeedForward:linear1", instances)  # no tiny instance registered
+    assert isinstance(resolve("attnbook.layers.DecoderBlock:cross_attn", instances), nn.Module)
+
+
+def test_labels_drawn_are_the_recorded_names(figures):
+    """A name recorded for the test must also be drawn, so the two cannot part ways."""
+    for name, fig in figures.items():
+        svg = re.sub(r"<(title|desc)\b.*?</\1>", "", fig.render(), flags=re.S)  # drawn text only
+        for path in fig.lib:
+            owner, _, attribute = path.partition(":")
+            shown = attribute or owner.rsplit(".", 1)[-1]
+            assert shown in svg, f"{name} records {path} but does not draw {shown!r}"
+
+
+def test_chapters_embed_only_figures_that_exist():
+    referenced = set()
+    for notebook in sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb")):
+        for cell in json.loads(notebook.read_text(encoding="utf-8"))["cells"]:
+            if cell["cell_type"] == "markdown":
+                referenced |= set(re.findall(r"figures/([\w.-]+\.svg)", "".join(cell["source"])))
+    missing = sorted(name for name in referenced if not (FIGURES / name).exists())
+    assert not missing, f"chapters embed figures that do not exist: {missing}"
