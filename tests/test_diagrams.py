@@ -23,18 +23,35 @@ FIGURES = ROOT / "chapters" / "figures"
 SVG = "{http://www.w3.org/2000/svg}"
 
 
+# Modules of chapters still on their own branches (BERT, ViT): their figures are drawn already. While
+# a module is missing, names in it are skipped; once it is merged, they are checked like the rest.
+PENDING_MODULES = ("attnbook.models.bert", "attnbook.models.vit", "attnbook.layers.patches")
+
+
+def pending(path: str) -> bool:
+    module = next((m for m in PENDING_MODULES if path.startswith(m + ".")), None)
+    if module is None:
+        return False
+    try:
+        import_module(module)
+    except ModuleNotFoundError:
+        return True
+    return False
+
+
 def tiny_instances() -> dict:
     """One small instance of each library class whose attributes a figure names."""
-    from attnbook.layers import DecoderBlock, Embeddings, EncoderBlock, MultiHeadAttention
+    from attnbook.layers import CausalBlock, DecoderBlock, Embeddings, EncoderBlock, MultiHeadAttention
     from attnbook.layers.scores import AdditiveScore
     from attnbook.models.rnn import AttentionDecoder, ContextDecoder, GRUEncoder
     from attnbook.models.gpt import GPT, GPTConfig
     from attnbook.models.transformer import Transformer, TransformerConfig
 
-    return {
+    instances = {
         "attnbook.layers.MultiHeadAttention": MultiHeadAttention(8, 2),
         "attnbook.layers.EncoderBlock": EncoderBlock(8, 2, 16),
         "attnbook.layers.DecoderBlock": DecoderBlock(8, 2, 16),
+        "attnbook.layers.CausalBlock": CausalBlock(8, 2, 16),
         "attnbook.layers.Embeddings": Embeddings(nn.Embedding(10, 8), None),
         "attnbook.layers.scores.AdditiveScore": AdditiveScore(4, 8, 3),
         "attnbook.models.rnn.GRUEncoder": GRUEncoder(10, 4, 4),
@@ -44,6 +61,14 @@ def tiny_instances() -> dict:
             10, 10, d_model=8, num_heads=2, d_ff=16, num_encoder_layers=1, num_decoder_layers=1)),
         "attnbook.models.gpt.GPT": GPT(GPTConfig(10, max_len=8, d_model=8, num_heads=2, d_ff=16, num_layers=1)),
     }
+    if not pending("attnbook.models.bert.Bert"):
+        from attnbook.models.bert import Bert, BertConfig
+        instances["attnbook.models.bert.Bert"] = Bert(BertConfig(
+            vocab_size=10, hidden_size=8, num_layers=1, num_heads=2, intermediate_size=16, max_positions=8))
+    if not pending("attnbook.layers.patches.PatchEmbedding"):
+        from attnbook.layers.patches import PatchEmbedding
+        instances["attnbook.layers.patches.PatchEmbedding"] = PatchEmbedding(1, 2, 8)
+    return instances
 
 
 def resolve(path: str, instances: dict) -> object:
@@ -108,6 +133,8 @@ def test_every_figure_names_library_objects_that_exist(figures):
     for name, fig in figures.items():
         assert fig.lib, f"{name} draws no library name"
         for path in sorted(fig.lib):
+            if pending(path):
+                continue
             try:
                 resolve(path, instances)
             except (AttributeError, KeyError, ModuleNotFoundError) as err:

@@ -36,7 +36,7 @@ ROLES = {  # role -> (colour, what it means); Okabe–Ito palette
     "key": ("#0072B2", "keys"),
     "value": ("#009E73", "values"),
     "stream": ("#4D4D4D", "residual stream, states"),
-    "context": ("#E69F00", "attention output"),
+    "context": ("#E69F00", "context / attention output"),
     "weights": ("#CC79A7", "scores, weights"),
     "mask": ("#7F7F7F", "mask (True = may attend)"),
 }
@@ -307,11 +307,11 @@ def ch01_encoder_decoder() -> Figure:
         fig.text(x, y_out + 14, f"h_{{{j + 1}}}", "math", colour="#8C8C8C")
     fig.shape(xs[0] + 6, y_tok - 26, "(B, S)")
     fig.shape(xs[0] + 6, y_emb - 24, "(B, S, E)")
-    fig.text(214, y_out - 10, "outputs h_j (B, S, 2He): unused here, attended to in Chapter 2", "note")
+    fig.text(214, y_out - 10, "outputs h_{j} (B, S, 2He): unused here, attended to in Chapter 2", "note")
     # context C = [fwd h_S ; bwd h_1]
     cx, cy = 450, 150
     fig.tensor(cx, cy, "C", "context", w=56)
-    fig.text(cx + 28, cy - 14, "[h→_{S} ; h←_{1}]", "note")
+    fig.text(cx + 28, cy - 19, "[h→_{S} ; h←_{1}]", "note")
     fig.line([(xs[-1] + cw / 2, y_cell - 12), (428, y_cell - 12), (428, cy + 14), (cx - 2, cy + 14)], "context")
     fig.line([(xs[0] - cw / 2, y_cell + 12), (32, y_cell + 12), (32, 196), (428, 196)], "context", arrow=False)
     fig.shape(cx + 62, cy + 6, "(B, 2He)")
@@ -347,7 +347,7 @@ def ch01_encoder_decoder() -> Figure:
     fig.text(dx[0] - 40, 86, "y_{i}", "math", anchor="end")
     right = dx[-1] + 34
     fig.shape(right, y_logit + 4, "(B, T, V)")
-    fig.shape(right, y_dstate + 4, "(B, T, Hd)")
+    fig.shape(right, y_dstate + 26, "(B, T, Hd)")
     fig.shape(right, y_bus - 4, "(B, T, E+2He)")
     fig.text(right, y_bus + 12, "[e(y_{i-1}); C]", "note", anchor="start")
     fig.shape(right, y_emb + 4, "(B, T, E)")
@@ -736,9 +736,199 @@ def ch05_transformer() -> Figure:
     return fig
 
 
+# --- Later chapters: BERT's input embeddings, ViT's patches, GPT's stack -------------------------
+
+def bert_embeddings() -> Figure:
+    L = "attnbook.layers"
+    fig = Figure(
+        "bert_input_embeddings", 920, 420,
+        "BERT's input: token + segment + position embeddings, then LayerNorm",
+        "A sentence pair '[CLS] my dog is cute [SEP] he likes [SEP]' (ids of shape (B, S)) enters "
+        "BERT through the library's Embeddings. For every position three vectors of width D are added: "
+        "the token embedding (tokens: nn.Embedding over the vocabulary), the segment embedding "
+        "(segments: nn.Embedding; segment A for the first sentence and its [SEP], B for the second), "
+        "and the learned position embedding E_0 ... E_8 (positions: LearnedPositionalEmbedding). The sum, "
+        "(B, S, D), goes through norm (nn.LayerNorm) and dropout, then into the stack of post-norm "
+        "EncoderBlocks with GELU.",
+    )
+    fig.text(30, 28, fig.code("Bert.embeddings", "attnbook.models.bert.Bert:embeddings") + " = "
+             + fig.code("Embeddings", f"{L}.Embeddings") + " with three tables and a LayerNorm",
+             "title", anchor="start")
+    words = ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "[SEP]"]
+    x0, cw, bw = 240, 72, 62
+    rows = ((300, "tokens: nn.Embedding", f"{L}.Embeddings:tokens", lambda j, w: f"E_{{{w}}}", "(B, S)"),
+            (235, "segments: nn.Embedding", f"{L}.Embeddings:segments", lambda j, w: "E_{A}" if j < 6 else "E_{B}",
+             "segment_ids (B, S)"),
+            (170, "positions:", f"{L}.Embeddings:positions", lambda j, w: f"E_{{{j}}}", None))
+    for j, word in enumerate(words):
+        x = x0 + j * cw
+        fig.text(x + bw / 2, 375, word, "code", size=12)
+        fig.line([(x + bw / 2, 362), (x + bw / 2, 334)], "stream")
+        for y, *_rest in rows:
+            fig.rect(x, y, bw, 32, "module", rx=4)
+        for y, _label, _path, name, _shape in rows:
+            fig.text(x + bw / 2, y + 21, name(j, word), "math", size=12)
+        fig.text(x + bw / 2, 292, "+", size=14)
+        fig.text(x + bw / 2, 227, "+", size=14)
+        fig.line([(x + bw / 2, 170), (x + bw / 2, 132)], "stream")
+    for y, label, path, _name, shape in rows:
+        fig.text(30, y + 14, fig.code(label, path), "code", anchor="start", size=12)
+    fig.text(30, 184 + 16, fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), "code",
+             anchor="start", size=11)
+    fig.shape(30, 335, "(B, S, D) each")
+    fig.box(x0, 90, 9 * cw - 10, 40, fig.code("norm: nn.LayerNorm", f"{L}.Embeddings:norm") + ", then dropout",
+            sub="(B, S, D)", size=12)
+    fig.line([(x0 + 4.5 * cw - 5, 90), (x0 + 4.5 * cw - 5, 56)], "stream")
+    fig.text(x0 + 4.5 * cw + 5, 62, fig.code("EncoderBlock", f"{L}.EncoderBlock")
+             + " × L (post-norm, GELU)", "code", anchor="start", size=12)
+    fig.legend(30, 408, ["stream"])
+    return fig
+
+
+def vit_patches() -> Figure:
+    L = "attnbook.layers"
+    fig = Figure(
+        "vit_patches", 1000, 420,
+        "ViT's input: an image cut into patches, each flattened and projected to a token",
+        "An image of shape (B, C, H, W) is cut into N = 9 non-overlapping P x P patches, read row by row. "
+        "patchify flattens each patch to C*P*P numbers, (B, N, C*P*P), and the PatchEmbedding's "
+        "projection (nn.Linear, the same as a Conv2d with kernel = stride = P) maps each to width D, "
+        "(B, N, D). A learned class token is put in front, (B, 1+N, D), and learned positions "
+        "E_0 ... E_9 (LearnedPositionalEmbedding) are added, all inside the library's Embeddings. A stack "
+        "of pre-norm EncoderBlocks follows; the head reads the class token's output, (B, classes).",
+    )
+    fig.text(30, 28, "ViT: image → " + fig.code("patchify", "attnbook.layers.patches.patchify") + " → "
+             + fig.code("PatchEmbedding", "attnbook.layers.patches.PatchEmbedding") + " → tokens",
+             "title", anchor="start")
+    fig.code("", "attnbook.models.vit.ViT")
+    # the image: 3 x 3 patches, numbered in reading order
+    ix, iy, p = 40, 70, 44
+    for r in range(3):
+        for c in range(3):
+            n = 3 * r + c
+            fig.rect(ix + c * p, iy + r * p, p, p, fill=ROLES["stream"][0], stroke="#FFFFFF",
+                     extra=f'fill-opacity="{fmt(0.15 + 0.07 * n)}" stroke-width="2"')
+            fig.text(ix + c * p + p / 2, iy + r * p + p / 2 + 5, str(n + 1), "code", size=12)
+    fig.shape(ix, iy + 3 * p + 18, "(B, C, H, W)")
+    fig.text(ix, iy + 3 * p + 34, "P × P patches, N = 9", "note", anchor="start")
+    # flattened patches
+    fig.line([(ix + 3 * p + 6, iy + 66), (236, iy + 66)], "stream")
+    fig.text(208, iy + 58, "patchify", "code", size=11)
+    sx = 240
+    for n in range(9):
+        x = sx + n * 22
+        fig.rect(x, iy + 30, 16, 72, fill=ROLES["stream"][0], stroke="#FFFFFF",
+                 extra=f'fill-opacity="{fmt(0.15 + 0.07 * n)}"')
+        fig.text(x + 8, iy + 24, str(n + 1), "code", size=10)
+    fig.shape(sx, iy + 120, "(B, N, C·P·P)")
+    fig.line([(sx + 9 * 22, iy + 66), (sx + 9 * 22 + 30, iy + 66)], "stream")
+    fig.box(sx + 9 * 22 + 32, iy + 44, 200, 44, fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
+            sub="C·P·P → D (= Conv2d, stride P)", size=12)
+    fig.line([(sx + 9 * 22 + 232, iy + 66), (sx + 9 * 22 + 262, iy + 66)], "stream")
+    fig.shape(sx + 9 * 22 + 266, iy + 70, "(B, N, D)")
+    # tokens: class token + patches, plus positions
+    tx, ty, tw = 262, 250, 48
+    fig.line([(sx + 9 * 22 + 300, iy + 80), (sx + 9 * 22 + 300, 220), (tx + 1.5 * tw, 220), (tx + 1.5 * tw, ty - 2)],
+             "stream")
+    for k in range(10):
+        x = tx + k * (tw + 6)
+        fig.rect(x, ty, tw, 30, "module", rx=4)
+        fig.text(x + tw / 2, ty + 20, "cls" if k == 0 else f"p_{{{k}}}", "code" if k == 0 else "math",
+                 size=11 if k == 0 else 13)
+        fig.text(x + tw / 2, ty + 48, "+", size=14)
+        fig.rect(x, ty + 56, tw, 30, "module", rx=4)
+        fig.text(x + tw / 2, ty + 76, f"E_{{{k}}}", "math", size=13)
+    fig.text(tx - 8, ty + 20, "tokens", "note", anchor="end")
+    fig.text(tx - 8, ty + 76, fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), "code",
+             anchor="end", size=11)
+    fig.text(tx - 8, ty + 92, "(1 + N, D)", "shape", anchor="end")
+    fig.text(tx + tw / 2, ty + 104, "a learned class token in front", "note", anchor="start")
+    end = tx + 10 * (tw + 6)
+    fig.line([(end, ty + 43), (end + 24, ty + 43)], "stream")
+    fig.text(end + 28, ty + 32, fig.code("Embeddings", f"{L}.Embeddings") + " → (B, 1+N, D)", "code", anchor="start",
+             size=11)
+    fig.text(end + 28, ty + 50, fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × L", "code", anchor="start", size=11)
+    fig.text(end + 28, ty + 66, "(pre-norm) → class", "note", anchor="start")
+    fig.text(end + 28, ty + 80, "token → head (B, classes)", "note", anchor="start")
+    fig.legend(30, 408, ["stream"])
+    return fig
+
+
+def gpt_stack() -> Figure:
+    L = "attnbook.layers"
+    gpt = "attnbook.models.gpt.GPT"
+    blk = f"{L}.CausalBlock"
+    fig = Figure(
+        "gpt_stack", 900, 670,
+        "GPT: a decoder-only stack of pre-norm causal blocks",
+        "The library's GPT. Tokens (B, T) go through embed (Embeddings: token table plus "
+        "LearnedPositionalEmbedding), shape (B, T, D), then L CausalBlocks (blocks). The residual stream "
+        "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
+        "causal_mask (T, P+T), reading and extending a KVCache of the P positions already decoded "
+        "(B, H, P, Dh), and x = x + feed_forward(norm2(x)). A final LayerNorm (final_norm) closes the stack, "
+        "and the logits (B, T, V) are scores against the token table itself (tied output: "
+        "x @ embed.tokens.weight transposed). There is no encoder and no cross-attention.",
+    )
+    fig.text(30, 28, fig.code("GPT", gpt) + ": pre-norm, x = x + sublayer(LayerNorm(x)); causal; tied output",
+             "title", anchor="start")
+    sx, bx, bw = 260, 400, 210
+    fig.text(sx, 630, "tokens (B, T)", "code", size=12)
+    fig.line([(sx, 612), (sx, 588)], "stream")
+    fig.box(sx - 135, 546, 270, 40, fig.code("embed: Embeddings", f"{gpt}:embed", f"{L}.Embeddings"),
+            sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
+    fig.shape(sx + 6, 530, "(B, T, D)")
+    top = 510
+    fig.frame(150, 150, 560, top - 150, fig.code("CausalBlock", blk) + " × L", "top-left")
+    fig.text(702, 167, fig.code("blocks", f"{gpt}:blocks"), "code", anchor="end", size=11, colour="#555555")
+    y, pluses = top - 10, []
+    for norm, sub, sub_label, h in (("norm1", "self_attn", "MultiHeadAttention", 40),
+                                    ("norm2", "feed_forward", "FeedForward: D→F→D", 40)):
+        branch = y - 6
+        fig.line([(sx, branch), (bx + bw / 2, branch), (bx + bw / 2, branch - 14)], "stream")
+        nb = branch - 16
+        fig.box(bx, nb - 30, bw, 30, fig.code(f"{norm}: LayerNorm", f"{blk}:{norm}"), size=12)
+        sb = nb - 30 - 16
+        if sub == "self_attn":
+            for dxq, role in ((-50, "query"), (0, "key"), (50, "value")):
+                fig.line([(bx + bw / 2, nb - 30), (bx + bw / 2, nb - 38), (bx + bw / 2 + dxq, nb - 38),
+                          (bx + bw / 2 + dxq, sb + 2)], role)
+        else:
+            fig.line([(bx + bw / 2, nb - 30), (bx + bw / 2, sb + 2)], "stream")
+        fig.box(bx, sb - h, bw, h, fig.code(sub, f"{blk}:{sub}"), sub=sub_label, size=12)
+        plus = sb - h - 16
+        fig.line([(bx + bw / 2, sb - h), (bx + bw / 2, plus), (sx + 11, plus)], "stream")
+        fig.parts.append(f'<circle cx="{sx}" cy="{fmt(plus)}" r="9" fill="#FFFFFF" stroke="{ROLES["stream"][0]}" '
+                         'stroke-width="1.6"/>')
+        fig.text(sx, plus + 5, "+", size=14, weight="bold")
+        pluses.append(plus)
+        if sub == "self_attn":
+            fig.line([(bx + bw + 70, sb - h / 2 - 8), (bx + bw + 2, sb - h / 2 - 8)], "mask")
+            fig.text(bx + bw + 74, sb - h / 2 - 20, fig.code("causal_mask", f"{L}.causal_mask"), "code",
+                     anchor="start", size=11)
+            fig.text(bx + bw + 74, sb - h / 2 - 5, "(T, P+T)", "shape", anchor="start")
+            fig.line([(bx + bw + 70, sb - h / 2 + 10), (bx + bw + 2, sb - h / 2 + 10)], "key")
+            fig.text(bx + bw + 74, sb - h / 2 + 20, "past " + fig.code("KVCache", f"{L}.KVCache"), "code",
+                     anchor="start", size=11)
+            fig.text(bx + bw + 74, sb - h / 2 + 35, "(B, H, P, Dh)", "shape", anchor="start")
+        y = plus - 9
+    # the stream itself, drawn straight through the two additions
+    fig.line([(sx, 546), (sx, pluses[0] + 11)], "stream")
+    fig.line([(sx, pluses[0] - 9), (sx, pluses[1] + 11)], "stream")
+    fig.text(sx - 12, 330, "residual stream", "note", anchor="end")
+    fig.text(sx - 12, 344, "(B, T, D)", "shape", anchor="end")
+    fig.line([(sx, pluses[1] - 9), (sx, 112)], "stream")
+    fig.box(sx - 110, 80, 220, 30, fig.code("final_norm: LayerNorm", f"{gpt}:final_norm"), size=12)
+    fig.line([(sx + 110, 95), (sx + 150, 95)], "stream")
+    fig.text(sx + 155, 92, "logits = x @ embed.tokens.weight^{T}", "code", anchor="start", size=12)
+    fig.text(sx + 155, 108, "(B, T, V), tied to the token table", "note", anchor="start")
+    fig.legend(30, 660, ["query", "key", "value", "stream", "mask"])
+    return fig
+
+
 # --- Registry and command line ----------------------------------------------------------------
 
-FIGURES = (ch01_encoder_decoder, ch02_additive_step, ch03_self_attention, ch04_heads, ch05_transformer)
+FIGURES = (ch01_encoder_decoder, ch02_additive_step, ch03_self_attention, ch04_heads, ch05_transformer,
+           bert_embeddings, vit_patches, gpt_stack)
 
 
 def build() -> dict[str, Figure]:
