@@ -47,18 +47,19 @@ MODULE_FILL = "#F3F3F3"
 INK = "#222222"
 
 STYLE = f"""
-text {{ font-family: {SANS}; font-size: 13px; fill: {INK}; }}
-.code {{ font-family: {MONO}; font-size: 13px; }}
-.shape {{ font-family: {MONO}; font-size: 11px; fill: #333333; paint-order: stroke; stroke: #FFFFFF; stroke-width: 4px; stroke-linejoin: round; }}
-.math {{ font-family: {SERIF}; font-style: italic; font-size: 15px; }}
-.note {{ font-size: 11px; fill: #555555; }}
-.group {{ font-family: {MONO}; font-size: 13px; font-weight: bold; }}
+text {{ font-family: {SANS}; font-size: 14px; fill: {INK}; }}
+.code {{ font-family: {MONO}; font-size: 14px; }}
+.shape {{ font-family: {MONO}; font-size: 12px; fill: #333333; paint-order: stroke; stroke: #FFFFFF; stroke-width: 4px; stroke-linejoin: round; }}
+.math {{ font-family: {SERIF}; font-style: italic; font-size: 16px; }}
+.note {{ font-size: 12px; fill: #555555; }}
+.group {{ font-family: {MONO}; font-size: 14px; font-weight: bold; }}
 .halo {{ paint-order: stroke; stroke: #FFFFFF; stroke-width: 5px; stroke-linejoin: round; }}
-.title {{ font-size: 15px; font-weight: bold; }}
+.title {{ font-size: 16px; font-weight: bold; }}
 .module {{ fill: {MODULE_FILL}; stroke: {INK}; stroke-width: 1.2; }}
 .frame {{ fill: none; stroke: #8C8C8C; stroke-width: 1.2; stroke-dasharray: 6 4; }}
 """.strip()
 
+FONT_BUMP = 1  # added to every explicit font size: the HTML book shows a 1000-px figure at ~0.7
 CHAR = {"code": 0.61, "shape": 0.61, "sans": 0.56, "math": 0.5}  # average glyph width / font size
 
 
@@ -123,7 +124,7 @@ class Figure:
         if cls:
             attrs += f' class="{cls}"'
         if size:
-            attrs += f' font-size="{fmt(size)}"'
+            attrs += f' font-size="{fmt(size + FONT_BUMP)}"'
         if colour:
             attrs += f' fill="{colour}"'
         if weight:
@@ -166,7 +167,7 @@ class Figure:
             self.roles.add(role)
         self.rect(x, y, w, h, "module", stroke=stroke, rx=5,
                   extra='stroke-width="2"' if role else "")
-        for line_text, line_size, line_kind in ((label, size, kind), (sub, 11, "sans")):
+        for line_text, line_size, line_kind in ((label, size + FONT_BUMP, kind), (sub, 12, "sans")):
             if line_text and text_width(line_text, line_size, line_kind) > w - 6:
                 raise ValueError(f"{self.name}: {line_text!r} does not fit in a box {w} wide")
         cls = {"code": "code", "math": "math", "sans": ""}[kind]
@@ -322,11 +323,11 @@ def ch01_encoder_decoder() -> Figure:
     dx = [665 + 72 * i for i in range(4)]
     cw, chh = 50, 30
     y_dstate, y_logit, y_bus = 255, 165, 330
-    fig.box(520, y_dstate - 30, 82, 60, fig.code("init_state", "attnbook.models.rnn.ContextDecoder:init_state"),
+    fig.box(514, y_dstate - 30, 94, 60, fig.code("init_state", "attnbook.models.rnn.ContextDecoder:init_state"),
             sub="tanh(W_s C)", size=12)
     fig.line([(cx + 56, cy + 14), (620, cy + 14), (620, y_bus), (dx[-1] + 8, y_bus)], "context", arrow=False)
     fig.line([(561, cy + 14), (561, y_dstate - 32)], "context")
-    fig.line([(602, y_dstate + 6), (dx[0] - cw / 2 - 2, y_dstate + 6)], "stream")
+    fig.line([(608, y_dstate + 6), (dx[0] - cw / 2 - 2, y_dstate + 6)], "stream")
     fig.text(624, y_dstate - 4, "s_{0}", "math", size=13)
     fig.box(dx[0] - 30, y_emb - 14, 3 * 72 + 60, 28,
             fig.code("embedding: nn.Embedding", "attnbook.models.rnn.ContextDecoder:embedding"))
@@ -431,14 +432,14 @@ def ch02_additive_step() -> Figure:
     fig.line([(x0 + bw / 2, y0 + 6 * (bh + 8) - 8), (x0 + bw / 2, 520), (870, 520), (870, 436)], "value")
     fig.text(300, 514, "values: the same h_{j}", "note", colour=ROLES["value"][0])
     # the GRU cell and the output
-    fig.line([(775, 412), (662, 412)], "context")
+    fig.line([(775, 412), (667, 412)], "context")
     fig.text(718, 404, "C_{i}", "math", size=14)
     fig.shape(718, 428, "(B, 2He)", anchor="middle")
-    fig.box(520, 390, 140, 44, fig.code("cell: nn.GRUCell", "attnbook.models.rnn.AttentionDecoder:cell"))
+    fig.box(515, 390, 150, 44, fig.code("cell: nn.GRUCell", "attnbook.models.rnn.AttentionDecoder:cell"))
     fig.tensor(525, 318, "e(y_{i-1})", "stream", w=130)
     fig.line([(590, 346), (590, 388)], "stream")
     fig.shape(598, 372, "(B, E)")
-    fig.line([(235, 96), (235, 412), (518, 412)], "stream")
+    fig.line([(235, 96), (235, 412), (513, 412)], "stream")
     fig.text(243, 404, "s_{i-1}: previous state", "note", anchor="start")
     fig.line([(590, 434), (590, 458)], "stream")
     fig.text(598, 452, "s_{i}", "math", size=13, anchor="start")
@@ -677,7 +678,7 @@ def ch05_transformer() -> Figure:
             boxes[key] = (x, top, w, h)
             y = top
         fig.frame(cx - 135, y - 30, 270, entry - y + 30, label, "top-left")
-        fig.text(cx + 127, y - 13, fig.code(attr, f"{tr}:{attr}"), "code", anchor="end", size=11, colour="#555555")
+        fig.text(cx + 139, entry - 4, fig.code(attr, f"{tr}:{attr}"), "code", anchor="start", size=11, colour="#555555")
         return boxes, y
 
     def mask(cx: float, box: tuple, name: str, shape: str) -> None:
@@ -822,16 +823,16 @@ def vit_patches() -> Figure:
         fig.text(x + 8, iy + 24, str(n + 1), "code", size=10)
     fig.shape(sx, iy + 120, "(B, N, C·P·P)")
     fig.line([(sx + 9 * 22, iy + 66), (sx + 9 * 22 + 30, iy + 66)], "stream")
-    fig.box(sx + 9 * 22 + 32, iy + 44, 200, 44, fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
-            sub="C·P·P → D (= Conv2d, stride P)", size=12)
-    fig.line([(sx + 9 * 22 + 232, iy + 66), (sx + 9 * 22 + 262, iy + 66)], "stream")
-    fig.shape(sx + 9 * 22 + 266, iy + 70, "(B, N, D)")
+    fig.box(sx + 9 * 22 + 32, iy + 44, 214, 44, fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
+            sub="C·P·P → D (a Conv2d, stride P)", size=12)
+    fig.line([(sx + 9 * 22 + 246, iy + 66), (sx + 9 * 22 + 270, iy + 66)], "stream")
+    fig.shape(sx + 9 * 22 + 274, iy + 70, "(B, N, D)")
     # tokens: class token + patches, plus positions
-    tx, ty, tw = 262, 250, 48
+    tx, ty, tw = 262, 250, 44
     fig.line([(sx + 9 * 22 + 300, iy + 80), (sx + 9 * 22 + 300, 220), (tx + 1.5 * tw, 220), (tx + 1.5 * tw, ty - 2)],
              "stream")
     for k in range(10):
-        x = tx + k * (tw + 6)
+        x = tx + k * (tw + 5)
         fig.rect(x, ty, tw, 30, "module", rx=4)
         fig.text(x + tw / 2, ty + 20, "cls" if k == 0 else f"p_{{{k}}}", "code" if k == 0 else "math",
                  size=11 if k == 0 else 13)
@@ -843,7 +844,7 @@ def vit_patches() -> Figure:
              anchor="end", size=11)
     fig.text(tx - 8, ty + 92, "(1 + N, D)", "shape", anchor="end")
     fig.text(tx + tw / 2, ty + 104, "a learned class token in front", "note", anchor="start")
-    end = tx + 10 * (tw + 6)
+    end = tx + 10 * (tw + 5)
     fig.line([(end, ty + 43), (end + 24, ty + 43)], "stream")
     fig.text(end + 28, ty + 32, fig.code("Embeddings", f"{L}.Embeddings") + " → (B, 1+N, D)", "code", anchor="start",
              size=11)
