@@ -49,11 +49,11 @@ INK = "#222222"
 STYLE = f"""
 text {{ font-family: {SANS}; font-size: 14px; fill: {INK}; }}
 .code {{ font-family: {MONO}; font-size: 14px; }}
-.shape {{ font-family: {MONO}; font-size: 12px; fill: #333333; paint-order: stroke; stroke: #FFFFFF; stroke-width: 4px; stroke-linejoin: round; }}
+.shape {{ font-family: {MONO}; font-size: 12px; fill: #333333; }}
+.shape, .halo {{ paint-order: stroke; stroke: #FFFFFF; stroke-width: 4px; stroke-linejoin: round; }}
 .math {{ font-family: {SERIF}; font-style: italic; font-size: 16px; }}
 .note {{ font-size: 12px; fill: #555555; }}
 .group {{ font-family: {MONO}; font-size: 14px; font-weight: bold; }}
-.halo {{ paint-order: stroke; stroke: #FFFFFF; stroke-width: 5px; stroke-linejoin: round; }}
 .title {{ font-size: 16px; font-weight: bold; }}
 .module {{ fill: {MODULE_FILL}; stroke: {INK}; stroke-width: 1.2; }}
 .frame {{ fill: none; stroke: #8C8C8C; stroke-width: 1.2; stroke-dasharray: 6 4; }}
@@ -297,7 +297,7 @@ def ch01_encoder_decoder() -> Figure:
         fig.line([(x, y_tok - 16), (x, y_emb + 16)], "stream")
         fig.line([(x, y_emb - 14), (x, y_cell + half + 2)], "stream")
         fig.box(x - cw / 2, y_cell - half, cw, 2 * half, "")
-        fig.parts.append(f'<line x1="{fmt(x - cw / 2)}" y1="{y_cell}" x2="{fmt(x + cw / 2)}" y2="{y_cell}" stroke="{INK}"/>')
+        fig.line([(x - cw / 2, y_cell), (x + cw / 2, y_cell)], "stream", arrow=False, width=1)  # the two halves
         fig.text(x, y_cell - 7, "GRU→", "code", size=11)
         fig.text(x, y_cell + 16, "←GRU", "code", size=11)
         if j:
@@ -393,7 +393,8 @@ def ch02_additive_step() -> Figure:
     # AdditiveScore
     fig.frame(270, 45, 455, 245, fig.code("AdditiveScore", "attnbook.layers.scores.AdditiveScore"), "bottom-left")
     fig.box(300, 60, 150, 44, fig.code("W", "attnbook.layers.scores.AdditiveScore:W"), sub="W s_{i-1}", role="query")
-    fig.box(300, 196, 150, 44, fig.code("U", "attnbook.layers.scores.AdditiveScore:U"), sub=fig.code("prepare(): per word", "attnbook.layers.scores.Score.prepare"),
+    fig.box(300, 196, 150, 44, fig.code("U", "attnbook.layers.scores.AdditiveScore:U"),
+            sub=fig.code("prepare(): per word", "attnbook.layers.scores.Score.prepare"),
             role="key")
     fig.line([(250, 82), (298, 82)], "query")
     fig.line([(x0 + bw, 218), (298, 218)], "key")
@@ -618,6 +619,7 @@ def ch04_heads() -> Figure:
     fig.text(rx + D * c / 2, 114, "[head 1; …; head H]", "note")
     fig.line([(rx + D * c, 146), (rx + D * c + 40, 146), (rx + D * c + 40, 104)], "context")
     fig.box(rx + 110, 66, 110, 36, fig.code("out_proj", f"{mha}:out_proj"), size=12)
+    fig.shape(rx + 220, 118, "(B, T, D)", anchor="end")
     fig.shape(rx + 62, 196, "(B, T, D)", anchor="end")
     fig.legend(30, 580)
     return fig
@@ -823,7 +825,8 @@ def vit_patches() -> Figure:
         fig.text(x + 8, iy + 24, str(n + 1), "code", size=10)
     fig.shape(sx, iy + 120, "(B, N, C·P·P)")
     fig.line([(sx + 9 * 22, iy + 66), (sx + 9 * 22 + 30, iy + 66)], "stream")
-    fig.box(sx + 9 * 22 + 32, iy + 44, 214, 44, fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
+    fig.box(sx + 9 * 22 + 32, iy + 44, 214, 44,
+            fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
             sub="C·P·P → D (a Conv2d, stride P)", size=12)
     fig.line([(sx + 9 * 22 + 246, iy + 66), (sx + 9 * 22 + 270, iy + 66)], "stream")
     fig.shape(sx + 9 * 22 + 274, iy + 70, "(B, N, D)")
@@ -848,7 +851,8 @@ def vit_patches() -> Figure:
     fig.line([(end, ty + 43), (end + 24, ty + 43)], "stream")
     fig.text(end + 28, ty + 32, fig.code("Embeddings", f"{L}.Embeddings") + " → (B, 1+N, D)", "code", anchor="start",
              size=11)
-    fig.text(end + 28, ty + 50, fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × L", "code", anchor="start", size=11)
+    fig.text(end + 28, ty + 50, fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × L", "code", anchor="start",
+             size=11)
     fig.text(end + 28, ty + 66, "(pre-norm) → class", "note", anchor="start")
     fig.text(end + 28, ty + 80, "token → head (B, classes)", "note", anchor="start")
     fig.legend(30, 408, ["stream"])
@@ -879,8 +883,6 @@ def gpt_stack() -> Figure:
             sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
     fig.shape(sx + 6, 530, "(B, T, D)")
     top = 510
-    fig.frame(150, 150, 560, top - 150, fig.code("CausalBlock", blk) + " × L", "top-left")
-    fig.text(702, 167, fig.code("blocks", f"{gpt}:blocks"), "code", anchor="end", size=11, colour="#555555")
     y, pluses = top - 10, []
     for norm, sub, sub_label, h in (("norm1", "self_attn", "MultiHeadAttention", 40),
                                     ("norm2", "feed_forward", "FeedForward: D→F→D", 40)):
@@ -915,6 +917,10 @@ def gpt_stack() -> Figure:
     # the stream itself, drawn straight through the two additions
     fig.line([(sx, 546), (sx, pluses[0] + 11)], "stream")
     fig.line([(sx, pluses[0] - 9), (sx, pluses[1] + 11)], "stream")
+    frame_top = pluses[1] - 40
+    fig.frame(150, frame_top, 560, top - frame_top, fig.code("CausalBlock", blk) + " × L", "top-left")
+    fig.text(702, frame_top + 17, fig.code("blocks", f"{gpt}:blocks"), "code", anchor="end", size=11, colour="#555555")
+    fig.shape(sx + 6, frame_top - 20, "(B, T, D)")
     fig.text(sx - 12, 330, "residual stream", "note", anchor="end")
     fig.text(sx - 12, 344, "(B, T, D)", "shape", anchor="end")
     fig.line([(sx, pluses[1] - 9), (sx, 112)], "stream")
