@@ -171,3 +171,16 @@ def test_chapters_embed_only_figures_that_exist():
                 referenced |= set(re.findall(r"figures/([\w.-]+\.svg)", "".join(cell["source"])))
     missing = sorted(name for name in referenced if not (FIGURES / name).exists())
     assert not missing, f"chapters embed figures that do not exist: {missing}"
+
+
+def test_a_label_too_long_for_its_box_is_an_error():
+    fig = diagrams.Figure("probe", 200, 100, "probe", "probe")
+    fig.box(10, 10, 120, 30, "EncoderBlock")  # fits
+    with pytest.raises(ValueError, match="does not fit"):
+        fig.box(10, 10, 60, 30, "MultiHeadAttention")
+
+
+def test_sub_and_superscripts_become_tspans_and_text_is_escaped():
+    assert diagrams.rich("s_{i-1}") == 's<tspan dy="4" font-size="75%">i-1</tspan>'
+    assert diagrams.rich("W^{Q} x") == 'W<tspan dy="-6" font-size="75%">Q</tspan><tspan dy="6"> x</tspan>'
+    assert diagrams.rich("<bos> & <eos>") == "&lt;bos&gt; &amp; &lt;eos&gt;"
