@@ -47,19 +47,19 @@ MODULE_FILL = "#F3F3F3"
 INK = "#222222"
 
 STYLE = f"""
-text {{ font-family: {SANS}; font-size: 14px; fill: {INK}; }}
-.code {{ font-family: {MONO}; font-size: 14px; }}
-.shape {{ font-family: {MONO}; font-size: 12px; fill: #333333; }}
+text {{ font-family: {SANS}; font-size: 15px; fill: {INK}; }}
+.code {{ font-family: {MONO}; font-size: 15px; }}
+.shape {{ font-family: {MONO}; font-size: 13px; fill: #333333; }}
 .shape, .halo {{ paint-order: stroke; stroke: #FFFFFF; stroke-width: 4px; stroke-linejoin: round; }}
-.math {{ font-family: {SERIF}; font-style: italic; font-size: 16px; }}
-.note {{ font-size: 12px; fill: #555555; }}
-.group {{ font-family: {MONO}; font-size: 14px; font-weight: bold; }}
-.title {{ font-size: 16px; font-weight: bold; }}
+.math {{ font-family: {SERIF}; font-style: italic; font-size: 17px; }}
+.note {{ font-size: 13px; fill: #555555; }}
+.group {{ font-family: {MONO}; font-size: 15px; font-weight: bold; }}
+.title {{ font-size: 17px; font-weight: bold; }}
 .module {{ fill: {MODULE_FILL}; stroke: {INK}; stroke-width: 1.2; }}
 .frame {{ fill: none; stroke: #8C8C8C; stroke-width: 1.2; stroke-dasharray: 6 4; }}
 """.strip()
 
-FONT_BUMP = 1  # added to every explicit font size: the HTML book shows a 1000-px figure at ~0.7
+FONT_BUMP = 2  # added to every explicit font size: the HTML book shows a 1000-px figure at ~0.7
 CHAR = {"code": 0.61, "shape": 0.61, "sans": 0.56, "math": 0.5}  # average glyph width / font size
 
 
@@ -167,7 +167,7 @@ class Figure:
             self.roles.add(role)
         self.rect(x, y, w, h, "module", stroke=stroke, rx=5,
                   extra='stroke-width="2"' if role else "")
-        for line_text, line_size, line_kind in ((label, size + FONT_BUMP, kind), (sub, 12, "sans")):
+        for line_text, line_size, line_kind in ((label, size + FONT_BUMP, kind), (sub, 13, "sans")):
             if line_text and text_width(line_text, line_size, line_kind) > w - 6:
                 raise ValueError(f"{self.name}: {line_text!r} does not fit in a box {w} wide")
         cls = {"code": "code", "math": "math", "sans": ""}[kind]
@@ -274,7 +274,7 @@ def softmax_rows(scores: list[list[float | None]]) -> list[list[float | None]]:
 
 def ch01_encoder_decoder() -> Figure:
     fig = Figure(
-        "ch01_encoder_decoder", 1010, 500,
+        "ch01_encoder_decoder", 1030, 500,
         "Chapter 1: the RNN encoder-decoder, unrolled",
         "The word 'phone' (letters x_1 to x_5, shape (B, S)) is embedded (B, S, E) and read by a "
         "bidirectional GRU (GRUEncoder): one GRU left to right, one right to left. Their last states "
@@ -425,22 +425,22 @@ def ch02_additive_step() -> Figure:
         fig.rect(x, base - 90 * a, 15, 90 * a, fill=ROLES["weights"][0])
     fig.line([(785, base), (917, base)], "stream", arrow=False, width=1)
     fig.line([(850, 172), (850, 196)], "weights")
-    fig.text(930, 250, "a_{ij}", "math", anchor="start")
-    fig.shape(930, 268, "(B, 1, S)")
-    fig.text(930, 292, "pad: 0", "note", anchor="start")
+    fig.text(922, 250, "a_{ij}", "math", anchor="start")
+    fig.shape(922, 268, "(B, 1, S)")
+    fig.text(922, 292, "pad: 0", "note", anchor="start")
     fig.line([(850, 306), (850, 388)], "weights")
     fig.box(775, 390, 150, 44, "Σ_{j} a_{ij} h_{j}", kind="math")
     fig.line([(x0 + bw / 2, y0 + 6 * (bh + 8) - 8), (x0 + bw / 2, 520), (870, 520), (870, 436)], "value")
     fig.text(300, 514, "values: the same h_{j}", "note", colour=ROLES["value"][0])
     # the GRU cell and the output
-    fig.line([(775, 412), (667, 412)], "context")
+    fig.line([(775, 412), (672, 412)], "context")
     fig.text(718, 404, "C_{i}", "math", size=14)
     fig.shape(718, 428, "(B, 2He)", anchor="middle")
-    fig.box(515, 390, 150, 44, fig.code("cell: nn.GRUCell", "attnbook.models.rnn.AttentionDecoder:cell"))
+    fig.box(510, 390, 160, 44, fig.code("cell: nn.GRUCell", "attnbook.models.rnn.AttentionDecoder:cell"))
     fig.tensor(525, 318, "e(y_{i-1})", "stream", w=130)
     fig.line([(590, 346), (590, 388)], "stream")
     fig.shape(598, 372, "(B, E)")
-    fig.line([(235, 96), (235, 412), (513, 412)], "stream")
+    fig.line([(235, 96), (235, 412), (508, 412)], "stream")
     fig.text(243, 404, "s_{i-1}: previous state", "note", anchor="start")
     fig.line([(590, 434), (590, 458)], "stream")
     fig.text(598, 452, "s_{i}", "math", size=13, anchor="start")
@@ -511,11 +511,11 @@ def ch03_self_attention() -> Figure:
     fig.text(mx + 5 * mc + 8, my + 48, "T = may attend", "note", anchor="start")
     fig.text(mx + 5 * mc + 8, my + 64, "hatched: −∞", "note", anchor="start")
     fig.line([(mx + 2.5 * mc, my + 5 * mc), (mx + 2.5 * mc, 206)], "mask")
-    fig.line([(gx + 5 * gc, 230), (598, 230)], "weights")
-    fig.box(600, 208, 130, 44, fig.code("masked_softmax", "attnbook.layers.masked_softmax"), role="weights")
+    fig.line([(gx + 5 * gc, 230), (593, 230)], "weights")
+    fig.box(595, 208, 140, 44, fig.code("masked_softmax", "attnbook.layers.masked_softmax"), role="weights")
     fig.text(665, 270, "padding:", "note")
     fig.text(665, 284, fig.code("key_mask", "attnbook.layers.key_mask") + " (B, 1, S)", "note")
-    fig.line([(730, 230), (758, 230)], "weights")
+    fig.line([(735, 230), (758, 230)], "weights")
     weights = softmax_rows([[s if j <= i else None for j, s in enumerate(row)] for i, row in enumerate(scores)])
     ax = 760
     fig.cells(ax, gy, weights, gc, "weights", numbers=True)
@@ -619,7 +619,7 @@ def ch04_heads() -> Figure:
     fig.text(rx + D * c / 2, 114, "[head 1; …; head H]", "note")
     fig.line([(rx + D * c, 146), (rx + D * c + 40, 146), (rx + D * c + 40, 104)], "context")
     fig.box(rx + 110, 66, 110, 36, fig.code("out_proj", f"{mha}:out_proj"), size=12)
-    fig.shape(rx + 220, 118, "(B, T, D)", anchor="end")
+    fig.shape(rx + 220, 58, "(B, T, D)", anchor="end")
     fig.shape(rx + 62, 196, "(B, T, D)", anchor="end")
     fig.legend(30, 580)
     return fig
@@ -650,7 +650,7 @@ def ch05_transformer() -> Figure:
              "title", anchor="start")
     attn_sub = fig.code("MultiHeadAttention", f"{L}.MultiHeadAttention")
     ff_sub = fig.code("FeedForward: D→F→D", f"{L}.FeedForward")
-    w, gap, entry = 200, 30, 580
+    w, gap, entry = 210, 30, 580
 
     def stack(cx: float, kinds: list[tuple[str, str]], owner: str, label: str, attr: str) -> tuple[dict, float]:
         """Sublayers bottom to top along the stream at x = cx; returns each box and the top."""
@@ -692,7 +692,7 @@ def ch05_transformer() -> Figure:
     def embed(cx: float, tokens: str, name: str, shape: str) -> None:
         fig.text(cx, 705, tokens, "code", size=12)
         fig.line([(cx, 691), (cx, 662)], "stream")
-        fig.box(cx - 125, 620, 250, 40, name, sub="× √D + " + fig.code(
+        fig.box(cx - 135, 620, 270, 40, name, sub="× √D + " + fig.code(
             "SinusoidalPositionalEncoding", f"{L}.SinusoidalPositionalEncoding"), size=12)
         fig.line([(cx, 620), (cx, entry + 2)], "stream", arrow=False)
         fig.shape(cx + 6, 604, shape)
@@ -744,7 +744,7 @@ def ch05_transformer() -> Figure:
 def bert_embeddings() -> Figure:
     L = "attnbook.layers"
     fig = Figure(
-        "bert_input_embeddings", 920, 420,
+        "bert_input_embeddings", 960, 420,
         "BERT's input: token + segment + position embeddings, then LayerNorm",
         "A sentence pair '[CLS] my dog is cute [SEP] he likes [SEP]' (ids of shape (B, S)) enters "
         "BERT through the library's Embeddings. For every position three vectors of width D are added: "
@@ -758,7 +758,7 @@ def bert_embeddings() -> Figure:
              + fig.code("Embeddings", f"{L}.Embeddings") + " with three tables and a LayerNorm",
              "title", anchor="start")
     words = ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "[SEP]"]
-    x0, cw, bw = 240, 72, 62
+    x0, cw, bw = 280, 72, 62
     rows = ((300, "tokens: nn.Embedding", f"{L}.Embeddings:tokens", lambda j, w: f"E_{{{w}}}", "(B, S)"),
             (235, "segments: nn.Embedding", f"{L}.Embeddings:segments", lambda j, w: "E_{A}" if j < 6 else "E_{B}",
              "segment_ids (B, S)"),
@@ -825,14 +825,14 @@ def vit_patches() -> Figure:
         fig.text(x + 8, iy + 24, str(n + 1), "code", size=10)
     fig.shape(sx, iy + 120, "(B, N, C·P·P)")
     fig.line([(sx + 9 * 22, iy + 66), (sx + 9 * 22 + 30, iy + 66)], "stream")
-    fig.box(sx + 9 * 22 + 32, iy + 44, 214, 44,
+    fig.box(sx + 9 * 22 + 32, iy + 44, 228, 44,
             fig.code("projection: nn.Linear", "attnbook.layers.patches.PatchEmbedding:projection"),
             sub="C·P·P → D (a Conv2d, stride P)", size=12)
-    fig.line([(sx + 9 * 22 + 246, iy + 66), (sx + 9 * 22 + 270, iy + 66)], "stream")
-    fig.shape(sx + 9 * 22 + 274, iy + 70, "(B, N, D)")
+    fig.line([(sx + 9 * 22 + 260, iy + 66), (sx + 9 * 22 + 280, iy + 66)], "stream")
+    fig.shape(sx + 9 * 22 + 284, iy + 70, "(B, N, D)")
     # tokens: class token + patches, plus positions
     tx, ty, tw = 262, 250, 44
-    fig.line([(sx + 9 * 22 + 300, iy + 80), (sx + 9 * 22 + 300, 220), (tx + 1.5 * tw, 220), (tx + 1.5 * tw, ty - 2)],
+    fig.line([(sx + 9 * 22 + 310, iy + 80), (sx + 9 * 22 + 310, 220), (tx + 1.5 * tw, 220), (tx + 1.5 * tw, ty - 2)],
              "stream")
     for k in range(10):
         x = tx + k * (tw + 5)
@@ -918,7 +918,7 @@ def gpt_stack() -> Figure:
     fig.line([(sx, 546), (sx, pluses[0] + 11)], "stream")
     fig.line([(sx, pluses[0] - 9), (sx, pluses[1] + 11)], "stream")
     frame_top = pluses[1] - 40
-    fig.frame(150, frame_top, 560, top - frame_top, fig.code("CausalBlock", blk) + " × L", "top-left")
+    fig.frame(122, frame_top, 588, top - frame_top, fig.code("CausalBlock", blk) + " × L", "top-left")
     fig.text(702, frame_top + 17, fig.code("blocks", f"{gpt}:blocks"), "code", anchor="end", size=11, colour="#555555")
     fig.shape(sx + 6, frame_top - 20, "(B, T, D)")
     fig.text(sx - 12, 330, "residual stream", "note", anchor="end")
