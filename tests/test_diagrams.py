@@ -184,3 +184,20 @@ def test_sub_and_superscripts_become_tspans_and_text_is_escaped():
     assert diagrams.rich("s_{i-1}") == 's<tspan dy="4" font-size="75%">i-1</tspan>'
     assert diagrams.rich("W^{Q} x") == 'W<tspan dy="-6" font-size="75%">Q</tspan><tspan dy="6"> x</tspan>'
     assert diagrams.rich("<bos> & <eos>") == "&lt;bos&gt; &amp; &lt;eos&gt;"
+
+
+@pytest.mark.parametrize("number", ["01", "02", "03", "04", "05"])
+def test_chapters_1_to_5_each_show_their_architecture_figure(number):
+    notebook = next((ROOT / "chapters").glob(f"{number}_*.ipynb"))
+    markdown = "".join("".join(c["source"]) for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+                       if c["cell_type"] == "markdown")
+    images = re.findall(rf"!\[([^\]]+)\]\(figures/(ch{number}_[\w-]+\.svg)\)", markdown)
+    assert images, f"{notebook.name} embeds no figures/ch{number}_*.svg as ![alt](path)"
+    for alt, _ in images:
+        assert len(alt) >= 60, f"{notebook.name}: alt text too short to describe the figure: {alt!r}"
+
+
+def test_running_outside_the_repository_without_a_folder_fails_clearly(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    assert diagrams.main([]) == 2
+    assert "repository root" in capsys.readouterr().err

@@ -960,8 +960,14 @@ def write(outdir: Path) -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("outdir", nargs="?", type=Path, default=Path("chapters/figures"))
+    parser.add_argument("outdir", nargs="?", type=Path, default=None,
+                        help="where to write the SVG files (default: chapters/figures, from the repository root)")
     args = parser.parse_args(argv)
+    if args.outdir is None:
+        if not Path("chapters").is_dir():
+            print("no chapters/ folder here: run from the repository root or name the output folder", file=sys.stderr)
+            return 2
+        args.outdir = Path("chapters/figures")
     for path in write(args.outdir):
         print(f"{path} ({path.stat().st_size / 1024:.1f} KB)")
     return 0
