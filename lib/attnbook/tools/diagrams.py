@@ -463,7 +463,8 @@ def ch03_self_attention() -> Figure:
         "self-attention S = T. The scores Q K^T / sqrt(Dk) form a (B, T, S) matrix: row i is query i, "
         "column j is key j. The mask (causal_mask(T), True on and below the diagonal; key_mask for "
         "padding) sends the disallowed scores to minus infinity, and masked_softmax turns each row into "
-        "weights that sum to 1, exactly zero above the diagonal. The output Z = A V has shape (B, T, Dv). "
+        "weights that sum to 1, exactly zero above the diagonal (the numbers shown are the softmax of made-up "
+        "scores). The output Z = A V has shape (B, T, Dv). "
         "scaled_dot_product_attention computes all of this; MultiHeadAttention holds W^Q, W^K, W^V as "
         "q_proj, k_proj, v_proj.",
     )
@@ -910,8 +911,8 @@ def gpt_stack() -> Figure:
                      anchor="start", size=11)
             fig.text(bx + bw + 74, sb - h / 2 - 5, "(T, P+T)", "shape", anchor="start")
             fig.line([(bx + bw + 70, sb - h / 2 + 10), (bx + bw + 2, sb - h / 2 + 10)], "key")
-            fig.text(bx + bw + 74, sb - h / 2 + 20, "past " + fig.code("KVCache", f"{L}.KVCache"), "code",
-                     anchor="start", size=11)
+            fig.text(bx + bw + 74, sb - h / 2 + 20, "past " + fig.code("KVCache", f"{L}.KVCache") + ": K, V",
+                     "code", anchor="start", size=11)
             fig.text(bx + bw + 74, sb - h / 2 + 35, "(B, H, P, Dh)", "shape", anchor="start")
         y = plus - 9
     # the stream itself, drawn straight through the two additions
