@@ -797,7 +797,7 @@ def vit_patches() -> Figure:
         "An image of shape (B, C, H, W) is cut into N = 9 non-overlapping P x P patches, read row by row. "
         "patchify flattens each patch to C*P*P numbers, (B, N, C*P*P), and the PatchEmbedding's "
         "projection (nn.Linear, the same as a Conv2d with kernel = stride = P) maps each to width D, "
-        "(B, N, D). A learned class token is put in front, (B, 1+N, D), and learned positions "
+        "(B, N, D). PatchTokens puts a learned class token in front, (B, 1+N, D), and learned positions "
         "E_0 ... E_9 (LearnedPositionalEmbedding) are added, all inside the library's Embeddings. A stack "
         "of pre-norm EncoderBlocks follows; the head reads the class token's output, (B, classes).",
     )
@@ -817,7 +817,7 @@ def vit_patches() -> Figure:
     fig.text(ix, iy + 3 * p + 34, "P × P patches, N = 9", "note", anchor="start")
     # flattened patches
     fig.line([(ix + 3 * p + 6, iy + 66), (236, iy + 66)], "stream")
-    fig.text(208, iy + 58, "patchify", "code", size=11)
+    fig.text(205, iy + 54, "patchify", "code", size=11)
     sx = 240
     for n in range(9):
         x = sx + n * 22
@@ -843,7 +843,8 @@ def vit_patches() -> Figure:
         fig.text(x + tw / 2, ty + 48, "+", size=14)
         fig.rect(x, ty + 56, tw, 30, "module", rx=4)
         fig.text(x + tw / 2, ty + 76, f"E_{{{k}}}", "math", size=13)
-    fig.text(tx - 8, ty + 20, "tokens", "note", anchor="end")
+    fig.text(tx - 8, ty + 20, fig.code("PatchTokens", "attnbook.layers.patches.PatchTokens"), "code", anchor="end",
+             size=11)
     fig.text(tx - 8, ty + 76, fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), "code",
              anchor="end", size=11)
     fig.text(tx - 8, ty + 92, "(1 + N, D)", "shape", anchor="end")
