@@ -221,22 +221,7 @@ class WordPieceTokenizer:
         """
         a = self.convert_tokens_to_ids(self.tokenize(text))
         b = self.convert_tokens_to_ids(self.tokenize(pair)) if pair is not None else None
-        if max_len is not None:
-            special = 2 if b is None else 3
-            if max_len < special + (1 if b is None else 2):
-                raise ValueError(f"max_len must leave room for the special tokens and one token per "
-                                 f"sentence: at least {special + (1 if b is None else 2)}, got {max_len}")
-            while len(a) + (len(b) if b is not None else 0) + special > max_len:
-                if b is not None and len(b) >= len(a):  # ties shorten B, as the reference does
-                    b = b[:-1]
-                else:
-                    a = a[:-1]
-        ids = [self.cls_id, *a, self.sep_id]
-        segments = [0] * len(ids)
-        if b is not None:
-            ids += [*b, self.sep_id]
-            segments += [1] * (len(b) + 1)
-        return ids, segments
+        return build_inputs(a, b, self.cls_id, self.sep_id, max_len)
 
     def encode_batch(self, texts: Sequence[str], pairs: Sequence[str] | None = None,
                      max_len: int | None = None) -> BertInputs:
@@ -261,6 +246,33 @@ class WordPieceTokenizer:
             else:
                 words.append(token)
         return " ".join(words)
+
+
+def build_inputs(a: Sequence[int], b: Sequence[int] | None, cls_id: int, sep_id: int,
+                 max_len: int | None = None) -> tuple[list[int], list[int]]:
+    """``[CLS] a [SEP]`` or ``[CLS] a [SEP] b [SEP]`` ids and segment ids (0 for the first part, 1 for ``b [SEP]``).
+
+    With ``max_len``, the longer of ``a`` and ``b`` (``b`` on a tie) loses its last token until the
+    whole fits (the reference's ``longest_first``); ``a`` alone needs ``max_len >= 3``, a pair ``>= 5``.
+    """
+    a, b = list(a), (list(b) if b is not None else None)
+    if max_len is not None:
+        special = 2 if b is None else 3
+        least = special + (1 if b is None else 2)
+        if max_len < least:
+            raise ValueError(f"max_len must leave room for the special tokens and one token per "
+                             f"sentence: at least {least}, got {max_len}")
+        while len(a) + (len(b) if b is not None else 0) + special > max_len:
+            if b is not None and len(b) >= len(a):  # ties shorten b, as the reference does
+                b.pop()
+            else:
+                a.pop()
+    ids = [cls_id, *a, sep_id]
+    segments = [0] * len(ids)
+    if b is not None:
+        ids += [*b, sep_id]
+        segments += [1] * (len(b) + 1)
+    return ids, segments
 
 
 def pad_encodings(encoded: Sequence[tuple[list[int], list[int]]], pad_id: int) -> BertInputs:
