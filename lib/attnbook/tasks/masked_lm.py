@@ -175,9 +175,9 @@ def nsp_loss(logits: torch.Tensor, labels: torch.Tensor) -> torch.Tensor:
 class PretrainBatch:
     """Sentence pairs, corrupted for MLM, with their NSP labels."""
 
-    inputs: BertInputs        # segment ids and token mask; inputs.input_ids are the *clean* ids
-    masked: MaskedInputs      # masked.input_ids is what the model sees
-    nsp_labels: torch.Tensor  # (B,) 0 = IsNext, 1 = NotNext
+    inputs: BertInputs                # segment ids and token mask; inputs.input_ids are the *clean* ids
+    masked: MaskedInputs              # masked.input_ids is what the model sees
+    nsp_labels: torch.Tensor | None   # (B,) 0 = IsNext, 1 = NotNext; None for single sentences (MLM only)
 
 
 def pretrain_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int], int]], special_ids: Sequence[int],
@@ -191,10 +191,13 @@ def pretrain_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int], int]], sp
 
 
 def pretraining_loss(model: BertForPreTraining, batch: PretrainBatch) -> torch.Tensor:
-    """MLM loss on the chosen positions plus NSP loss on [CLS]."""
+    """MLM loss on the chosen positions, plus NSP loss on [CLS] when the batch holds pairs."""
     mlm_logits, nsp_logits = model(batch.masked.input_ids, batch.inputs.segment_ids, batch.inputs.token_mask,
                                    predict_at=batch.masked.chosen)
-    return mlm_loss(mlm_logits, batch.masked) + nsp_loss(nsp_logits, batch.nsp_labels)
+    loss = mlm_loss(mlm_logits, batch.masked)
+    if batch.nsp_labels is not None:
+        loss = loss + nsp_loss(nsp_logits, batch.nsp_labels)
+    return loss
 
 
 @torch.no_grad()
@@ -208,9 +211,48 @@ def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[PretrainBa
         targets = batch.masked.targets[batch.masked.chosen]
         right += int((mlm_logits.argmax(-1) == targets).sum())
         total += targets.numel()
-        nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
-        nsp_total += batch.nsp_labels.numel()
-    return {"mlm accuracy": right / total, "nsp accuracy": nsp_right / nsp_total}
+        if batch.nsp_labels is not None:
+            nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
+            nsp_total += batch.nsp_labels.numel()
+    results = {"mlm accuracy": right / total}
+    if nsp_total:
+        results["nsp accuracy"] = nsp_right / nsp_total
+    return results
+
+
+def sentence_batch(sentences: Sequence[Sequence[int]], special_ids: Sequence[int], cls_id: int, sep_id: int,
+                   pad_id: int, mask_id: int, vocab_size: int, max_len: int, generator: torch.Generator,
+                   random_low: int = 0) -> PretrainBatch:
+    """Single sentences as ``[CLS] a [SEP]`` (truncated to ``max_len``), padded and masked: MLM only."""
+    inputs = pad_encodings([build_inputs(a, None, cls_id, sep_id, max_len) for a in sentences], pad_id)
+    maskable = inputs.token_mask & ~torch.isin(inputs.input_ids, torch.tensor(list(special_ids)))
+    masked = mask_tokens(inputs.input_ids, maskable, mask_id, vocab_size, generator, random_low=random_low)
+    return PretrainBatch(inputs, masked, None)
+
+
+def sentence_batches(sentences: Sequence[Sequence[int]], batch_size: int, special_ids: Sequence[int],
+                     cls_id: int, sep_id: int, pad_id: int, mask_id: int, vocab_size: int, max_len: int,
+                     seed: int, random_low: int = 0) -> Iterator[PretrainBatch]:
+    """An endless stream of MLM batches: random sentences, freshly masked each time."""
+    rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
+    while True:
+        chosen = [sentences[rng.randrange(len(sentences))] for _ in range(batch_size)]
+        yield sentence_batch(chosen, special_ids, cls_id, sep_id, pad_id, mask_id, vocab_size, max_len,
+                             generator, random_low)
+
+
+def compact_vocabulary(sentences: Sequence[Sequence[int]], keep: int, special_ids: Sequence[int],
+                       unk_id: int) -> tuple[list[list[int]], list[int]]:
+    """Renumber ids so that a small model need not carry a 30,522-row table: the special tokens
+    first (in the order given), then the ``keep`` most frequent other ids; every other id becomes
+    ``unk_id``'s new number. Returns the renumbered sentences and ``old_ids`` (new id -> old id)."""
+    if unk_id not in special_ids:
+        raise ValueError(f"unk_id {unk_id} must be one of the special ids {list(special_ids)}")
+    counts = Counter(i for s in sentences for i in s if i not in set(special_ids))
+    old_ids = list(special_ids) + [i for i, _ in counts.most_common(keep)]
+    new = {old: n for n, old in enumerate(old_ids)}
+    unk = new[unk_id]
+    return [[new.get(i, unk) for i in s] for s in sentences], old_ids
 
 
 def pair_batches(documents: Sequence[Sequence[Sequence[int]]], batch_size: int, special_ids: Sequence[int],

@@ -1,0 +1,242 @@
+"""Each Chapter 6 checker accepts a reference solution, rejects plausible wrong answers, and names them."""
+import pytest
+import torch
+
+from attnbook.exercises.ch06 import check_masking, check_mean_pool, check_mlm_accuracy, check_wordpiece
+
+
+# ----------------------------------------------------------------------------- mean pooling
+def pool_reference(hidden, token_mask):
+    w = token_mask.float().unsqueeze(-1)
+    return (hidden * w).sum(1) / w.sum(1)
+
+
+def pool_all(hidden, token_mask):
+    return hidden.mean(1)
+
+
+def pool_divides_by_length(hidden, token_mask):
+    return (hidden * token_mask.unsqueeze(-1)).sum(1) / hidden.shape[1]
+
+
+def pool_sum(hidden, token_mask):
+    return (hidden * token_mask.unsqueeze(-1)).sum(1)
+
+
+def pool_cls(hidden, token_mask):
+    return hidden[:, 0]
+
+
+def pool_in_place(hidden, token_mask):
+    hidden.mul_(token_mask.unsqueeze(-1))
+    return hidden.sum(1) / token_mask.sum(1, keepdim=True)
+
+
+def pool_max(hidden, token_mask):
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).max(1).values
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (pool_all, "includes the padding"), (pool_divides_by_length, "divided by the padded length"),
+    (pool_sum, "not a mean"), (pool_cls, "[CLS]"), (pool_in_place, "changed its input"), (pool_max, None),
+])
+def test_mean_pool_checker(wrong, diagnosis, capsys):
+    assert check_mean_pool(pool_reference)
+    capsys.readouterr()
+    assert not check_mean_pool(wrong)
+    out = capsys.readouterr().out
+    if diagnosis:
+        assert diagnosis in out
+
+
+# ----------------------------------------------------------------------------- MLM accuracy
+def accuracy_reference(logits, targets, chosen):
+    return float((logits.argmax(-1)[chosen] == targets[chosen]).float().mean())
+
+
+def accuracy_all_positions_denominator(logits, targets, chosen):
+    return float(((logits.argmax(-1) == targets) & chosen).sum() / targets.numel())
+
+
+def accuracy_everywhere(logits, targets, chosen):
+    return float((logits.argmax(-1) == targets).float().mean())
+
+
+def accuracy_wrong_axis(logits, targets, chosen):
+    pred = logits.argmax(1)  # (B, V): wrong axis; compare on the overlapping width
+    S = min(pred.shape[1], targets.shape[1])
+    return float((pred[:, :S][chosen[:, :S]] == targets[:, :S][chosen[:, :S]]).float().mean())
+
+
+def accuracy_unchosen(logits, targets, chosen):
+    return float((logits.argmax(-1)[~chosen] == targets[~chosen]).float().mean())
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (accuracy_all_positions_denominator, "every position of the batch"),
+    (accuracy_everywhere, "not only the chosen ones"),
+    (accuracy_wrong_axis, None), (accuracy_unchosen, None),
+])
+def test_mlm_accuracy_checker(wrong, diagnosis, capsys):
+    assert check_mlm_accuracy(accuracy_reference)
+    capsys.readouterr()
+    assert not check_mlm_accuracy(wrong)
+    if diagnosis:
+        assert diagnosis in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- WordPiece
+def wordpiece_reference(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_shortest(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_no_hashes(word, vocab, max_chars):
+    return [p.removeprefix("##") for p in wordpiece_reference(word, vocab, max_chars)]
+
+
+def wordpiece_partial_unk(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return pieces + ["[UNK]"]
+    return pieces
+
+
+def wordpiece_no_max(word, vocab, max_chars):
+    return wordpiece_reference(word, vocab, 10**9)
+
+
+def wordpiece_off_by_one_max(word, vocab, max_chars):
+    return wordpiece_reference(word, vocab, max_chars - 1)
+
+
+def wordpiece_mutates_vocab(word, vocab, max_chars):
+    vocab.add("[UNK]")
+    return wordpiece_reference(word, vocab, max_chars)
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (wordpiece_shortest, "shortest piece"), (wordpiece_no_hashes, "'##' prefix"),
+    (wordpiece_partial_unk, "*whole* word"), (wordpiece_no_max, "longer than max_chars"),
+    (wordpiece_off_by_one_max, None), (wordpiece_mutates_vocab, "changed its input"),
+])
+def test_wordpiece_checker(wrong, diagnosis, capsys):
+    assert check_wordpiece(wordpiece_reference)
+    capsys.readouterr()
+    assert not check_wordpiece(wrong)
+    if diagnosis:
+        assert diagnosis in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- masking
+def masking_reference(input_ids, maskable, mask_id, vocab_size, generator):
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    out = torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out)
+    return out, chosen
+
+
+def masking_ignores_maskable(input_ids, maskable, mask_id, vocab_size, generator):
+    return masking_reference(input_ids, torch.ones_like(maskable), mask_id, vocab_size, generator)
+
+
+def masking_all_mask(input_ids, maskable, mask_id, vocab_size, generator):
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    return torch.where(chosen, mask_id, input_ids), chosen
+
+
+def masking_seed003(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = input_ids.clone(), torch.zeros_like(maskable)
+    B, S = input_ids.shape
+    for b in range(B):
+        n = round(S * 0.15)
+        for i in torch.randint(0, S, (n,), generator=generator).tolist():  # with replacement, ignores maskable
+            if torch.rand(1, generator=generator).item() < 0.8:
+                out[b, i] = mask_id
+            else:
+                out[b, i] = torch.randint(0, vocab_size, (1,), generator=generator).item()
+            chosen[b, i] = True
+    return out, chosen
+
+
+def masking_fifteen_percent_of_all(input_ids, maskable, mask_id, vocab_size, generator):
+    # 15% of *all* positions chosen, then restricted to maskable ones: too few chosen
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15 * maskable.float().mean()) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
+
+
+def masking_global_rng(input_ids, maskable, mask_id, vocab_size, generator):
+    return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
+
+
+def masking_in_place(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    input_ids.copy_(out)
+    return input_ids, chosen
+
+
+def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (masking_ignores_maskable, "maskable is False"), (masking_all_mask, "80/10/10"),
+    (masking_seed003, "maskable is False"), (masking_fifteen_percent_of_all, "probability 0.15"), (masking_global_rng, "generator you are given"),
+    (masking_in_place, "changed its input"), (masking_bad_random_ids, None),
+])
+def test_masking_checker(wrong, diagnosis, capsys):
+    assert check_masking(masking_reference)
+    capsys.readouterr()
+    assert not check_masking(wrong)
+    if diagnosis:
+        assert diagnosis in capsys.readouterr().out
+
+
+def test_stubs_are_reported_as_not_done(capsys):
+    def stub(*args):
+        raise NotImplementedError
+    for checker in (check_mean_pool, check_mlm_accuracy, check_wordpiece, check_masking):
+        assert not checker(stub)
+        assert "not done yet" in capsys.readouterr().out
