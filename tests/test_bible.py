@@ -15,12 +15,13 @@ def test_corpus_size_and_labels():
     assert len({v.book for v in verses}) == 66
 
 
-def test_no_notes_left():
-    assert not any("{" in v.text or "}" in v.text for v in load_bible())
+def test_no_notes_or_markup_left():
+    assert not any("{" in v.text or "}" in v.text or "&" in v.text for v in load_bible())
 
 
 def test_clean_text():
     assert clean_text('God{After "God," a note} created  the\nheavens. ') == "God created the heavens."
     assert clean_text("{only a note}") == ""
+    assert clean_text("&gt; Yahweh is my shepherd:") == "Yahweh is my shepherd:"
     with pytest.raises(ValueError, match="unbalanced braces"):
         clean_text("a { b")

@@ -6,7 +6,8 @@ book, chapter and verse numbers. This module reads that file and the two keys be
 names); it does not import the package's code.
 
 Cleaning, fixed for the whole book: translator notes in braces (``God{After "God," the Hebrew
-has ...}``) are removed, whitespace is collapsed, and verses left empty are dropped.
+has ...}``) are removed, and so is the HTML-escaped marker ``&gt;`` that opens 117 psalms;
+whitespace is collapsed, and verses left empty are dropped.
 """
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def web_dir() -> Path:
 
 
 def clean_text(text: str) -> str:
-    """Remove translator notes in braces and collapse whitespace.
+    """Remove translator notes in braces and ``&gt;`` markers, and collapse whitespace.
 
     >>> clean_text('In the beginning God{After "God," ...} created  the heavens.')
     'In the beginning God created the heavens.'
@@ -64,6 +65,7 @@ def clean_text(text: str) -> str:
     previous = None
     while previous != text:  # notes are not nested in the WEB, but strip inner ones first if they were
         previous, text = text, _NOTE.sub("", text)
+    text = text.replace("&gt;", "")
     if "{" in text or "}" in text:
         raise ValueError(f"unbalanced braces in verse text: {text[:80]!r}")
     return _SPACE.sub(" ", text).strip()
