@@ -38,6 +38,9 @@ class MaskedInputs:
     targets: torch.Tensor    # (B, S) the original ids
     chosen: torch.Tensor     # (B, S) bool: the positions the loss and the accuracy count
 
+    def to(self, device: torch.device | str) -> MaskedInputs:
+        return MaskedInputs(self.input_ids.to(device), self.targets.to(device), self.chosen.to(device))
+
 
 def mask_tokens(
     input_ids: torch.Tensor,
@@ -129,15 +132,20 @@ def mlm_accuracy(logits: torch.Tensor, masked: MaskedInputs) -> float:
     return float((logits.argmax(-1) == targets).float().mean())
 
 
-def unigram_accuracy(train_ids: Sequence[Sequence[int]], masked: MaskedInputs, exclude: Sequence[int] = ()) -> float:
-    """The baseline: always predict the most frequent training token (ids in ``exclude`` skipped)."""
+def most_frequent_token(train_ids: Sequence[Sequence[int]], exclude: Sequence[int] = ()) -> int:
+    """The id that occurs most often in ``train_ids`` (ids in ``exclude`` skipped)."""
     counts = Counter(i for ids in train_ids for i in ids)
     for special in exclude:
         counts.pop(special, None)
     if not counts:
         raise ValueError("train_ids hold no countable token")
-    most_common = counts.most_common(1)[0][0]
-    return float((masked.targets[masked.chosen] == most_common).float().mean())
+    return counts.most_common(1)[0][0]
+
+
+def unigram_accuracy(train_ids: Sequence[Sequence[int]], masked: MaskedInputs, exclude: Sequence[int] = ()) -> float:
+    """The baseline: always predict the most frequent training token (ids in ``exclude`` skipped)."""
+    guess = most_frequent_token(train_ids, exclude)
+    return float((masked.targets[masked.chosen] == guess).float().mean())
 
 
 # ----------------------------------------------------------------------------- next-sentence prediction
@@ -178,6 +186,10 @@ class PretrainBatch:
     inputs: BertInputs                # segment ids and token mask; inputs.input_ids are the *clean* ids
     masked: MaskedInputs              # masked.input_ids is what the model sees
     nsp_labels: torch.Tensor | None   # (B,) 0 = IsNext, 1 = NotNext; None for single sentences (MLM only)
+
+    def to(self, device: torch.device | str) -> PretrainBatch:
+        labels = self.nsp_labels.to(device) if self.nsp_labels is not None else None
+        return PretrainBatch(self.inputs.to(device), self.masked.to(device), labels)
 
 
 def pretrain_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int], int]], special_ids: Sequence[int],
@@ -232,13 +244,14 @@ def sentence_batch(sentences: Sequence[Sequence[int]], special_ids: Sequence[int
 
 def sentence_batches(sentences: Sequence[Sequence[int]], batch_size: int, special_ids: Sequence[int],
                      cls_id: int, sep_id: int, pad_id: int, mask_id: int, vocab_size: int, max_len: int,
-                     seed: int, random_low: int = 0) -> Iterator[PretrainBatch]:
-    """An endless stream of MLM batches: random sentences, freshly masked each time."""
+                     seed: int, random_low: int = 0, device: torch.device | str = "cpu") -> Iterator[PretrainBatch]:
+    """An endless stream of MLM batches on ``device``: random sentences, freshly masked each time
+    (the random draws happen on the CPU, so a seed gives the same batches on every device)."""
     rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
     while True:
         chosen = [sentences[rng.randrange(len(sentences))] for _ in range(batch_size)]
         yield sentence_batch(chosen, special_ids, cls_id, sep_id, pad_id, mask_id, vocab_size, max_len,
-                             generator, random_low)
+                             generator, random_low).to(device)
 
 
 def compact_vocabulary(sentences: Sequence[Sequence[int]], keep: int, special_ids: Sequence[int],
@@ -257,13 +270,13 @@ def compact_vocabulary(sentences: Sequence[Sequence[int]], keep: int, special_id
 
 def pair_batches(documents: Sequence[Sequence[Sequence[int]]], batch_size: int, special_ids: Sequence[int],
                  cls_id: int, sep_id: int, pad_id: int, mask_id: int, vocab_size: int, max_len: int,
-                 seed: int, random_low: int = 0) -> Iterator[PretrainBatch]:
-    """An endless stream of freshly drawn and freshly masked pretraining batches."""
+                 seed: int, random_low: int = 0, device: torch.device | str = "cpu") -> Iterator[PretrainBatch]:
+    """An endless stream of freshly drawn and freshly masked sentence-pair batches on ``device``."""
     rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
     while True:
         pairs = make_nsp_pairs(documents, batch_size, rng)
         yield pretrain_batch(pairs, special_ids, cls_id, sep_id, pad_id, mask_id, vocab_size, max_len,
-                             generator, random_low)
+                             generator, random_low).to(device)
 
 
 def pretrain(model: BertForPreTraining, batches: Iterator[PretrainBatch], steps: int, lr: float,

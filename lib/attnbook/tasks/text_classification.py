@@ -102,7 +102,10 @@ def train_linear_probe(features: torch.Tensor, labels: torch.Tensor, num_classes
     if features.dim() != 2 or features.shape[0] != labels.shape[0]:
         raise ValueError(f"expected features (N, D) and labels (N,), got {tuple(features.shape)} and {tuple(labels.shape)}")
     torch.manual_seed(seed)
-    mean, std = features.mean(0), features.std(0).clamp(min=1e-6)
+    mean, std = features.mean(0), features.std(0)
+    # A feature constant on the training set (a token no training verse contains) carries no
+    # information: scale it to zero rather than divide by ~0 and blow up on the test set.
+    std = torch.where(std > 1e-6, std, torch.full_like(std, float("inf")))
     linear = nn.Linear(features.shape[1], num_classes)
     optimizer = torch.optim.Adam(linear.parameters(), lr=lr, weight_decay=weight_decay)
     x = (features - mean) / std  # (N, D)
