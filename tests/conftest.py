@@ -1,4 +1,10 @@
-"""Fixtures shared by the library's tests: a tiny seq2seq batch and tiny models to test on."""
+"""Fixtures shared by the library's tests: a tiny seq2seq batch and tiny models to test on.
+
+Also the GPU switch: ``ATTNBOOK_DEVICE=cuda pytest`` runs every notebook on CUDA, and stops at
+once, with a clear message, on a machine where CUDA is not available.
+"""
+import os
+
 import pytest
 import torch
 from torch import nn
@@ -7,6 +13,15 @@ from attnbook.layers.masks import token_mask
 from attnbook.models.transformer import Transformer, TransformerConfig
 
 SRC_V, TGT_V = 11, 13  # tiny vocabularies; ids 0-3 are the special tokens
+
+
+def pytest_configure(config):
+    requested = os.environ.get("ATTNBOOK_DEVICE")
+    if requested == "cuda" and not torch.cuda.is_available():
+        raise pytest.UsageError(
+            "ATTNBOOK_DEVICE=cuda was set, but torch.cuda.is_available() is False on this machine: "
+            "refusing to run the GPU tests on the CPU. Unset ATTNBOOK_DEVICE to test on the CPU."
+        )
 
 
 def perturb_layer_norms(model: nn.Module) -> nn.Module:

@@ -53,6 +53,8 @@ def test_first_cell_sets_up_colab_from_the_one_repository_url(path):
     src = _source(first)
     assert '"google.colab" in sys.modules' in src
     assert f"git+{CONFIG['repository']['url']}" in src, "the Colab cell must install from _config.yml's repository URL"
+    assert "remove-input" in first.get("metadata", {}).get("tags", []), \
+        "the Colab set-up cell must be hidden in the HTML book (tag it remove-input)"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)

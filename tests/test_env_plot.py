@@ -49,3 +49,16 @@ def test_bucket_bars_and_curves():
         plot_by_bucket({"a": {"1-4": 0.1}, "b": {"5-6": 0.2}})
     ax = plot_histories({"run": History(steps=[1, 2, 3], losses=[3.0, 2.0, 1.0])}, window=2)
     assert len(ax.lines) == 1
+
+
+def test_heatmap_has_a_labelled_colour_bar_unless_switched_off():
+    import matplotlib.pyplot as plt
+
+    from attnbook.plot import attention_heatmap
+
+    fig, (a, b) = plt.subplots(1, 2)
+    attention_heatmap(torch.full((2, 3), 1 / 3), list("xyz"), list("pq"), ax=a)
+    attention_heatmap(torch.full((2, 3), 1 / 3), list("xyz"), list("pq"), ax=b, colorbar=False)
+    bars = [ax for ax in fig.axes if ax not in (a, b)]
+    assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight"
+    plt.close(fig)

@@ -1,12 +1,22 @@
 """attnbook: the shared library of the book *Attention and the Transformer, rebuilt step by step*.
 
-Every chapter rebuilds an idea inline, then imports the reviewed version from here.
+Every chapter rebuilds an idea inline, then imports the reviewed version from here. The folders
+are layers, each importing only from those below it (``tests/test_layering.py`` enforces it):
 
-Shape legend used in every docstring and comment:
+- ``layers/``: masks, attention (``MultiHeadAttention``, ``KVCache``), scores, positions,
+  feed-forward, embeddings, and the encoder / decoder / causal blocks;
+- ``models/``: one readable file per model (``rnn``, ``transformer``, ``tagger``, ...);
+- ``tasks/``: one module per task with its loss, recipe and evaluation (``g2p``, ``tagging``);
+- ``data/`` (datasets, vocabularies, batches) sits beside ``models/``: only tasks join them;
+- foundation modules: ``env``, ``train``, ``losses``, ``decoding``, ``schedules``, ``metrics``,
+  ``plot``, ``checks``, ``progress``; and on top, ``exercises/`` and ``tools/``.
+
+Shape legend used in every docstring and comment (``chapters/notation.md`` has the full table):
 B batch, S source length, T target (or query) length, D model width, H heads,
-Dh head width (D / H), V vocabulary size, N patches.
+Dh head width (D / H), F feed-forward width, P cached positions, K beams, L generated length,
+V vocabulary size, N patches, C image channels.
 
 Mask convention: boolean tensors, ``True`` = may attend (see ``attnbook.layers.masks``).
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -18,9 +18,13 @@ def attention_heatmap(
     title: str | None = None,
     xlabel: str = "attended to (keys)",
     ylabel: str = "attending (queries)",
-    colorbar: bool = False,
+    colorbar: bool = True,
 ) -> plt.Axes:
-    """Heatmap of ``(T, S)`` weights: one row per query token, one column per key token."""
+    """Heatmap of ``(T, S)`` weights: one row per query token, one column per key token.
+
+    The colour scale is fixed to [0, 1] (weights are probabilities), so panels compare, and a
+    colour bar shows it unless ``colorbar=False`` (e.g. for all but the last panel of a row).
+    """
     weights = torch.as_tensor(weights).detach().float().cpu()
     if weights.dim() != 2:
         raise ValueError(f"weights must be 2-D (T, S), got shape {tuple(weights.shape)}")
@@ -32,6 +36,7 @@ def attention_heatmap(
     if ax is None:
         _, ax = plt.subplots(figsize=(0.35 * len(keys) + 1.5, 0.35 * len(queries) + 1.2))
     sns.heatmap(weights.numpy(), ax=ax, cmap="viridis", vmin=0.0, vmax=1.0, cbar=colorbar,
+                cbar_kws={"label": "attention weight", "shrink": 0.8} if colorbar else None,
                 xticklabels=list(keys), yticklabels=list(queries), square=True, linewidths=0)
     ax.tick_params(axis="x", labelrotation=0)
     ax.tick_params(axis="y", labelrotation=0)

@@ -8,10 +8,10 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnbook.layers import (
-    CausalBlock, DecoderBlock, Embeddings, EncoderBlock, FeedForward, LearnedPositionalEmbedding, key_mask, token_mask,
+    CausalBlock, DecoderBlock, Embeddings, EncoderBlock, FeedForward, LearnedPositionalEmbedding, key_mask,
+    to_torch_encoder_layer, token_mask,
 )
 from attnbook.layers import blocks as blocks_module
-from attnbook.layers.attention import copy_to_torch_multihead
 from conftest import perturb_layer_norms
 
 
@@ -72,14 +72,8 @@ def test_a_wrongly_wired_block_fails_the_reference():
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_block_equals_torch_encoder_layer(norm_first, activation):
     block = _block(EncoderBlock, norm_first=norm_first, activation=activation)
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation=activation, batch_first=True,
-                                     norm_first=norm_first).eval()
+    ref = to_torch_encoder_layer(block)
     with torch.no_grad():
-        copy_to_torch_multihead(block.self_attn, ref.self_attn)
-        for name in ("linear1", "linear2"):
-            getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
-        ref.norm1.load_state_dict(block.norm1.state_dict())
-        ref.norm2.load_state_dict(block.norm2.state_dict())
         x = torch.randn(3, 6, 16)
         tokens = token_mask(torch.tensor([6, 3, 1]), 6)
         torch.testing.assert_close(block(x, key_mask(tokens))[tokens], ref(x, src_key_padding_mask=~tokens)[tokens],
@@ -156,14 +150,8 @@ def test_causal_block_with_cache_equals_without(norm_first):
 
 def test_causal_block_equals_torch_encoder_layer_with_a_causal_mask():
     block = _block(CausalBlock)  # pre-norm, GELU
-    ref = nn.TransformerEncoderLayer(16, 4, 32, dropout=0.0, activation="gelu", batch_first=True,
-                                     norm_first=True).eval()
+    ref = to_torch_encoder_layer(block)
     with torch.no_grad():
-        copy_to_torch_multihead(block.self_attn, ref.self_attn)
-        for name in ("linear1", "linear2"):
-            getattr(ref, name).load_state_dict(getattr(block.feed_forward, name).state_dict())
-        ref.norm1.load_state_dict(block.norm1.state_dict())
-        ref.norm2.load_state_dict(block.norm2.state_dict())
         x = torch.randn(2, 6, 16)
         expected = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(6), is_causal=True)
         torch.testing.assert_close(block(x)[0], expected, atol=1e-5, rtol=1e-5)
@@ -199,3 +187,14 @@ def test_embeddings_compose_tokens_positions_segments_and_norm():
     with pytest.raises(ValueError, match="segment_ids must be given"):
         plain(ids, seg)
     torch.testing.assert_close(plain(ids), tokens(ids))
+
+
+def test_torch_bridge_rejects_tanh_gelu_and_a_wrong_copy_fails():
+    with pytest.raises(ValueError, match="gelu_tanh"):
+        to_torch_encoder_layer(EncoderBlock(16, 4, 32, activation="gelu_tanh"))
+    block = _block(EncoderBlock, activation="gelu")
+    ref = to_torch_encoder_layer(block)
+    with torch.no_grad():
+        ref.norm2.weight.mul_(-1.0)  # one wrong tensor
+        x = torch.randn(2, 5, 16)
+        assert not torch.allclose(block(x), ref(x), atol=1e-4)

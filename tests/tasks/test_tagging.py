@@ -67,3 +67,12 @@ def test_accuracy_of_a_perfect_predictor_is_one():
     tokens, targets = neighbours_task(3, 5, 7, torch.Generator().manual_seed(0))
     acc = tagging_accuracy(Oracle(targets), tokens, targets)
     assert acc == {"answer": 1.0, "position": 1.0, "output0": 1.0, "output1": 1.0}
+
+
+def test_tagger_rejects_bad_sizes():
+    with pytest.raises(ValueError, match="num_outputs"):
+        SelfAttentionTagger(10, 16, 2, 8, num_outputs=0)
+    with pytest.raises(ValueError, match="positional"):
+        SelfAttentionTagger(10, 16, 2, 8, positional="rotary")
+    with pytest.raises(ValueError, match="divisible"):
+        SelfAttentionTagger(10, 18, 4, 8)

@@ -1,7 +1,7 @@
 """Small synthetic sequence tasks whose answer depends on *where* tokens are.
 
 Each task returns ``(tokens, targets)``: tokens ``(B, T)`` of ids in ``[0, V)``, targets
-``(B, T, K)`` with K answers per position (``IGNORE`` where a position has no answer).
+``(B, T, R)`` with R answers (read-outs) per position (``IGNORE`` where a position has no answer).
 Generation is deterministic given a ``torch.Generator``.
 """
 from __future__ import annotations

@@ -5,7 +5,9 @@ masks -> attention, scores -> feedforward, positional, embedding -> blocks.
 from attnbook.layers.attention import (
     KVCache, MultiHeadAttention, copy_to_torch_multihead, scaled_dot_product_attention, to_torch_multihead,
 )
-from attnbook.layers.blocks import CausalBlock, DecoderAttentionMaps, DecoderBlock, EncoderBlock, ResidualBlock
+from attnbook.layers.blocks import (
+    CausalBlock, DecoderAttentionMaps, DecoderBlock, EncoderBlock, ResidualBlock, to_torch_encoder_layer,
+)
 from attnbook.layers.embedding import Embeddings
 from attnbook.layers.feedforward import ACTIVATIONS, FeedForward
 from attnbook.layers.masks import causal_mask, key_mask, masked_softmax, token_mask, validate_mask
@@ -17,5 +19,5 @@ __all__ = [
     "ACTIVATIONS", "CausalBlock", "DecoderAttentionMaps", "DecoderBlock", "Embeddings", "EncoderBlock",
     "FeedForward", "KVCache", "copy_to_torch_multihead", "LearnedPositionalEmbedding", "MultiHeadAttention", "ResidualBlock",
     "SinusoidalPositionalEncoding", "causal_mask", "key_mask", "masked_softmax", "scaled_dot_product_attention",
-    "sinusoidal_encoding", "sinusoidal_shift_matrix", "to_torch_multihead", "token_mask", "validate_mask",
+    "sinusoidal_encoding", "sinusoidal_shift_matrix", "to_torch_encoder_layer", "to_torch_multihead", "token_mask", "validate_mask",
 ]

@@ -15,6 +15,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnbook.layers.masks import masked_softmax, validate_mask
+from attnbook.layers.validation import check_dropout, check_heads
 
 
 def scaled_dot_product_attention(
@@ -84,12 +85,8 @@ class MultiHeadAttention(nn.Module):
 
     def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
         super().__init__()
-        if d_model < 1 or num_heads < 1:
-            raise ValueError(f"d_model and num_heads must be >= 1, got {d_model} and {num_heads}")
-        if d_model % num_heads != 0:
-            raise ValueError(f"d_model ({d_model}) must be divisible by num_heads ({num_heads})")
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_heads(d_model, num_heads)
+        check_dropout(dropout)
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
         self.k_proj = nn.Linear(d_model, d_model, bias=bias)

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.layers.attention import KVCache, MultiHeadAttention
+from attnbook.layers.attention import KVCache, MultiHeadAttention, copy_to_torch_multihead
 from attnbook.layers.feedforward import FeedForward
 from attnbook.layers.masks import causal_mask
+from attnbook.layers.validation import check_dropout, check_heads, check_positive
 
 
 @dataclass(frozen=True)
@@ -49,10 +50,9 @@ class ResidualBlock(nn.Module):
 
 
 def _check_sizes(d_model: int, num_heads: int, d_ff: int, dropout: float, layer_norm_eps: float) -> None:
-    if min(d_model, num_heads, d_ff) < 1:
-        raise ValueError(f"d_model, num_heads and d_ff must be >= 1, got {d_model}, {num_heads}, {d_ff}")
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    check_positive(d_ff=d_ff)
+    check_heads(d_model, num_heads)
+    check_dropout(dropout)
     if layer_norm_eps <= 0:
         raise ValueError(f"layer_norm_eps must be > 0, got {layer_norm_eps}")
 
@@ -186,3 +186,26 @@ class DecoderBlock(ResidualBlock):
         if need_weights:
             return x, present, DecoderAttentionMaps(self_weights, cross_weights)
         return x, present
+
+
+@torch.no_grad()
+def to_torch_encoder_layer(block: EncoderBlock) -> nn.TransformerEncoderLayer:
+    """An ``nn.TransformerEncoderLayer`` (batch_first, dropout 0, eval mode) holding ``block``'s weights.
+
+    Works for a ``CausalBlock`` too (pass PyTorch a causal mask). PyTorch has ReLU and exact GELU
+    only, so a ``gelu_tanh`` block has no equivalent.
+    """
+    ff = block.feed_forward
+    if ff.activation not in ("relu", "gelu"):
+        raise ValueError(f"nn.TransformerEncoderLayer has no {ff.activation!r} activation; only 'relu' and 'gelu'")
+    attn = block.self_attn
+    ref = nn.TransformerEncoderLayer(
+        attn.d_model, attn.num_heads, ff.linear1.out_features, dropout=0.0, activation=ff.activation,
+        layer_norm_eps=block.norm1.eps, batch_first=True, norm_first=block.norm_first,
+    ).to(attn.q_proj.weight.device)
+    copy_to_torch_multihead(attn, ref.self_attn)
+    for name in ("linear1", "linear2"):
+        getattr(ref, name).load_state_dict(getattr(ff, name).state_dict())
+    ref.norm1.load_state_dict(block.norm1.state_dict())
+    ref.norm2.load_state_dict(block.norm2.state_dict())
+    return ref.eval()

@@ -8,7 +8,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-ACTIVATIONS = ("relu", "gelu", "gelu_tanh")
+from attnbook.layers.validation import ACTIVATIONS, check_activation, check_dropout, check_positive
 
 
 def activation_function(name: str, x: torch.Tensor) -> torch.Tensor:
@@ -27,10 +27,9 @@ class FeedForward(nn.Module):
 
     def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0) -> None:
         super().__init__()
-        if d_model < 1 or d_ff < 1:
-            raise ValueError(f"d_model and d_ff must be >= 1, got {d_model} and {d_ff}")
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {activation!r}; expected one of {ACTIVATIONS}")
+        check_positive(d_model=d_model, d_ff=d_ff)
+        check_activation(activation)
+        check_dropout(dropout)
         self.activation = activation
         self.linear1 = nn.Linear(d_model, d_ff)
         self.linear2 = nn.Linear(d_ff, d_model)

@@ -55,6 +55,8 @@ class SinusoidalPositionalEncoding(nn.Module):
         B, T, D = x.shape
         if D != self.table.shape[1]:
             raise ValueError(f"x has width {D}, the table was built for d_model={self.table.shape[1]}")
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
         if offset + T > self.table.shape[0]:
             raise ValueError(f"positions up to {offset + T} requested, table holds {self.table.shape[0]}")
         return x + self.table[offset : offset + T]  # (B, T, D)
@@ -74,6 +76,8 @@ class LearnedPositionalEmbedding(nn.Module):
         B, T, D = x.shape
         if D != self.embedding.embedding_dim:
             raise ValueError(f"x has width {D}, the table was built for d_model={self.embedding.embedding_dim}")
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0, got {offset}")
         if offset + T > self.embedding.num_embeddings:
             raise ValueError(f"positions up to {offset + T} requested, only {self.embedding.num_embeddings} learned")
         positions = torch.arange(offset, offset + T, device=x.device)  # (T,)

@@ -1,9 +1,9 @@
 """A one-layer self-attention tagger: the smallest model in which attention does all the work.
 
 tokens ``(B, T)`` -> embedding (+ position information) -> multi-head self-attention ->
-K linear read-outs -> logits ``(B, T, K, V)``. There is no residual connection and no
+R linear read-outs -> logits ``(B, T, R, V)``. There is no residual connection and no
 feed-forward layer, so whatever a position knows about other positions came through attention.
-Legend: B batch, T length, D model width, H heads, K answers per position, V vocabulary.
+Legend: B batch, T length, D model width, H heads, R answers (read-outs) per position, V vocabulary.
 """
 from __future__ import annotations
 
@@ -29,6 +29,10 @@ class SelfAttentionTagger(nn.Module):
         super().__init__()
         if positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
+        if min(vocab_size, max_len, num_outputs) < 1:
+            raise ValueError(
+                f"vocab_size, max_len and num_outputs must be >= 1, got {vocab_size}, {max_len}, {num_outputs}"
+            )
         self.vocab_size, self.num_outputs = vocab_size, num_outputs
         self.embedding = nn.Embedding(vocab_size, d_model)
         if positional == "sinusoidal":
@@ -43,7 +47,7 @@ class SelfAttentionTagger(nn.Module):
     def forward(
         self, tokens: torch.Tensor, need_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """tokens ``(B, T)`` -> logits ``(B, T, K, V)`` (and weights ``(B, H, T, T)`` if asked)."""
+        """tokens ``(B, T)`` -> logits ``(B, T, R, V)`` (and weights ``(B, H, T, T)`` if asked)."""
         if tokens.dim() != 2:
             raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
         B, T = tokens.shape
@@ -52,5 +56,5 @@ class SelfAttentionTagger(nn.Module):
             z, weights = self.attention(x, x, x, need_weights=True)  # (B, T, D), (B, H, T, T)
         else:
             z = self.attention(x, x, x)  # (B, T, D)
-        logits = self.readout(z).view(B, T, self.num_outputs, self.vocab_size)  # (B, T, K, V)
+        logits = self.readout(z).view(B, T, self.num_outputs, self.vocab_size)  # (B, T, R, V)
         return (logits, weights) if need_weights else logits

@@ -28,7 +28,7 @@ from attnbook.layers import (
     key_mask, token_mask,
 )
 from attnbook.layers.attention import copy_to_torch_multihead
-from attnbook.layers.feedforward import ACTIVATIONS
+from attnbook.layers.validation import check_transformer_sizes
 
 
 @dataclass(frozen=True)
@@ -52,18 +52,11 @@ class TransformerConfig:
     pad_id: int = 0
 
     def __post_init__(self) -> None:
-        sizes = {name: getattr(self, name) for name in (
-            "src_vocab_size", "tgt_vocab_size", "d_model", "num_heads", "d_ff",
-            "num_encoder_layers", "num_decoder_layers", "max_len")}
-        bad = {name: value for name, value in sizes.items() if value < 1}
-        if bad:
-            raise ValueError(f"sizes must be >= 1, got {bad}")
-        if self.d_model % self.num_heads != 0:
-            raise ValueError(f"d_model ({self.d_model}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.activation not in ACTIVATIONS:
-            raise ValueError(f"unknown activation {self.activation!r}; expected one of {ACTIVATIONS}")
+        check_transformer_sizes(
+            self.d_model, self.num_heads, self.d_ff, self.dropout, self.activation,
+            src_vocab_size=self.src_vocab_size, tgt_vocab_size=self.tgt_vocab_size, max_len=self.max_len,
+            num_encoder_layers=self.num_encoder_layers, num_decoder_layers=self.num_decoder_layers,
+        )
         if not 0 <= self.pad_id < min(self.src_vocab_size, self.tgt_vocab_size):
             raise ValueError(f"pad_id {self.pad_id} is outside the vocabularies")
 

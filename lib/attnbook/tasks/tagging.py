@@ -1,6 +1,6 @@
-"""The tagging task of Chapters 3 and 4: every position of a synthetic sequence has K answers.
+"""The tagging task of Chapters 3 and 4: every position of a synthetic sequence has R answers.
 
-The loss and the accuracy of a model ``model(tokens (B, T)) -> logits (B, T, K, V)``, such as
+The loss and the accuracy of a model ``model(tokens (B, T)) -> logits (B, T, R, V)``, such as
 ``attnbook.models.tagger.SelfAttentionTagger``. Answers equal to ``IGNORE`` are not scored.
 """
 from __future__ import annotations
@@ -14,22 +14,22 @@ from attnbook.data.synthetic import IGNORE
 
 def tagging_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
     """Mean cross-entropy over every answer that is not ``IGNORE`` (a ``loss_fn`` for ``fit``)."""
-    tokens, targets = batch  # (B, T), (B, T, K)
-    logits = model(tokens)  # (B, T, K, V)
+    tokens, targets = batch  # (B, T), (B, T, R)
+    logits = model(tokens)  # (B, T, R, V)
     return F.cross_entropy(logits.flatten(0, 2), targets.flatten(), ignore_index=IGNORE)
 
 
 @torch.no_grad()
 def tagging_accuracy(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
     """Accuracy on a fixed set: ``answer`` (share of answers right), ``position`` (share of
-    positions with all K answers right) and ``output0``, ``output1``, ... (each answer alone)."""
-    logits = model(tokens)  # (B, T, K, V)
-    valid = targets != IGNORE  # (B, T, K)
-    right = (logits.argmax(-1) == targets) | ~valid  # (B, T, K)
-    has_answer = valid.any(-1)  # (B, T)
-    answer = (right & valid).sum() / valid.sum()
+    positions with all R answers right) and ``output0``, ``output1``, ... (each answer alone)."""
+    logits = model(tokens)  # (B, T, R, V)
+    scored = targets != IGNORE  # (B, T, R): answers that count
+    right = (logits.argmax(-1) == targets) | ~scored  # (B, T, R)
+    has_answer = scored.any(-1)  # (B, T)
+    answer = (right & scored).sum() / scored.sum()
     position = (right.all(-1) & has_answer).sum() / has_answer.sum()
     result = {"answer": answer.item(), "position": position.item()}
     for k in range(targets.shape[-1]):
-        result[f"output{k}"] = ((right[..., k] & valid[..., k]).sum() / valid[..., k].sum()).item()
+        result[f"output{k}"] = ((right[..., k] & scored[..., k]).sum() / scored[..., k].sum()).item()
     return result

@@ -1,0 +1,117 @@
+"""A decoder-only Transformer (GPT; Radford et al., 2018, 2019), built from the library's blocks.
+
+tokens ``(B, T)`` -> token embedding + learned positions -> ``CausalBlock`` x L (pre-norm,
+GELU) -> final LayerNorm -> logits ``(B, T, V)`` through the token table again (tied output).
+Each position sees itself and the positions before it, never after.
+
+It decodes through ``attnbook.decoding.PromptDecoder``: ``start(prompt) -> (logits, state)`` reads
+the prompt once and keeps every block's ``KVCache``; ``step(tokens, state) -> (logits, new state)``
+computes only the new position. The state is immutable: ``step`` never changes the one it is given.
+
+Legend: B batch, T length (new positions), P positions in the cache, D model width, H heads,
+F feed-forward width, V vocabulary.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+from attnbook.layers import CausalBlock, Embeddings, KVCache, LearnedPositionalEmbedding
+from attnbook.layers.validation import check_transformer_sizes
+
+
+@dataclass(frozen=True)
+class GPTConfig:
+    """Sizes of a ``GPT``. GPT-2 small: ``vocab_size=50257, max_len=1024, d_model=768,
+    num_heads=12, d_ff=3072, num_layers=12, activation="gelu_tanh"``."""
+
+    vocab_size: int
+    max_len: int = 128
+    d_model: int = 128
+    num_heads: int = 4
+    d_ff: int = 512
+    num_layers: int = 4
+    dropout: float = 0.0
+    activation: str = "gelu"
+    layer_norm_eps: float = 1e-5
+
+    def __post_init__(self) -> None:
+        check_transformer_sizes(
+            self.d_model, self.num_heads, self.d_ff, self.dropout, self.activation,
+            vocab_size=self.vocab_size, max_len=self.max_len, num_layers=self.num_layers,
+        )
+
+
+@dataclass(frozen=True)
+class GPTState:
+    """What ``GPT.step`` carries between steps: each block's cache of the P positions so far."""
+
+    caches: tuple[KVCache, ...]
+
+    @property
+    def position(self) -> int:
+        return len(self.caches[0])
+
+
+class GPT(nn.Module):
+    """Decoder-only Transformer: logits ``(B, T, V)`` for the next token at every position."""
+
+    def __init__(self, config: GPTConfig) -> None:
+        super().__init__()
+        self.config = c = config
+        tokens = nn.Embedding(c.vocab_size, c.d_model)
+        nn.init.normal_(tokens.weight, std=0.02)  # GPT-2's initialisation
+        self.embed = Embeddings(tokens, LearnedPositionalEmbedding(c.d_model, c.max_len), dropout=c.dropout)
+        self.blocks = nn.ModuleList(
+            CausalBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.activation, norm_first=True,
+                        layer_norm_eps=c.layer_norm_eps)
+            for _ in range(c.num_layers)
+        )
+        self.final_norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)  # pre-norm stacks end with one
+
+    def logits(self, x: torch.Tensor) -> torch.Tensor:
+        """Final norm, then scores against every token's embedding (the tied output layer)."""
+        return self.final_norm(x) @ self.embed.tokens.weight.T  # (B, T, V)
+
+    def _run(
+        self, tokens: torch.Tensor, caches: tuple[KVCache, ...] | None, need_weights: bool
+    ) -> tuple[torch.Tensor, tuple[KVCache, ...], list[torch.Tensor]]:
+        if tokens.dim() != 2:
+            raise ValueError(f"tokens must be (B, T) ids, got shape {tuple(tokens.shape)}")
+        past_len = 0 if caches is None else len(caches[0])
+        if past_len + tokens.shape[1] > self.config.max_len:
+            raise ValueError(
+                f"{past_len} cached + {tokens.shape[1]} new positions exceed max_len={self.config.max_len}"
+            )
+        x = self.embed(tokens, offset=past_len)  # (B, T, D)
+        presents, maps = [], []
+        for i, block in enumerate(self.blocks):
+            out = block(x, past=None if caches is None else caches[i], need_weights=need_weights)
+            x, present = out[0], out[1]  # (B, T, D), cache of P + T positions
+            presents.append(present)
+            if need_weights:
+                maps.append(out[2])  # (B, H, T, P+T)
+        return self.logits(x), tuple(presents), maps
+
+    def forward(
+        self, tokens: torch.Tensor, need_weights: bool = False
+    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+        """tokens ``(B, T)`` -> logits ``(B, T, V)``; with ``need_weights``, also each block's
+        ``(B, H, T, T)`` attention weights."""
+        logits, _, maps = self._run(tokens, None, need_weights)
+        return (logits, maps) if need_weights else logits
+
+    def start(self, prompt: torch.Tensor) -> tuple[torch.Tensor, GPTState]:
+        """Read the prompt ``(B, T)`` once: logits ``(B, V)`` of the token after it, and the state."""
+        logits, caches, _ = self._run(prompt, None, need_weights=False)
+        return logits[:, -1], GPTState(caches)
+
+    def step(self, tokens: torch.Tensor, state: GPTState) -> tuple[torch.Tensor, GPTState]:
+        """The tokens ``(B,)`` just chosen -> logits ``(B, V)`` of the next one, and a new state."""
+        B = state.caches[0].key.shape[0]
+        if tokens.shape != (B,):
+            raise ValueError(f"tokens must have shape ({B},), got {tuple(tokens.shape)}")
+        logits, caches, _ = self._run(tokens[:, None], state.caches, need_weights=False)
+        return logits[:, 0], GPTState(caches)

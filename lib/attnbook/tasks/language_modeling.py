@@ -1,0 +1,99 @@
+"""Language modelling with a decoder-only model (Chapter 8): the next-token loss, perplexity,
+and generation — greedy, temperature, top-k and top-p (nucleus) sampling — with or without a
+key–value cache.
+
+A model here is ``model(tokens (B, T)) -> logits (B, T, V)`` that also decodes through
+``attnbook.decoding.PromptDecoder`` (``start(prompt)``, ``step(tokens, state)``), such as
+``attnbook.models.gpt.GPT``. Legend: B batch, T length, V vocabulary, L generated length.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from attnbook.decoding import PromptDecoder
+
+
+def next_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
+    """Mean cross-entropy of predicting ``tokens[:, t+1]`` from ``tokens[:, :t+1]``, all t at once."""
+    if tokens.dim() != 2 or tokens.shape[1] < 2:
+        raise ValueError(f"tokens must be (B, T) with T >= 2, got shape {tuple(tokens.shape)}")
+    logits = model(tokens[:, :-1])  # (B, T-1, V)
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+
+
+def perplexity(mean_loss: float) -> float:
+    """exp(mean cross-entropy in nats): the model is as unsure as a uniform pick among this many tokens."""
+    return math.exp(mean_loss)
+
+
+def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float | None = None) -> torch.Tensor:
+    """Set to -inf every logit outside the ``top_k`` largest and outside the smallest set of
+    tokens whose probabilities add up to ``top_p`` (the nucleus; the most likely token always
+    stays). logits ``(B, V)`` -> ``(B, V)``; None switches a filter off.
+    """
+    if top_k is not None:
+        if not 1 <= top_k:
+            raise ValueError(f"top_k must be >= 1, got {top_k}")
+        kth = logits.topk(min(top_k, logits.shape[-1]), dim=-1).values[..., -1:]  # (B, 1)
+        logits = logits.masked_fill(logits < kth, float("-inf"))
+    if top_p is not None:
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
+        before = sorted_logits.softmax(-1).cumsum(-1) - sorted_logits.softmax(-1)  # mass of the better tokens
+        drop_sorted = before >= top_p  # the nucleus is full before this token
+        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+        logits = logits.masked_fill(drop, float("-inf"))
+    return logits
+
+
+def choose_next(
+    logits: torch.Tensor, temperature: float = 0.0, top_k: int | None = None, top_p: float | None = None,
+    generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """logits ``(B, V)`` -> token ids ``(B,)``. ``temperature == 0``: the argmax (greedy);
+    otherwise a sample from softmax(filtered logits / temperature)."""
+    if temperature < 0:
+        raise ValueError(f"temperature must be >= 0, got {temperature}")
+    if temperature == 0:
+        return logits.argmax(dim=-1)
+    probs = filter_logits(logits / temperature, top_k, top_p).softmax(dim=-1)  # (B, V)
+    return torch.multinomial(probs, 1, generator=generator)[:, 0]
+
+
+@torch.no_grad()
+def generate(
+    model: PromptDecoder, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
+    top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """Continue ``prompt (B, T)`` by ``max_new_tokens`` tokens with the cache: ``(B, T + L)``."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    logits, state = model.start(prompt)  # (B, V)
+    out = [prompt]
+    for i in range(max_new_tokens):
+        tokens = choose_next(logits, temperature, top_k, top_p, generator)  # (B,)
+        out.append(tokens[:, None])
+        if i + 1 < max_new_tokens:
+            logits, state = model.step(tokens, state)
+    return torch.cat(out, dim=1)  # (B, T + L)
+
+
+@torch.no_grad()
+def generate_uncached(
+    model: nn.Module, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
+    top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
+) -> torch.Tensor:
+    """The same as ``generate`` the slow way: the whole sequence so far through ``model`` at
+    every step. The reference that cached generation must reproduce token for token."""
+    if max_new_tokens < 1:
+        raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+    tokens = prompt
+    for _ in range(max_new_tokens):
+        nxt = choose_next(model(tokens)[:, -1], temperature, top_k, top_p, generator)  # (B,)
+        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+    return tokens
