@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import statistics
 import sys
@@ -90,12 +91,15 @@ def main(argv: list[str] | None = None) -> int:
     device = torch.device(args.device)
     import transformers
 
+    load_before = os.getloadavg()[0]
     r = benchmark(args.batch, args.repeats, args.warmup, device)
-    r |= {"device": device.type, "torch": torch.__version__, "transformers": transformers.__version__,
+    r |= {"load_average_1min": [round(load_before, 2), round(os.getloadavg()[0], 2)], "cpu_count": os.cpu_count(),
+          "device": device.type, "torch": torch.__version__, "transformers": transformers.__version__,
           "threads": torch.get_num_threads(), "target": args.target}
     print(f"torch {r['torch']}, transformers {r['transformers']}, device {device}, {r['threads']} CPU threads; "
           f"{r['batch']} verses padded to {r['seq_len']} tokens ({r['real_tokens']} real), "
-          f"{r['repeats']} interleaved repetitions")
+          f"{r['repeats']} interleaved repetitions; 1-minute load average {r['load_average_1min'][0]} before, "
+          f"{r['load_average_1min'][1]} after, on {r['cpu_count']} CPUs")
     print(f"attnbook Bert {r['ours_ms']:8.1f} ms   transformers BertModel {r['reference_ms']:8.1f} ms   "
           f"median ratio {r['median_ratio']:.2f}x (max abs diff on real tokens {r['max_abs_diff_real_tokens']:.1e})")
     ok = r["median_ratio"] <= args.target
