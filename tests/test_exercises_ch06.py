@@ -206,6 +206,22 @@ def masking_fifteen_percent_of_all(input_ids, maskable, mask_id, vocab_size, gen
     return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
 
 
+def masking_never_unchanged(input_ids, maskable, mask_id, vocab_size, generator):
+    # 80% [MASK], 20% random: forgets the 10% that stay as they are
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8), random_ids, out), chosen
+
+
+def masking_no_random(input_ids, maskable, mask_id, vocab_size, generator):
+    # 90% [MASK], 10% unchanged: no random tokens
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    return torch.where(chosen & (u < 0.9), mask_id, input_ids), chosen
+
+
 def masking_global_rng(input_ids, maskable, mask_id, vocab_size, generator):
     return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
 
@@ -224,7 +240,8 @@ def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
 @pytest.mark.parametrize("wrong, diagnosis", [
     (masking_ignores_maskable, "maskable is False"), (masking_all_mask, "80/10/10"),
     (masking_seed003, "maskable is False"), (masking_fifteen_percent_of_all, "probability 0.15"), (masking_global_rng, "generator you are given"),
-    (masking_in_place, "changed its input"), (masking_bad_random_ids, None),
+    (masking_in_place, "changed its input"), (masking_never_unchanged, "random token drawn"),
+    (masking_no_random, "80/10/10"), (masking_bad_random_ids, None),
 ])
 def test_masking_checker(wrong, diagnosis, capsys):
     assert check_masking(masking_reference)

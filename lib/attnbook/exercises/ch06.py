@@ -252,6 +252,8 @@ _MASKING_DIAGNOSES = {
                                                 "with replacement, as seed 003 does, picks some positions twice).",
     "about 80% of chosen become [MASK]": "split the *chosen* positions 80/10/10; applying 0.8 to all tokens, or "
                                          "masking every chosen one, gives other rates.",
+    "about 10% of chosen become another token": "10% of chosen positions must become a random token drawn "
+                                                "uniformly from [0, vocab_size).",
     "about 10% of chosen stay unchanged": "10% of chosen positions must keep their token (and still count in the loss).",
     "the same generator seed gives the same result": "draw every random number from the generator you are given "
                                                      "(torch.rand(..., generator=generator)).",
