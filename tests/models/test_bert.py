@@ -55,7 +55,7 @@ def test_config_of_the_checkpoint_is_minilm():
 
 @pytest.mark.parametrize("bad, message", [
     ({"hidden_size": 100, "num_heads": 12}, "divisible by num_heads"),
-    ({"num_layers": 0}, "integers >= 1"),
+    ({"num_layers": 0}, "num_layers"),
     ({"dropout": 1.0}, "dropout must be in"),
     ({"layer_norm_eps": 0.0}, "layer_norm_eps must be > 0"),
 ])

@@ -18,7 +18,7 @@ import traceback
 from collections.abc import Sequence
 from pathlib import Path
 
-CHAPTERS = ("ch01", "ch02", "ch03", "ch04", "ch05")
+CHAPTERS = tuple(sorted(p.stem for p in Path(__file__).parent.glob("ch[0-9][0-9].py")))  # one module per chapter
 
 
 def chapter_name(text: str) -> str:

@@ -20,6 +20,7 @@ from torch import nn
 
 from attnbook.checkpoints import load_checkpoint
 from attnbook.layers import Embeddings, EncoderBlock, LearnedPositionalEmbedding, key_mask
+from attnbook.layers.validation import check_transformer_sizes
 
 
 @dataclass(frozen=True)
@@ -37,15 +38,11 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
 
     def __post_init__(self) -> None:
-        sizes = {k: getattr(self, k) for k in ("vocab_size", "hidden_size", "num_layers", "num_heads",
-                                               "intermediate_size", "max_positions", "num_segments")}
-        bad = {k: v for k, v in sizes.items() if not isinstance(v, int) or v < 1}
-        if bad:
-            raise ValueError(f"BertConfig sizes must be integers >= 1, got {bad}")
-        if self.hidden_size % self.num_heads:
-            raise ValueError(f"hidden_size ({self.hidden_size}) must be divisible by num_heads ({self.num_heads})")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
+        check_transformer_sizes(
+            self.hidden_size, self.num_heads, self.intermediate_size, self.dropout, "gelu",
+            vocab_size=self.vocab_size, num_layers=self.num_layers, max_positions=self.max_positions,
+            num_segments=self.num_segments,
+        )
         if self.layer_norm_eps <= 0:
             raise ValueError(f"layer_norm_eps must be > 0, got {self.layer_norm_eps}")
 
