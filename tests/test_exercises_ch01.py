@@ -99,9 +99,10 @@ GREEDY_WRONG = [
     (lambda step, state, b, e, n: [b] + greedy_decode(step, state, b, e, n), "keeps bos"),
     (lambda *a: greedy_decode(*a, extra=1), "max_len off by one"),
     (lambda *a: greedy_decode(*a, extra=-1), "max_len off by one"),
-    (lambda step, state, b, e, n: greedy_decode(step, (), b, e, n), ""),  # ignores the initial state
-    (lambda step, state, b, e, n: greedy_decode(step, state, 1, e, n), ""),  # ignores bos_id
-    (lambda step, state, b, e, n: greedy_decode(step, state, b, 2, n), ""),  # ignores eos_id
+    (lambda step, state, b, e, n: greedy_decode(step, (), b, e, n), "ignores the initial state"),
+    (lambda step, state, b, e, n: greedy_decode(step, state, 1, 2, n), "hard-coded ids"),
+    (lambda step, state, b, e, n: greedy_decode(step, state, 1, e, n), ""),  # ignores bos_id only
+    (lambda step, state, b, e, n: greedy_decode(step, state, b, 2, n), ""),  # ignores eos_id only
     (not_done, ""),
 ]
 

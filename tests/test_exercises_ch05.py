@@ -194,7 +194,7 @@ GREEDY_WRONG = [
     (greedy_variant(keep_eos=True), "keeps eos"),
     (greedy_variant(extra=1), "max_len off by one"),
     (greedy_variant(extra=-1), "max_len off by one"),
-    (greedy_variant(fixed_ids=True), ""),
+    (greedy_variant(fixed_ids=True), "hard-coded ids"),
     (lambda model, src, *rest: greedy_decode(model, src.clamp_(max=5), *rest), MUTATION),
     (greedy_ignores_lengths, ""),
     (not_done, ""),
@@ -243,7 +243,7 @@ BEAM_WRONG = [
     (beam_variant(aside=True), "finished set aside"),
     (beam_variant(keep_eos=True), "keeps eos"),
     (beam_variant(alpha=0.5), "ignores length_penalty"),  # a fixed penalty
-    (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), ""),  # ignores the initial state
+    (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), "ignores the initial state"),
     (not_done, ""),
 ]
 

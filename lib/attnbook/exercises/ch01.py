@@ -116,6 +116,10 @@ GREEDY_MISTAKES = [
             gives=lambda *a: _greedy_variant(*a, keep_eos=True)),
     Mistake("keeps bos", "your output starts with <bos>: return only the generated tokens.",
             gives=lambda *a: _greedy_variant(*a, keep_bos=True)),
+    Mistake("ignores the initial state", "start from the state you are given (it stands for the encoded "
+            "source), not from an empty one.", gives=lambda step, state, b, e, n: _greedy_variant(step, (), b, e, n)),
+    Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
+            gives=lambda step, state, b, e, n: _greedy_variant(step, state, 1, 2, n)),
     Mistake("max_len off by one", "your output is one token too long or too short: max_len counts "
             "generated tokens (not <bos>), so at most max_len calls of step.",
             when=lambda args, got: isinstance(got, list) and got in (

@@ -189,6 +189,8 @@ GREEDY_MISTAKES = [
             gives=lambda *a: _greedy_variant(*a, cut=False)),
     Mistake("keeps eos", "your rows include <eos>: cut each row before it.",
             gives=lambda *a: _greedy_variant(*a, keep_eos=True)),
+    Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
+            gives=lambda m, src, lengths, b, e, n: _greedy_variant(m, src, lengths, 1, 2, n)),
     Mistake("max_len off by one", "your rows are one token too long or too short: max_len counts generated "
             "tokens (at most max_len calls of step).",
             when=lambda args, got: got in (_greedy_variant(*args[:5], args[5] + 1),
@@ -275,6 +277,9 @@ BEAM_MISTAKES = [
     Mistake("finished set aside", "a finished hypothesis stays in the beam with its score frozen and "
             "competes with the live ones; you set finished ones aside and kept beam_size live ones.",
             gives=lambda *a: _beam_variant(*a, set_aside=True)),
+    Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
+            "the encoded source), not from an empty one.",
+            gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
     Mistake("keeps eos", "return the tokens without <eos> (and without <bos>).",
             when=lambda args, got: isinstance(got, list) and args[3] in got),
 ]
