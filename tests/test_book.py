@@ -53,6 +53,8 @@ def test_first_cell_sets_up_colab_from_the_one_repository_url(path):
     src = _source(first)
     assert '"google.colab" in sys.modules' in src
     assert f"git+{CONFIG['repository']['url']}" in src, "the Colab cell must install from _config.yml's repository URL"
+    assert "remove-input" in first.get("metadata", {}).get("tags", []), \
+        "the Colab set-up cell must be hidden in the HTML book (tag it remove-input)"
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
@@ -123,3 +125,152 @@ def test_prose_quotes_only_figures_the_book_printed():
                 if figure not in printed:
                     stale.append(f"{path.name}: {figure}")
     assert not stale, f"figures in the text that no stored output prints: {stale}"
+
+
+# --- exercises: hidden solutions that never rebind the learner's function ---------------------
+SOLUTION_TITLE = "# @title Solution"
+
+
+def _bound_names(code):
+    """Names a code cell binds at top level or anywhere: defs, classes, assignments, imports, loop targets."""
+    import ast
+    names = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names.update((a.asname or a.name).split(".")[0] for a in node.names)
+    return names
+
+
+def _checker_arguments(code):
+    """Names passed directly to a ``check_*`` call."""
+    import ast
+    return {arg.id for node in ast.walk(ast.parse(code)) if isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name) and node.func.id.startswith("check_")
+            for arg in node.args if isinstance(arg, ast.Name)}
+
+
+def exercise_problems(cells):
+    """Every way the exercises of a notebook break the house rules (empty: none)."""
+    problems, label, solution, stubs, sol_code, minutes = [], None, None, [], [], []
+    for n, cell in enumerate(cells):
+        text = _source(cell)
+        if cell["cell_type"] == "markdown":
+            found = re.search(r"\{exercise\}(.*)\n:label: (\S+)", text)
+            if found:
+                label, stubs = found.group(2), []
+                time = re.search(r"\(about (\d+) min\)\s*$", found.group(1))
+                if not time:
+                    problems.append(f"{label}: the title must end with its expected time, '(about N min)'")
+                else:
+                    minutes.append((label, int(time.group(1))))
+            if re.search(r"\{solution-start\}", text):
+                solution, sol_code = re.search(r"\{solution-start\} (\S+)", text).group(1), []
+            if "{solution-end}" in text and solution is not None:
+                problems += _solution_problems(solution, stubs, sol_code)
+                solution = None
+            continue
+        if solution is None:
+            if SOLUTION_TITLE in text or re.search(r"^def reference_", text, re.M):
+                problems.append(f"cell {n}: a solution outside a {{solution-start}}/{{solution-end}} dropdown")
+            elif label is not None:
+                stubs.append(cell)
+            continue
+        meta = cell.get("metadata", {})
+        if meta.get("jupyter", {}).get("source_hidden") is not True:
+            problems.append(f"{solution}: solution cell not hidden in JupyterLab (metadata jupyter.source_hidden)")
+        if meta.get("cellView") != "form":
+            problems.append(f"{solution}: solution cell not a Colab form (metadata cellView: form)")
+        if not text.startswith(SOLUTION_TITLE):
+            problems.append(f"{solution}: solution cell must start with '{SOLUTION_TITLE} ...' (Colab hides it)")
+        sol_code.append(cell)
+    order = [m for _, m in minutes]
+    if order != sorted(order):
+        problems.append(f"exercises are not ordered from quick to long: {minutes}")
+    return problems
+
+
+def _solution_problems(label, stubs, solution_cells):
+    problems = []
+    learner = set()
+    for stub in stubs:
+        text = _source(stub)
+        if "raise NotImplementedError" not in text:
+            continue
+        learner |= {name for name in _bound_names(text) if not name.startswith("_")}
+        printed = "".join("".join(o.get("text", "")) for o in stub.get("outputs", []))
+        if "not done yet" not in printed:
+            problems.append(f"{label}: the stub cell must print '✗ ...: not done yet' on a fresh run")
+    for cell in solution_cells:
+        text = _source(cell)
+        rebound = learner & _bound_names(text)
+        if rebound:
+            problems.append(f"{label}: the solution rebinds the learner's {sorted(rebound)}; define reference_<name>")
+        for name in learner:
+            if f"reference_{name}" not in _checker_arguments(text):
+                problems.append(f"{label}: the solution must define reference_{name} and pass it to its checker")
+    if learner and not solution_cells:
+        problems.append(f"{label}: no solution code cell")
+    return problems
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_exercises_hide_their_solutions_and_leave_the_learner_alone(path):
+    assert exercise_problems(_notebook(path)["cells"]) == []
+
+
+@pytest.mark.parametrize("path", [p for p in CHAPTERS if (ROOT / "lib" / "attnbook" / "exercises" /
+                                                            f"ch{p.name[:2]}.py").is_file()], ids=lambda p: p.name)
+def test_command_line_checks_the_functions_the_notebook_asks_for(path):
+    """``python -m attnbook.exercises chNN answers.py`` looks up the same names as the stubs."""
+    import importlib
+    exercises = importlib.import_module(f"attnbook.exercises.ch{path.name[:2]}").EXERCISES
+    stubs = {m for c in _notebook(path)["cells"] if c["cell_type"] == "code" and "raise NotImplementedError" in _source(c)
+             for m in re.findall(r"^def (\w+)\(", _source(c), re.M)}
+    assert stubs == set(exercises)
+
+
+def _md(text):
+    return {"cell_type": "markdown", "metadata": {}, "source": text}
+
+
+def _code(text, metadata=None, printed=""):
+    return {"cell_type": "code", "metadata": metadata or {}, "source": text,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": printed}] if printed else []}
+
+
+HIDDEN = {"jupyter": {"source_hidden": True}, "cellView": "form"}
+
+
+def _exercise(solution_code, metadata=HIDDEN, stub_printed="✗ f: not done yet: ..."):
+    return [
+        _md("````{exercise} F (about 5 min)\n:label: ex-f\n\nWrite f.\n````"),
+        _code("def f(x):\n    raise NotImplementedError\n\ncheck_f(f)", printed=stub_printed),
+        _md("````{solution-start} ex-f\n:class: dropdown\n````"),
+        _code(solution_code, metadata),
+        _md("````{solution-end}\n````"),
+    ]
+
+
+GOOD_SOLUTION = "# @title Solution (double-click to show)\ndef reference_f(x):\n    return x\n\ncheck_f(reference_f)"
+
+
+@pytest.mark.parametrize(("cells", "problem"), [
+    (_exercise(GOOD_SOLUTION, {"cellView": "form"}), "not hidden in JupyterLab"),
+    (_exercise(GOOD_SOLUTION, {"jupyter": {"source_hidden": True}}), "not a Colab form"),
+    (_exercise(GOOD_SOLUTION.replace("# @title Solution (double-click to show)\n", "")), "must start with"),
+    (_exercise("# @title Solution\ndef f(x):\n    return x\n\ncheck_f(f)"), "rebinds the learner's ['f']"),
+    (_exercise(GOOD_SOLUTION + "\nf = reference_f"), "rebinds the learner's ['f']"),
+    (_exercise("# @title Solution\ndef reference_f(x):\n    return x"), "pass it to its checker"),
+    (_exercise(GOOD_SOLUTION, stub_printed=""), "not done yet"),
+    (_exercise(GOOD_SOLUTION)[:2] + [_code(GOOD_SOLUTION, HIDDEN)], "outside a {solution-start}"),
+    ([_md("````{exercise} F\n:label: ex-f\n````")], "expected time"),
+    (_exercise(GOOD_SOLUTION) + [_md("````{exercise} G (about 2 min)\n:label: ex-g\n````")], "not ordered"),
+])
+def test_exercise_rules_catch_each_breach(cells, problem):
+    assert exercise_problems(_exercise(GOOD_SOLUTION)) == []
+    found = exercise_problems(cells)
+    assert any(problem in p for p in found), found

@@ -59,3 +59,28 @@ def test_sanitizer_masks_only_the_measured_value():
     assert a != clean("test WER: 44.9% (expected 35.0%–50.0%) ok")
     assert clean("loss: 0.1234 (expected 0.1–0.2) ok") == clean("loss: 0.1987 (expected 0.1–0.2) ok")
     assert clean("loss: 1.5 ok") != clean("loss: 1.6 ok"), "plain numbers must stay checked"
+
+
+def _sanitize(text):
+    """Apply the nbval sanitizer's rules, as nbval does before comparing outputs."""
+    import re
+    from pathlib import Path
+
+    cfg = (Path(__file__).parent / "nbval_sanitize.cfg").read_text()
+    for regex, replace in re.findall(r"regex: (.*)\nreplace: (.*)", cfg):
+        text = re.sub(regex, replace, text)
+    return text
+
+
+def test_report_close_prints_the_difference_and_fails_when_not_close(capsys):
+    from attnbook.checks import report_close
+
+    a = torch.tensor([1.0, 2.0])
+    assert report_close("same", a, a + 1e-7) is None  # nothing for a notebook cell to display
+    line = capsys.readouterr().out.strip()
+    assert line.startswith("same: max |difference| ") and line.endswith("(expected ≤ 1e-05) ok")
+    assert _sanitize(line) == "same: max |difference| <measured> (expected ≤ 1e-05) ok"
+    report_close("same", a, a)
+    assert _sanitize(capsys.readouterr().out.strip()) == "same: max |difference| <measured> (expected ≤ 1e-05) ok"
+    with pytest.raises(AssertionError):
+        report_close("different", a, a + 1e-2)

@@ -1,31 +1,28 @@
-"""Every Chapter 1 checker accepts the reference solution and rejects plausible mistakes."""
+"""Every Chapter 1 checker accepts the reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it is a known one ("" = rejected without a diagnosis)."""
+import pytest
 import torch
 
 from attnbook.exercises.ch01 import check_edit_distance, check_greedy_decode, check_one_hot, check_shift_targets
-from attnbook.metrics import edit_distance
+from attnbook.exercises.core import MUTATION
 
 
-def test_one_hot():
-    assert check_one_hot(lambda ids, n: torch.eye(n)[ids])
-    assert not check_one_hot(lambda ids, n: torch.eye(n)[ids].long())  # wrong dtype
-    assert not check_one_hot(lambda ids, n: torch.eye(n)[ids - 1])  # off by one
-    assert not check_one_hot(lambda ids, n: torch.eye(n)[ids].movedim(-1, 0))  # class axis first
-    assert not check_one_hot(lambda ids, n: torch.eye(n)[ids.flatten()])  # flattens the batch
+# --- reference solutions (they live here, not in the library) --------------------------------
+def one_hot(ids, num_classes):
+    return torch.eye(num_classes)[ids]
 
 
-def test_shift_targets():
-    assert check_shift_targets(lambda ids, b, e: ([b, *ids], [*ids, e]))
-    assert not check_shift_targets(lambda ids, b, e: ([b, *ids[:-1]], list(ids)))  # drops <eos>
-    assert not check_shift_targets(lambda ids, b, e: ([1, *ids], [*ids, 2]))  # hard-coded ids
-    assert not check_shift_targets(lambda ids, b, e: ([*ids, e], [b, *ids]))  # swapped
+def shift_targets(ids, bos_id, eos_id):
+    return [bos_id, *ids], [*ids, eos_id]
 
 
-def _greedy(step, state, bos, eos, max_len, keep_eos=False, extra=0):
-    token, out = bos, []
+def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=False, extra=0, feed=None):
+    token, out, first = bos_id, [], state
     for _ in range(max_len + extra):
-        logits, state = step(token, state)
+        logits, new_state = step(token if feed is None else feed, state)
+        state = new_state if thread else first
         token = int(logits.argmax())
-        if token == eos:
+        if token == eos_id:
             if keep_eos:
                 out.append(token)
             break
@@ -33,15 +30,164 @@ def _greedy(step, state, bos, eos, max_len, keep_eos=False, extra=0):
     return out
 
 
-def test_greedy_decode():
-    assert check_greedy_decode(_greedy)
-    assert not check_greedy_decode(lambda *a: _greedy(*a, keep_eos=True))
-    assert not check_greedy_decode(lambda *a: _greedy(*a, extra=1))  # max_len off by one
-    assert not check_greedy_decode(lambda step, state, bos, eos, n: [bos] + _greedy(step, state, bos, eos, n))
+def edit_distance(hyp, ref, insert=True, delete=True, sub_cost=1):
+    D = [[i + j if i * j == 0 else 0 for j in range(len(ref) + 1)] for i in range(len(hyp) + 1)]
+    for i in range(1, len(hyp) + 1):
+        for j in range(1, len(ref) + 1):
+            moves = [D[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]) * sub_cost]
+            if delete:
+                moves.append(D[i - 1][j] + 1)
+            if insert:
+                moves.append(D[i][j - 1] + 1)
+            D[i][j] = min(moves)
+    return D[-1][-1]
 
 
-def test_edit_distance():
-    assert check_edit_distance(edit_distance)
-    assert not check_edit_distance(lambda h, r: abs(len(h) - len(r)))
-    assert not check_edit_distance(lambda h, r: sum(a != b for a, b in zip(h, r)) + abs(len(h) - len(r)))
-    assert not check_edit_distance(lambda h, r: len(set(h) ^ set(r)))  # substitution counted twice
+def not_done(*args):
+    raise NotImplementedError
+
+
+# --- wrong answers, each with the diagnosis it must get -----------------------------------------
+def one_hot_fixed_size(ids, num_classes):
+    return torch.eye(5)[ids]  # ignores num_classes
+
+
+def one_hot_from_max(ids, num_classes):
+    return torch.eye(int(ids.max()) + 1)[ids]  # ignores num_classes (and fails on empty ids)
+
+
+def one_hot_in_place(ids, num_classes):
+    out = torch.eye(num_classes)[ids]
+    ids.zero_()  # changes the caller's tensor
+    return out
+
+
+ONE_HOT_WRONG = [
+    (one_hot_fixed_size, "ignores num_classes"),
+    (one_hot_from_max, "ignores num_classes"),
+    (lambda ids, n: torch.eye(n)[ids].long(), "integer dtype"),
+    (lambda ids, n: torch.eye(n, dtype=torch.bool)[ids], "integer dtype"),
+    (lambda ids, n: torch.eye(n)[ids - 1], "off by one"),
+    (lambda ids, n: torch.eye(n)[ids].movedim(-1, 0), "class axis first"),
+    (lambda ids, n: torch.eye(n)[ids.flatten()], "flattened"),
+    (one_hot_in_place, MUTATION),
+    (lambda ids, n: torch.nn.functional.one_hot(ids.clamp(max=3), 4).float(), "ignores num_classes"),
+    (not_done, ""),
+]
+
+
+def shift_in_place(ids, bos_id, eos_id):
+    target = ids
+    target.append(eos_id)  # mutates the caller's list
+    return [bos_id, *ids[:-1]], list(target)
+
+
+SHIFT_WRONG = [
+    (lambda ids, b, e: ([1, *ids], [*ids, 2]), "hard-coded ids"),
+    (lambda ids, b, e: ([*ids, e], [b, *ids]), "swapped"),
+    (lambda ids, b, e: ([b, *ids[:-1]], list(ids)), "dropped last symbol"),
+    (lambda ids, b, e: (list(ids), list(ids)), "no special ids"),
+    (shift_in_place, MUTATION),
+    (lambda ids, b, e: ([b, *ids], [*ids, e]) if ids else ([b], []), "dropped last symbol"),  # empty target only
+]
+
+
+GREEDY_WRONG = [
+    (lambda *a: greedy_decode(*a, thread=False), "state not threaded"),
+    (lambda step, state, b, e, n: greedy_decode(step, state, b, e, n, feed=b), "always feeds bos"),
+    (lambda *a: greedy_decode(*a, keep_eos=True), "keeps eos"),
+    (lambda step, state, b, e, n: [b] + greedy_decode(step, state, b, e, n), "keeps bos"),
+    (lambda *a: greedy_decode(*a, extra=1), "max_len off by one"),
+    (lambda *a: greedy_decode(*a, extra=-1), "max_len off by one"),
+    (lambda step, state, b, e, n: greedy_decode(step, (), b, e, n), "ignores the initial state"),
+    (lambda step, state, b, e, n: greedy_decode(step, state, 1, 2, n), "hard-coded ids"),
+    (lambda step, state, b, e, n: greedy_decode(step, state, 1, e, n), ""),  # ignores bos_id only
+    (lambda step, state, b, e, n: greedy_decode(step, state, b, 2, n), ""),  # ignores eos_id only
+    (not_done, ""),
+]
+
+
+def edit_distance_zero_borders(hyp, ref):
+    D = [[0] * (len(ref) + 1) for _ in range(len(hyp) + 1)]  # forgets D[i][0] = i and D[0][j] = j
+    for i in range(1, len(hyp) + 1):
+        for j in range(1, len(ref) + 1):
+            D[i][j] = min(D[i - 1][j] + 1, D[i][j - 1] + 1, D[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]))
+    return D[-1][-1]
+
+
+def edit_in_place(hyp, ref):
+    hyp.sort()  # reorders the caller's list
+    return edit_distance(hyp, ref)
+
+
+EDIT_WRONG = [
+    (lambda h, r: edit_distance(h, r, insert=False), "no insertion move"),
+    (lambda h, r: edit_distance(h, r, delete=False), "no deletion move"),
+    (lambda h, r: edit_distance(h, r, sub_cost=2), "substitution costs 2"),
+    (lambda h, r: edit_distance(h, r, sub_cost=99), "substitution costs 2"),  # no substitution move
+    (lambda h, r: edit_distance_zero_borders(h, r), "borders at 0"),
+    (lambda h, r: sum(a != b for a, b in zip(h, r)) + abs(len(h) - len(r)), "position-wise count"),
+    (lambda h, r: abs(len(h) - len(r)), ""),
+    (lambda h, r: len(set(h) ^ set(r)), "substitution costs 2"),  # counts a substitution twice
+    (edit_in_place, MUTATION),
+    (not_done, ""),
+]
+
+
+@pytest.mark.parametrize(("checker", "reference"), [
+    (check_one_hot, one_hot), (check_shift_targets, shift_targets),
+    (check_greedy_decode, greedy_decode), (check_edit_distance, edit_distance),
+])
+def test_reference_passes(checker, reference):
+    assert checker(reference)
+
+
+def _rejects(checker, wrong, diagnosis, capsys):
+    result = checker(wrong)
+    out = capsys.readouterr().out
+    assert not result
+    assert result.diagnosis == diagnosis, out
+    assert out.startswith("✗")
+    if diagnosis and diagnosis != MUTATION:
+        assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), ONE_HOT_WRONG)
+def test_one_hot_rejects(wrong, diagnosis, capsys):
+    _rejects(check_one_hot, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), SHIFT_WRONG)
+def test_shift_targets_rejects(wrong, diagnosis, capsys):
+    _rejects(check_shift_targets, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), GREEDY_WRONG)
+def test_greedy_rejects(wrong, diagnosis, capsys):
+    _rejects(check_greedy_decode, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), EDIT_WRONG)
+def test_edit_distance_rejects(wrong, diagnosis, capsys):
+    _rejects(check_edit_distance, wrong, diagnosis, capsys)
+
+
+def test_not_done_message(capsys):
+    check_one_hot(not_done)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_diagnosis_comes_before_the_failing_case(capsys):
+    check_greedy_decode(lambda *a: greedy_decode(*a, thread=False))
+    lines = capsys.readouterr().out.splitlines()
+    assert "never uses the new state" in lines[0]
+    assert lines[1].strip().startswith("failing case")
+
+
+@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'EDIT'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch01 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

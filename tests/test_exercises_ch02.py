@@ -1,79 +1,174 @@
-"""Each Chapter 2 checker accepts the reference solution and rejects plausible wrong answers."""
+"""Each Chapter 2 checker accepts the reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it is a known one ("" = rejected without a diagnosis)."""
 import math
 
 import pytest
 import torch
 
-from attnbook.exercises.ch02 import check_additive_score, check_masked_softmax, check_scaled_dot_score
+from attnbook.exercises.ch02 import check_additive_score, check_luong_step, check_masked_softmax
+from attnbook.exercises.core import MUTATION
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
-def additive_score(query, keys, W, U, v):
-    return torch.tanh((query @ W.T)[:, None, :] + keys @ U.T) @ v  # (B, S)
-
-
 def masked_softmax(scores, mask):
     weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
     return weights.masked_fill(~mask, 0.0)
 
 
-def scaled_dot_score(query, keys):
-    return torch.einsum("bd,bsd->bs", query, keys) / math.sqrt(query.shape[-1])
+def additive_score(query, keys, W, U, v):
+    return torch.tanh((query @ W.T)[:, None, :] + keys @ U.T) @ v  # (B, S)
 
 
-# --- plausible wrong answers -----------------------------------------------------------------
-def additive_tanh_outside(query, keys, W, U, v):  # v·tanh(Wq) + v·tanh(Uk): not one network
-    return torch.tanh(query @ W.T)[:, None, :] @ v + torch.tanh(keys @ U.T) @ v
-
-
-def additive_untransposed(query, keys, W, U, v):  # forgets the transposes (works only when square)
-    return torch.tanh((query @ W)[:, None, :] + keys @ U) @ v
-
-
-def softmax_ignoring_mask(scores, mask):
-    return torch.softmax(scores, dim=-1)
-
-
-def softmax_then_zero(scores, mask):  # zeroes padding after the softmax: rows no longer sum to 1
-    return torch.softmax(scores, dim=-1) * mask
-
-
-def softmax_wrong_axis(scores, mask):
-    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=0)
-    return weights.masked_fill(~mask, 0.0).nan_to_num(0.0)
-
-
-def dot_without_scale(query, keys):
-    return torch.einsum("bd,bsd->bs", query, keys)
-
-
-def dot_scaled_by_length(query, keys):  # the sqrt(sequence length) trap
-    return torch.einsum("bd,bsd->bs", query, keys) / math.sqrt(keys.shape[1])
+def luong_step(cell, W_c, x, hidden, memory, src_tokens):
+    h = cell(x, hidden)  # (B, D)
+    scores = torch.einsum("bsd,bd->bs", memory, h)  # (B, S)
+    weights = masked_softmax(scores, src_tokens)
+    context = torch.einsum("bs,bsd->bd", weights, memory)  # (B, D)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
 
 
 def not_done(*args):
     raise NotImplementedError
 
 
-def test_additive_checker():
-    assert check_additive_score(additive_score)
-    assert not check_additive_score(additive_tanh_outside)
-    assert not check_additive_score(additive_untransposed)
-    assert not check_additive_score(not_done)
+# --- wrong answers, each with the diagnosis it must get -----------------------------------------
+def softmax_naive_exp(scores, mask):  # exp without subtracting the maximum
+    e = scores.exp() * mask
+    return e / e.sum(-1, keepdim=True)
 
 
-@pytest.mark.parametrize("wrong", [softmax_ignoring_mask, softmax_then_zero, softmax_wrong_axis, not_done])
-def test_masked_softmax_checker(wrong):
-    assert check_masked_softmax(masked_softmax)
-    assert not check_masked_softmax(wrong)
+def softmax_big_negative(scores, mask):  # -1e9 instead of -inf: an all-padding row becomes uniform
+    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
 
 
-@pytest.mark.parametrize("wrong", [dot_without_scale, dot_scaled_by_length, not_done])
-def test_scaled_dot_checker(wrong):
-    assert check_scaled_dot_score(scaled_dot_score)
-    assert not check_scaled_dot_score(wrong)
+def softmax_nan_rows(scores, mask):  # right except that an all-padding row is NaN
+    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
-def test_not_done_message(capsys):
-    check_masked_softmax(not_done)
-    assert "not done yet" in capsys.readouterr().out
+def softmax_in_place(scores, mask):
+    scores.masked_fill_(~mask, float("-inf"))
+    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+
+
+MASKED_SOFTMAX_WRONG = [
+    (lambda s, m: torch.softmax(s, dim=-1), "ignores mask"),
+    (lambda s, m: masked_softmax(s, ~m).nan_to_num(0.0), "inverted mask"),
+    (lambda s, m: torch.softmax(s, dim=-1) * m, "zeroed after softmax"),
+    (lambda s, m: masked_softmax(s.T, m.T).T.nan_to_num(0.0), "wrong axis"),
+    (softmax_naive_exp, "overflow"),
+    (softmax_big_negative, "empty rows"),
+    (softmax_nan_rows, "empty rows"),
+    (softmax_in_place, MUTATION),
+    (not_done, ""),
+]
+
+def additive_in_place(query, keys, W, U, v):
+    scores = additive_score(query, keys, W, U, v)
+    query.zero_()  # "frees" the caller's tensor
+    return scores
+
+
+ADDITIVE_WRONG = [
+    (lambda q, k, W, U, v: torch.tanh((q @ W)[:, None, :] + k @ U) @ v, "untransposed"),
+    (lambda q, k, W, U, v: torch.tanh(q @ W.T)[:, None, :] @ v + torch.tanh(k @ U.T) @ v, "tanh twice"),
+    (lambda q, k, W, U, v: ((q @ W.T)[:, None, :] + k @ U.T) @ v, "no tanh"),
+    (lambda q, k, W, U, v: additive_score(q, k, U, W, v), "W and U swapped"),
+    (additive_in_place, MUTATION),
+    (lambda q, k, W, U, v: torch.tanh((q @ W.T)[None, :, :] + k @ U.T) @ v, ""),  # queries broadcast over the batch
+    (lambda q, k, W, U, v: torch.tanh((q @ W.T)[:, None, :] + k @ U.T).sum(-1), ""),  # ignores v
+    (not_done, ""),
+]
+
+
+def luong_old_hidden(cell, W_c, x, hidden, memory, src_tokens):
+    weights = masked_softmax(torch.einsum("bsd,bd->bs", memory, hidden), src_tokens)
+    h = cell(x, hidden)
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, dim=-1, in_place=False):
+    def step(cell, W_c, x, hidden, memory, src_tokens):
+        h = cell(x, hidden)
+        scores = torch.einsum("bsd,bd->bs", memory, h) / scale
+        if mask:
+            weights = torch.softmax(scores.masked_fill(~src_tokens, float("-inf")), dim=dim)
+            weights = weights.masked_fill(~src_tokens, 0.0).nan_to_num(0.0)
+        else:
+            weights = torch.softmax(scores, dim=dim)
+        context = torch.einsum("bs,bsd->bd", weights, memory)
+        pair = torch.cat([context, h] if order == 0 else [h, context], dim=-1)
+        tilde = pair @ W_c.T
+        tilde = torch.tanh(tilde) if tanh else tilde
+        if in_place:
+            hidden.copy_(h)  # "updates the state" in place
+        return tilde, tilde if carry_tilde else h, weights
+    return step
+
+
+def luong_scaled(cell, W_c, x, hidden, memory, src_tokens):
+    return luong_variant(scale=math.sqrt(memory.shape[-1]))(cell, W_c, x, hidden, memory, src_tokens)
+
+
+def luong_no_cell(cell, W_c, x, hidden, memory, src_tokens):  # forgets the GRU step
+    return luong_variant()(lambda x, h: h, W_c, x, hidden, memory, src_tokens)
+
+
+LUONG_WRONG = [
+    (luong_old_hidden, "attends with previous hidden"),
+    (luong_scaled, "scaled"),
+    (luong_variant(order=1), "concat order"),
+    (luong_variant(mask=False), "ignores mask"),
+    (luong_variant(dim=0), "wrong axis"),
+    (luong_variant(tanh=False), "no tanh"),
+    (luong_variant(carry_tilde=True), "carries h tilde"),
+    (luong_variant(in_place=True), MUTATION),
+    (luong_no_cell, ""),
+    (not_done, ""),
+]
+
+
+@pytest.mark.parametrize(("checker", "reference"), [
+    (check_masked_softmax, masked_softmax), (check_additive_score, additive_score), (check_luong_step, luong_step),
+])
+def test_reference_passes(checker, reference):
+    assert checker(reference)
+
+
+def _rejects(checker, wrong, diagnosis, capsys):
+    result = checker(wrong)
+    out = capsys.readouterr().out
+    assert not result
+    assert result.diagnosis == diagnosis, out
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), MASKED_SOFTMAX_WRONG)
+def test_masked_softmax_rejects(wrong, diagnosis, capsys):
+    _rejects(check_masked_softmax, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), ADDITIVE_WRONG)
+def test_additive_rejects(wrong, diagnosis, capsys):
+    _rejects(check_additive_score, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), LUONG_WRONG)
+def test_luong_rejects(wrong, diagnosis, capsys):
+    _rejects(check_luong_step, wrong, diagnosis, capsys)
+
+
+def test_luong_checker_leaves_the_cell_alone(capsys):
+    """A learner's module argument is shared, not copied: changing its weights is caught."""
+    def trains_the_cell(cell, W_c, x, hidden, memory, src_tokens):
+        cell.weight_hh.mul_(1.0 + 1e-3)
+        return luong_step(cell, W_c, x, hidden, memory, src_tokens)
+    assert check_luong_step(trains_the_cell).diagnosis == MUTATION
+
+
+@pytest.mark.parametrize("prefix", ['MASKED_SOFTMAX', 'ADDITIVE', 'LUONG'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch02 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

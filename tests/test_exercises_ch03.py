@@ -1,76 +1,153 @@
-"""Each Chapter 3 checker accepts a reference solution and rejects plausible wrong answers."""
+"""Each Chapter 3 checker accepts a reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it is a known one ("" = rejected without a diagnosis)."""
 import math
 
+import pytest
 import torch
 
-from attnbook.exercises.ch03 import check_causal_mask, check_scaled_dot_product_attention, check_sinusoidal_encoding
+from attnbook.exercises.ch03 import check_cached_causal_mask, check_pe_similarity, check_scaled_dot_product_attention
+from attnbook.exercises.core import MUTATION
+from attnbook.layers.positional import sinusoidal_encoding
 
 
-def sdpa_reference(q, k, v):
+# --- reference solutions (they live here, not in the library) --------------------------------
+def attention(q, k, v):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     return torch.softmax(scores, dim=-1) @ v
 
 
-def sdpa_no_scale(q, k, v):
+def cached_causal_mask(num_queries, num_keys):
+    return torch.ones(num_queries, num_keys, dtype=torch.bool).tril(diagonal=num_keys - num_queries)
+
+
+def pe_similarity(offsets, d_model):
+    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
+    return torch.cos(offsets.double()[:, None] * inv_freq).sum(-1).float()  # (K,)
+
+
+def not_done(*args):
+    raise NotImplementedError
+
+
+# --- wrong answers, each with the diagnosis it must get -----------------------------------------
+def sdpa(divisor=None, dim=-1):
+    def fn(q, k, v):
+        d = math.sqrt(q.shape[-1]) if divisor is None else divisor(q, k)
+        return torch.softmax(q @ k.transpose(-2, -1) / d, dim=dim) @ v
+    return fn
+
+
+def sdpa_in_place(q, k, v):
+    q /= math.sqrt(q.shape[-1])  # scales the caller's query
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
 
-def sdpa_wrong_axis(q, k, v):
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-2) @ v
+def sdpa_key_untransposed(q, k, v):
+    return torch.softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
 
 
-def sdpa_scale_by_length(q, k, v):  # the trap of seed 003's BERT code: √(sequence length)
-    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-2]), dim=-1) @ v
+SDPA_WRONG = [
+    (sdpa(lambda q, k: 1.0), "unscaled"),
+    (sdpa(dim=-2), "wrong axis"),
+    (sdpa(lambda q, k: math.sqrt(q.shape[-2])), "scaled by length"),
+    (sdpa(lambda q, k: math.sqrt(k.shape[-2])), "scaled by length"),
+    (sdpa(lambda q, k: q.shape[-1]), "scaled by d_k"),
+    (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1), "returns weights"),
+    (sdpa_in_place, MUTATION),
+    (sdpa_key_untransposed, ""),
+    (sdpa(lambda q, k: math.sqrt(8)), ""),  # a fixed d_k
+    (not_done, ""),
+]
+
+CACHED_MASK_WRONG = [
+    (lambda t, s: torch.ones(t, s, dtype=torch.bool).tril(), "aligned to the first keys"),
+    (lambda t, s: torch.ones(t, s, dtype=torch.bool).tril(s - t - 1), "strictly causal"),
+    (lambda t, s: torch.ones(t, s, dtype=torch.bool).triu(s - t + 1), "inverted"),
+    (lambda t, s: torch.ones(t, t, dtype=torch.bool).tril(), "ignores num_keys"),
+    (lambda t, s: torch.ones(t, s).tril(s - t), "not bool"),
+    (lambda t, s: torch.ones(t, s, dtype=torch.bool).triu(s - t), ""),  # upper triangle
+    (not_done, ""),
+]
 
 
-def sdpa_scale_by_dk(q, k, v):
-    return torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1], dim=-1) @ v
+def pe_from_table(offsets, d_model):  # right idea, but indexes the table at p = 0: negative offsets wrap
+    table = sinusoidal_encoding(int(offsets.abs().max()) + 1 if offsets.numel() else 1, d_model)
+    return (table[0] * table[offsets]).sum(-1)
 
 
-def test_sdpa_checker():
-    assert check_scaled_dot_product_attention(sdpa_reference)
-    for wrong in (sdpa_no_scale, sdpa_wrong_axis, sdpa_scale_by_length, sdpa_scale_by_dk):
-        assert not check_scaled_dot_product_attention(wrong), wrong.__name__
+def pe_variant(index="2i", factor=1.0, func=torch.cos):
+    def fn(offsets, d_model):
+        i = torch.arange(0, d_model, 2, dtype=torch.float64) if index == "2i" else torch.arange(d_model // 2).double()
+        return (factor * func(offsets.double()[:, None] * 10000.0 ** (-i / d_model)).sum(-1)).float()
+    return fn
 
 
-def test_sdpa_checker_reports_not_done(capsys):
-    def stub(q, k, v):
-        raise NotImplementedError
-    assert not check_scaled_dot_product_attention(stub)
-    assert "not done yet" in capsys.readouterr().out
+def pe_in_place(offsets, d_model):
+    offsets.abs_()  # cos is even, so the value is right, but the caller's tensor changed
+    return pe_similarity(offsets, d_model)
 
 
-def test_causal_mask_checker():
-    assert check_causal_mask(lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool)))
-    assert not check_causal_mask(lambda n: torch.tril(torch.ones(n, n, dtype=torch.bool), diagonal=-1))
-    assert not check_causal_mask(lambda n: torch.triu(torch.ones(n, n, dtype=torch.bool)))
-    assert not check_causal_mask(lambda n: torch.tril(torch.ones(n, n)))  # float, not bool
+SIMILARITY_WRONG = [
+    (pe_variant(index="i"), "exponent i"),
+    (pe_variant(factor=2.0), "pairs counted twice"),
+    (pe_variant(func=torch.sin), "sine instead of cosine"),
+    (pe_in_place, MUTATION),
+    (pe_from_table, ""),
+    (lambda offsets, d: pe_similarity(offsets, 16), ""),  # ignores d_model
+    (not_done, ""),
+]
 
 
-def pe_reference(max_len, d_model):
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
-    two_i = torch.arange(0, d_model, 2, dtype=torch.float32)
-    angle = pos / 10000 ** (two_i / d_model)
-    pe = torch.zeros(max_len, d_model)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
-    return pe
+@pytest.mark.parametrize(("checker", "reference"), [
+    (check_scaled_dot_product_attention, attention), (check_cached_causal_mask, cached_causal_mask),
+    (check_pe_similarity, pe_similarity),
+])
+def test_reference_passes(checker, reference):
+    assert checker(reference)
 
 
-def pe_swapped(max_len, d_model):
-    pe = pe_reference(max_len, d_model)
-    return pe[:, [j + 1 if j % 2 == 0 else j - 1 for j in range(d_model)]]
+def _rejects(checker, wrong, diagnosis, capsys):
+    result = checker(wrong)
+    out = capsys.readouterr().out
+    assert not result
+    assert result.diagnosis == diagnosis, out
 
 
-def pe_exponent_i(max_len, d_model):
-    pos = torch.arange(max_len, dtype=torch.float32)[:, None]
-    i = torch.arange(d_model // 2, dtype=torch.float32)
-    angle = pos / 10000 ** (i / d_model)
-    pe = torch.zeros(max_len, d_model)
-    pe[:, 0::2], pe[:, 1::2] = torch.sin(angle), torch.cos(angle)
-    return pe
+@pytest.mark.parametrize(("wrong", "diagnosis"), SDPA_WRONG)
+def test_sdpa_rejects(wrong, diagnosis, capsys):
+    _rejects(check_scaled_dot_product_attention, wrong, diagnosis, capsys)
 
 
-def test_sinusoidal_checker():
-    assert check_sinusoidal_encoding(pe_reference)
-    assert not check_sinusoidal_encoding(pe_swapped)
-    assert not check_sinusoidal_encoding(pe_exponent_i)
+@pytest.mark.parametrize(("wrong", "diagnosis"), CACHED_MASK_WRONG)
+def test_cached_mask_rejects(wrong, diagnosis, capsys):
+    _rejects(check_cached_causal_mask, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), SIMILARITY_WRONG)
+def test_pe_similarity_rejects(wrong, diagnosis, capsys):
+    _rejects(check_pe_similarity, wrong, diagnosis, capsys)
+
+
+def test_unscaled_diagnosis_reads_as_promised(capsys):
+    check_scaled_dot_product_attention(sdpa(lambda q, k: 1.0))
+    out = capsys.readouterr().out
+    assert out.splitlines()[0] == "✗ scaled dot-product attention: the scores look unscaled: divide Q Kᵀ by √d_k."
+    assert "expected:" in out and "got:" in out
+
+
+def test_similarity_is_the_same_at_every_position():
+    """The closed form the exercise asks for matches the table at several positions."""
+    table = sinusoidal_encoding(40, 16)
+    offsets = torch.arange(0, 10)
+    for p in (0, 7, 20):
+        torch.testing.assert_close((table[p] * table[p + offsets]).sum(-1), pe_similarity(offsets, 16),
+                                   atol=1e-4, rtol=1e-4)
+
+
+@pytest.mark.parametrize("prefix", ['SDPA', 'CACHED_MASK', 'SIMILARITY'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch03 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

@@ -1,11 +1,16 @@
-"""Each Chapter 5 checker accepts the reference solution and rejects plausible wrong answers."""
+"""Each Chapter 5 checker accepts the reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it is a known one ("" = rejected without a diagnosis)."""
 import math
 
+import pytest
 import torch
 
+from attnbook.decoding import beam_search as library_beam_search
 from attnbook.exercises.ch05 import (
-    check_decoder_self_mask, check_encoder_layer, check_greedy_decode, check_transformer_lr,
+    check_beam_search, check_encoder_layer, check_greedy_decode, check_label_smoothed_loss,
 )
+from attnbook.exercises.core import MUTATION
+from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -14,14 +19,13 @@ def encoder_layer(layer, x, mask):
     return layer.norm2(z + layer.feed_forward(z))
 
 
-def decoder_self_mask(tgt_lengths, T):
-    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T, T)
-    real = torch.arange(T)[None, :] < tgt_lengths[:, None]  # (B, T)
-    return causal[None] & real[:, None, :]  # (B, T, T)
-
-
-def transformer_lr(step, d_model, warmup_steps):
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -1.5)
+def label_smoothed_loss(logits, targets, pad_id, epsilon):
+    logp = torch.log_softmax(logits, dim=-1)  # (B, T, V)
+    nll = -logp.gather(-1, targets[..., None])[..., 0]  # (B, T)
+    uniform = -logp.mean(-1)  # (B, T): cross-entropy against 1/V everywhere
+    loss = (1 - epsilon) * nll + epsilon * uniform
+    real = targets != pad_id
+    return loss[real].mean()
 
 
 def greedy_decode(model, src, src_lengths, bos_id, eos_id, max_len):
@@ -41,85 +45,266 @@ def greedy_decode(model, src, src_lengths, bos_id, eos_id, max_len):
     return rows
 
 
-# --- plausible wrong answers -----------------------------------------------------------------
-def encoder_layer_pre_norm(layer, x, mask):
-    z = x + layer.self_attn(layer.norm1(x), layer.norm1(x), layer.norm1(x), mask=mask)
-    return z + layer.feed_forward(layer.norm2(z))
-
-
-def encoder_layer_no_residual(layer, x, mask):
-    z = layer.norm1(layer.self_attn(x, x, x, mask=mask))
-    return layer.norm2(layer.feed_forward(z))
-
-
-def encoder_layer_ignores_mask(layer, x, mask):
-    z = layer.norm1(x + layer.self_attn(x, x, x))
-    return layer.norm2(z + layer.feed_forward(z))
-
-
-def mask_upper_triangle(tgt_lengths, T):
-    causal = torch.ones(T, T, dtype=torch.bool).triu()
-    return causal[None] & (torch.arange(T)[None, :] < tgt_lengths[:, None])[:, None, :]
-
-
-def mask_without_diagonal(tgt_lengths, T):
-    causal = torch.ones(T, T, dtype=torch.bool).tril(-1)
-    return causal[None] & (torch.arange(T)[None, :] < tgt_lengths[:, None])[:, None, :]
-
-
-def mask_causal_only(tgt_lengths, T):
-    return torch.ones(T, T, dtype=torch.bool).tril()[None].expand(len(tgt_lengths), T, T)
-
-
-def lr_without_model_scale(step, d_model, warmup_steps):
-    return min(step ** -0.5, step * warmup_steps ** -1.5)
-
-
-def lr_wrong_warmup_power(step, d_model, warmup_steps):
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup_steps ** -0.5)
-
-
-def greedy_always_feeds_bos(model, src, src_lengths, bos_id, eos_id, max_len):
-    state = model.start(src, src_lengths)
-    bos = torch.full((src.shape[0],), bos_id)
-    out = []
+def beam_search(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
+    beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
     for _ in range(max_len):
-        logits, state = model.step(bos, state)
-        out.append(logits.argmax(-1))
-    rows = torch.stack(out, 1).tolist()
-    return [r[: r.index(eos_id)] if eos_id in r else r for r in rows]
-
-
-def greedy_keeps_eos(model, src, src_lengths, bos_id, eos_id, max_len):
-    rows = greedy_decode(model, src, src_lengths, bos_id, eos_id, max_len)
-    return [r + [eos_id] if len(r) < max_len else r for r in rows]
+        candidates = []
+        for score, tokens, st, finished in beams:
+            if finished:  # stays in the beam, score frozen
+                candidates.append((score, tokens, st, True))
+                continue
+            logits, new_state = step(tokens[-1] if tokens else bos_id, st)
+            for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
+                candidates.append((score + lp, tokens + [token], new_state, token == eos_id))
+        beams = sorted(candidates, key=lambda c: -c[0])[:beam_size]
+        if all(b[3] for b in beams):
+            break
+    best = max(beams, key=lambda c: c[0] / len(c[1]) ** length_penalty)[1]
+    return best[:-1] if best[-1] == eos_id else best
 
 
 def not_done(*args):
     raise NotImplementedError
 
 
-# --- tests ------------------------------------------------------------------------------------
-def test_encoder_layer_checker():
-    assert check_encoder_layer(encoder_layer)
-    for wrong in (encoder_layer_pre_norm, encoder_layer_no_residual, encoder_layer_ignores_mask, not_done):
-        assert not check_encoder_layer(wrong), wrong.__name__
+# --- wrong answers, each with the diagnosis it must get -----------------------------------------
+def layer_variant(kind):
+    def fn(layer, x, mask):
+        sa, ff, n1, n2 = layer.self_attn, layer.feed_forward, layer.norm1, layer.norm2
+        if kind == "pre":
+            h = n1(x)
+            z = x + sa(h, h, h, mask=mask)
+            return z + ff(n2(z))
+        if kind == "no residual":
+            return n2(ff(n1(sa(x, x, x, mask=mask))))
+        if kind == "norm inside":
+            z = x + n1(sa(x, x, x, mask=mask))
+            return z + n2(ff(z))
+        if kind == "no mask":
+            z = n1(x + sa(x, x, x))
+            return n2(z + ff(z))
+        if kind == "inverted":
+            z = n1(x + sa(x, x, x, mask=~mask))
+            return n2(z + ff(z))
+        if kind == "swapped":
+            z = n2(x + sa(x, x, x, mask=mask))
+            return n1(z + ff(z))
+        if kind == "ffn on x":
+            z = n1(x + sa(x, x, x, mask=mask))
+            return n2(z + ff(x))
+        if kind == "in place":
+            z = n1(x + sa(x, x, x, mask=mask))
+            x.copy_(n2(z + ff(z)))
+            return x
+        if kind == "no second norm":
+            z = n1(x + sa(x, x, x, mask=mask))
+            return z + ff(z)
+        raise AssertionError(kind)
+    return fn
 
 
-def test_decoder_self_mask_checker():
-    assert check_decoder_self_mask(decoder_self_mask)
-    for wrong in (mask_upper_triangle, mask_without_diagonal, mask_causal_only, not_done):
-        assert not check_decoder_self_mask(wrong), wrong.__name__
+ENCODER_WRONG = [
+    (layer_variant("pre"), "pre-norm"),
+    (layer_variant("no residual"), "no residual"),
+    (layer_variant("norm inside"), "norm inside the residual"),
+    (layer_variant("no mask"), "ignores mask"),
+    (layer_variant("inverted"), "inverted mask"),
+    (layer_variant("swapped"), "norms swapped"),
+    (layer_variant("ffn on x"), "feed-forward on x"),
+    (layer_variant("in place"), MUTATION),
+    (layer_variant("no second norm"), ""),
+    (not_done, ""),
+]
 
 
-def test_transformer_lr_checker():
-    assert check_transformer_lr(transformer_lr)
-    for wrong in (lr_without_model_scale, lr_wrong_warmup_power, not_done):
-        assert not check_transformer_lr(wrong), wrong.__name__
-    assert math.isclose(transformer_lr(4000, 512, 4000), (512 * 4000) ** -0.5)
+def loss_variant(kind):
+    def fn(logits, targets, pad_id, epsilon):
+        logp = torch.log_softmax(logits, dim=-1)
+        V = logits.shape[-1]
+        nll = -logp.gather(-1, targets[..., None])[..., 0]
+        if kind == "V-1":
+            smooth = (-logp.sum(-1) - nll) / (V - 1)
+        else:
+            smooth = -logp.mean(-1)
+        eps = 0.0 if kind == "no eps" else epsilon
+        loss = (1 - eps) * nll + eps * smooth
+        real = targets != (0 if kind == "pad 0" else pad_id)
+        if kind == "pad counted":
+            return loss.mean()
+        if kind == "sum":
+            return loss[real].sum()
+        if kind == "rows":
+            return ((loss * real).sum(-1) / real.sum(-1).clamp(min=1)).mean()
+        if kind == "in place":
+            targets[~real] = 0
+        if kind == "one minus only":
+            return ((1 - eps) * nll)[real].mean()
+        return loss[real].mean()
+    return fn
 
 
-def test_greedy_decode_checker():
-    assert check_greedy_decode(greedy_decode)
-    for wrong in (greedy_always_feeds_bos, greedy_keeps_eos, not_done):
-        assert not check_greedy_decode(wrong), wrong.__name__
+SMOOTHING_WRONG = [
+    (loss_variant("no eps"), "ignores epsilon"),
+    (loss_variant("V-1"), "epsilon over V-1"),
+    (loss_variant("pad counted"), "padding counted"),
+    (loss_variant("pad 0"), "ignores pad_id"),
+    (loss_variant("sum"), "sum, not mean"),
+    (loss_variant("rows"), "mean per sequence"),
+    (loss_variant("in place"), MUTATION),
+    (loss_variant("one minus only"), ""),
+    (lambda lg, t, p, e: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), t.reshape(-1),
+                                                           label_smoothing=e), "padding counted"),
+    (not_done, ""),
+]
+
+
+def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_eos=False, extra=0, fixed_ids=False):
+    def fn(model, src, src_lengths, bos_id, eos_id, max_len):
+        if fixed_ids:
+            bos_id, eos_id = 1, 2
+        first = state = model.start(src, src_lengths)
+        B = src.shape[0]
+        tokens = torch.full((B,), bos_id)
+        done = torch.zeros(B, dtype=torch.bool)
+        out = []
+        for _ in range(max_len + extra):
+            logits, new_state = model.step(torch.full((B,), bos_id) if feed_bos else tokens, state)
+            state = new_state if thread else first
+            tokens = logits.argmax(-1)
+            out.append(tokens)
+            done |= tokens == eos_id
+            if done.all() or (stop_any and done.any()):
+                break
+        rows = torch.stack(out, 1).tolist()
+        if not cut:
+            return rows
+        return [r[: r.index(eos_id) + keep_eos] if eos_id in r else r for r in rows]
+    return fn
+
+
+def greedy_ignores_lengths(model, src, src_lengths, bos_id, eos_id, max_len):
+    return greedy_decode(model, src, torch.full_like(src_lengths, src.shape[1]), bos_id, eos_id, max_len)
+
+
+GREEDY_WRONG = [
+    (greedy_variant(thread=False), "state not threaded"),
+    (greedy_variant(feed_bos=True), "always feeds bos"),
+    (greedy_variant(stop_any=True), "stops at the first eos"),
+    (greedy_variant(cut=False), "not cut at eos"),
+    (greedy_variant(keep_eos=True), "keeps eos"),
+    (greedy_variant(extra=1), "max_len off by one"),
+    (greedy_variant(extra=-1), "max_len off by one"),
+    (greedy_variant(fixed_ids=True), "hard-coded ids"),
+    (lambda model, src, *rest: greedy_decode(model, src.clamp_(max=5), *rest), MUTATION),
+    (greedy_ignores_lengths, ""),
+    (not_done, ""),
+]
+
+
+def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False, aside=False):
+    def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
+        K = 1 if greedy else beam_size
+        a = length_penalty if alpha is None else alpha
+        first = state
+        beams, done = [(0.0, [], state, False)], []
+        for _ in range(max_len):
+            candidates = []
+            for score, tokens, st, finished in beams:
+                if finished:
+                    candidates.append((score, tokens, st, True))
+                    continue
+                logits, new_state = step(tokens[-1] if tokens else bos_id, st if thread else first)
+                for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
+                    candidates.append((score + lp, tokens + [token], new_state, token == eos_id))
+            candidates.sort(key=lambda c: -c[0])
+            if aside:
+                done += [c for c in candidates[:K] if c[3]]
+                beams = [c for c in candidates if not c[3]][:K]
+                if not beams or len(done) >= K:
+                    break
+                continue
+            beams = candidates[:K]
+            if all(b[3] for b in beams):
+                break
+
+        def final(c):
+            L = len(c[1]) - (0 if count_eos or not c[3] else 1)
+            return c[0] / max(L, 1) ** a
+        best = max(done + beams, key=final)[1]
+        return best if keep_eos or best[-1] != eos_id else best[:-1]
+    return fn
+
+
+BEAM_WRONG = [
+    (beam_variant(thread=False), "state not threaded"),
+    (beam_variant(greedy=True), "greedy"),
+    (beam_variant(alpha=0.0), "ignores length_penalty"),
+    (beam_variant(count_eos=False), "length without eos"),
+    (beam_variant(aside=True), "finished set aside"),
+    (beam_variant(keep_eos=True), "keeps eos"),
+    (beam_variant(alpha=0.5), "ignores length_penalty"),  # a fixed penalty
+    (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), "ignores the initial state"),
+    (not_done, ""),
+]
+
+
+@pytest.mark.parametrize(("checker", "reference"), [
+    (check_encoder_layer, encoder_layer), (check_label_smoothed_loss, label_smoothed_loss),
+    (check_greedy_decode, greedy_decode), (check_beam_search, beam_search),
+])
+def test_reference_passes(checker, reference):
+    assert checker(reference)
+
+
+def _rejects(checker, wrong, diagnosis, capsys):
+    result = checker(wrong)
+    out = capsys.readouterr().out
+    assert not result
+    assert result.diagnosis == diagnosis, out
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), ENCODER_WRONG)
+def test_encoder_layer_rejects(wrong, diagnosis, capsys):
+    _rejects(check_encoder_layer, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), SMOOTHING_WRONG)
+def test_label_smoothing_rejects(wrong, diagnosis, capsys):
+    _rejects(check_label_smoothed_loss, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), GREEDY_WRONG)
+def test_greedy_rejects(wrong, diagnosis, capsys):
+    _rejects(check_greedy_decode, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), BEAM_WRONG)
+def test_beam_search_rejects(wrong, diagnosis, capsys):
+    _rejects(check_beam_search, wrong, diagnosis, capsys)
+
+
+def test_reference_beam_search_matches_the_library_on_many_stand_ins():
+    """The exercise's beam search (one sequence, Python lists) is the library's batched one."""
+    for seed in range(30):
+        model = PrefixModel(7, 100 + seed, 2, eos_growth=0.3, spread=1.5)
+        for K, alpha in ((1, 0.0), (3, 0.0), (3, 1.0), (4, 0.6)):
+            got = beam_search(model, (), 1, 2, 8, K, alpha)
+            expected = library_beam_search(BatchedPrefixModel(model, ()), torch.zeros(1, 1), torch.ones(1), 1, 2, 8,
+                                           beam_size=K, length_penalty=alpha)[0]
+            assert got == expected, (seed, K, alpha)
+
+
+def test_label_smoothing_matches_pytorch_convention():
+    logits, targets = torch.randn(2, 3, 5), torch.tensor([[1, 2, 0], [3, 0, 0]])
+    expected = torch.nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1), ignore_index=0,
+                                                 label_smoothing=0.2)
+    assert math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2)), float(expected), rel_tol=1e-5)
+
+
+@pytest.mark.parametrize("prefix", ['ENCODER', 'SMOOTHING', 'GREEDY', 'BEAM'])
+def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
+    """Each known mistake a checker can name is named for at least one wrong answer above."""
+    import attnbook.exercises.ch05 as checkers
+    names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    assert names == triggered

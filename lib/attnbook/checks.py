@@ -79,3 +79,14 @@ def report_in_range(label: str, value: float, low: float, high: float, percent: 
             f"{label} = {fmt(value)} is outside the expected range {fmt(low)}–{fmt(high)}"
         )
     print(f"{label}: {fmt(value)} (expected {fmt(low)}–{fmt(high)}) ok")
+
+
+def report_close(label: str, actual, expected, atol: float = 1e-5, rtol: float = 1e-5) -> None:
+    """Assert ``actual`` equals ``expected`` (tensors or tuples of them, ``torch.testing.assert_close``)
+    and print the largest absolute difference, e.g. ``library == inline: max |difference| 2.4e-07
+    (expected ≤ 1e-05) ok``. The nbval sanitizer masks the measured value, which differs in its
+    last digits between machines. Returns None, so that a notebook cell ending with the call shows
+    only the printed line (a returned float would be an output nbval compares digit by digit).
+    """
+    worst = float(assert_close_tensors(actual, expected, atol=atol, rtol=rtol))
+    print(f"{label}: max |difference| {worst:.1e} (expected ≤ {atol:.0e}) ok")

@@ -1,77 +1,216 @@
-"""Checkers for Chapter 1: the RNN encoder-decoder."""
+"""Checkers for Chapter 1: the RNN encoder-decoder.
+
+Expected answers come from the library (``attnbook.metrics.edit_distance``,
+``attnbook.decoding.greedy_decode``) or are built by hand; each checker also lists the known
+mistakes it can name. ``EXERCISES`` maps the notebook's function names to their checkers (used by
+``python -m attnbook.exercises ch01 answers.py``).
+"""
 from __future__ import annotations
 
 from collections.abc import Callable
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, run_cases
+from attnbook.decoding import greedy_decode as _library_greedy
+from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
+from attnbook.metrics import edit_distance as _library_edit_distance
+
+
+# --- one_hot ------------------------------------------------------------------------------------
+def _is_tensor(got: object) -> bool:
+    return isinstance(got, torch.Tensor)
+
+
+ONE_HOT_MISTAKES = [
+    Mistake("ignores num_classes", "the class axis has the wrong size: make it num_classes long "
+            "(your answer ignores the num_classes argument, or uses ids.max() + 1).",
+            when=lambda args, got: _is_tensor(got) and got.dim() >= 1 and got.shape[-1] != args[1]
+            and got.shape[:-1] == args[0].shape),
+    Mistake("integer dtype", "the values are right but the dtype is not: return a float tensor "
+            "(a one-hot vector is fed to layers that multiply it).",
+            when=lambda args, got: _is_tensor(got) and not got.is_floating_point()
+            and got.shape == (*args[0].shape, args[1])),
+    Mistake("off by one", "the ones are one column off: id 0 sets column 0 and id num_classes-1 the last column.",
+            gives=lambda ids, n: torch.eye(n)[(ids - 1) % n]),
+    Mistake("class axis first", "the class axis must come last: ids of shape (...) give (..., num_classes).",
+            gives=lambda ids, n: torch.eye(n)[ids].movedim(-1, 0)),
+    Mistake("flattened", "keep the shape of ids: (B, T) ids give (B, T, num_classes), not (B*T, num_classes).",
+            gives=lambda ids, n: torch.eye(n)[ids.reshape(-1)]),
+]
 
 
 def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckResult:
     """``one_hot(ids (...,), num_classes) -> (..., num_classes)`` float tensor of 0s and 1s."""
-    eye = torch.eye(5)
-    return run_cases("one_hot", one_hot, [
-        Case("a single id", (torch.tensor([2]), 5), eye[torch.tensor([2])],
-             "row i must have a 1 at column ids[i] and 0 elsewhere; ids start at 0"),
-        Case("several ids, including the first and last class", (torch.tensor([0, 4, 1]), 5), eye[torch.tensor([0, 4, 1])],
-             "ids start at 0: id 0 sets column 0, id num_classes-1 sets the last column"),
-        Case("a (2, 3) batch of ids", (torch.tensor([[1, 1, 3], [0, 2, 4]]), 5), eye[torch.tensor([[1, 1, 3], [0, 2, 4]])],
-             "the new axis goes last: (B, T) ids -> (B, T, V)"),
-    ])
+    cases = []
+    for description, ids, n in [
+        ("several ids, including the first and last class", [0, 4, 1], 5),
+        ("more classes than the ids use", [2, 3], 12),
+        ("a (2, 3) batch of ids", [[1, 1, 3], [0, 2, 6]], 7),
+        ("a single id (a 0-d tensor)", 2, 3),
+        ("one class only", [0, 0], 1),
+        ("no ids at all (shape (0,))", [], 4),
+        ("an empty (2, 0) batch", [[], []], 6),
+    ]:
+        ids = torch.tensor(ids, dtype=torch.long)
+        cases.append(Case(f"{description}: ids of shape {tuple(ids.shape)}, num_classes={n}", (ids, n),
+                          torch.eye(n)[ids],
+                          "row i has a 1 at column ids[i] and 0 elsewhere; ids start at 0; the new axis goes last"))
+    return run_cases("one_hot", one_hot, cases, ONE_HOT_MISTAKES)
 
 
-class _TableModel:
-    """A stand-in decoder: the next token's logits depend only on the previous token."""
+# --- shift_targets --------------------------------------------------------------------------------
+SHIFT_MISTAKES = [
+    Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
+            gives=lambda ids, b, e: ([1, *ids], [*ids, 2])),
+    Mistake("swapped", "the two are swapped: the decoder input starts with <bos>, the target ends with <eos>.",
+            gives=lambda ids, b, e: ([*ids, e], [b, *ids])),
+    Mistake("dropped last symbol", "both sequences must be len(ids) + 1 long: the input keeps the last symbol "
+            "(it is fed to predict <eos>) and the target gets <eos> appended.",
+            gives=lambda ids, b, e: ([b, *ids[:-1]], list(ids))),
+    Mistake("no special ids", "the pair is (<bos> y1 .. yn, y1 .. yn <eos>): add bos_id in front of the "
+            "input and eos_id after the target.", gives=lambda ids, b, e: (list(ids), list(ids))),
+]
 
-    def __init__(self, next_token: dict[int, int], vocab_size: int) -> None:
-        self.next_token, self.vocab_size = next_token, vocab_size
 
-    def __call__(self, token: int, steps_taken: int) -> tuple[torch.Tensor, int]:
-        logits = torch.full((self.vocab_size,), -1.0)
-        logits[self.next_token[int(token)]] = 2.0
-        logits[(self.next_token[int(token)] + 1) % self.vocab_size] = 1.5  # a close runner-up
-        return logits, steps_taken + 1
+def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]]) -> CheckResult:
+    """``shift_targets(ids, bos_id, eos_id) -> (decoder_input, decoder_target)`` for teacher forcing."""
+    cases = [
+        Case(f"{d}: ids={ids}, bos_id={b}, eos_id={e}", (ids, b, e), ([b, *ids], [*ids, e]),
+             "the decoder reads <bos> y1 .. yn and must predict y1 .. yn <eos>: both are n + 1 long")
+        for d, ids, b, e in [
+            ("the word 'knight' -> N AY T", [20, 8, 34], 1, 2),
+            ("a one-phoneme word", [7], 1, 2),
+            ("other special ids", [5, 6, 5], 10, 11),
+            ("special ids at the end of the vocabulary", [3, 0, 4, 4], 40, 41),
+            ("an empty target", [], 3, 4),
+        ]
+    ]
+    return run_cases("shift_targets", shift_targets, cases, SHIFT_MISTAKES)
+
+
+# --- greedy_decode (one sequence) ---------------------------------------------------------------
+def _greedy_variant(step, state, bos_id, eos_id, max_len, thread_state=True, keep_eos=False,
+                    keep_bos=False, feed_bos=False, extra=0):
+    """Greedy decoding with one known mistake switched on (all off: the right answer)."""
+    token, out, first = bos_id, [bos_id] if keep_bos else [], state
+    for _ in range(max_len + extra):
+        logits, new_state = step(bos_id if feed_bos else token, state)
+        state = new_state if thread_state else first
+        token = int(logits.argmax())
+        if token == eos_id:
+            if keep_eos:
+                out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+GREEDY_MISTAKES = [
+    Mistake("state not threaded", "your loop never uses the new state returned by step: "
+            "write `logits, state = step(token, state)`.",
+            gives=lambda *a: _greedy_variant(*a, thread_state=False)),
+    Mistake("always feeds bos", "your loop feeds <bos> at every step: feed back the token just chosen.",
+            gives=lambda *a: _greedy_variant(*a, feed_bos=True)),
+    Mistake("keeps eos", "your output includes <eos>: stop at it without adding it.",
+            gives=lambda *a: _greedy_variant(*a, keep_eos=True)),
+    Mistake("keeps bos", "your output starts with <bos>: return only the generated tokens.",
+            gives=lambda *a: _greedy_variant(*a, keep_bos=True)),
+    Mistake("ignores the initial state", "start from the state you are given (it stands for the encoded "
+            "source), not from an empty one.", gives=lambda step, state, b, e, n: _greedy_variant(step, (), b, e, n)),
+    Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
+            gives=lambda step, state, b, e, n: _greedy_variant(step, state, 1, 2, n)),
+    Mistake("max_len off by one", "your output is one token too long or too short: max_len counts "
+            "generated tokens (not <bos>), so at most max_len calls of step.",
+            when=lambda args, got: isinstance(got, list) and got in (
+                _greedy_variant(*args[:4], args[4] + 1), _greedy_variant(*args[:4], args[4] - 1))),
+]
 
 
 def check_greedy_decode(greedy_decode: Callable[..., list[int]]) -> CheckResult:
     """``greedy_decode(step, state, bos_id, eos_id, max_len) -> list[int]`` for one sequence.
 
-    ``step(token, state) -> (logits (V,), state)`` is the model's one-step function.
+    ``step(token, state) -> (logits (V,), new_state)`` is the model's one-step function; the
+    stand-in models' logits depend on the state, which is an immutable tuple.
     """
-    chain = _TableModel({1: 5, 5: 6, 6: 7, 7: 2, 2: 2, 3: 3, 4: 4}, 8)
-    loop = _TableModel({1: 4, 4: 5, 5: 4, 2: 2, 3: 3, 6: 6, 7: 7}, 8)
-    return run_cases("greedy_decode", greedy_decode, [
-        Case("a model that says 5 6 7 <eos>", (chain, 0, 1, 2, 10), [5, 6, 7],
-             "start from bos_id, feed each argmax back in, and stop at eos_id without returning it"),
-        Case("a model that never says <eos>", (loop, 0, 1, 2, 5), [4, 5, 4, 5, 4],
-             "stop after max_len tokens when <eos> never comes"),
-        Case("max_len shorter than the answer", (chain, 0, 1, 2, 2), [5, 6],
-             "max_len counts generated tokens (not including <bos>)"),
-    ])
+    cases = []
+    for V, seed, bos, eos, state, max_len, growth in [
+        (8, 1, 1, 2, (), 10, 0.5),
+        (12, 2, 0, 5, (3, 4), 10, 0.4),
+        (9, 3, 1, 2, (6,), 3, 0.3),     # max_len cuts the output
+        (6, 4, 4, 0, (), 6, 0.0),       # <eos> never wins: stop at max_len
+        (10, 5, 3, 9, (1, 1, 2), 1, 0.5),  # a single step
+        (7, 6, 1, 2, (), 5, 50.0),      # <eos> at once: empty output
+    ]:
+        model = PrefixModel(V, seed, eos, eos_growth=growth, eos_start=-1.5 if growth else -1e4)
+        expected = _library_greedy(BatchedPrefixModel(model, state), torch.zeros(1, 1), torch.ones(1), bos, eos, max_len)[0]
+        cases.append(Case(
+            f"{model}, state={state}, bos_id={bos}, eos_id={eos}, max_len={max_len}: {len(expected)} tokens",
+            (model, state, bos, eos, max_len), expected,
+            "start from bos_id, feed each argmax back in with the new state, stop at eos_id (not "
+            "returned) or after max_len tokens"))
+    return run_cases("greedy_decode", greedy_decode, cases, GREEDY_MISTAKES)
 
 
-def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]]) -> CheckResult:
-    """``shift_targets(ids, bos_id, eos_id) -> (decoder_input, decoder_target)`` for teacher forcing."""
-    return run_cases("shift_targets", shift_targets, [
-        Case("the word 'knight' -> N AY T as ids [20, 8, 34]", ([20, 8, 34], 1, 2), ([1, 20, 8, 34], [20, 8, 34, 2]),
-             "the decoder reads <bos> y1 .. yn and must predict y1 .. yn <eos>: both are n + 1 long"),
-        Case("a one-phoneme word", ([7], 1, 2), ([1, 7], [7, 2]),
-             "the input starts with <bos>; the target ends with <eos>"),
-        Case("other special ids", ([5, 6], 10, 11), ([10, 5, 6], [5, 6, 11]),
-             "use the bos_id and eos_id arguments, not hard-coded numbers"),
-    ])
+# --- edit_distance --------------------------------------------------------------------------------
+def _edit_variant(hyp, ref, insert=1, delete=1, substitute=1, first_row=True):
+    """The DP with one move's cost changed (None: move missing) or the borders left at 0."""
+    inf = float("inf")
+    D = [[0] * (len(ref) + 1) for _ in range(len(hyp) + 1)]
+    for i in range(len(hyp) + 1):
+        for j in range(len(ref) + 1):
+            if i == 0 or j == 0:
+                D[i][j] = (i + j) if first_row else 0
+                continue
+            D[i][j] = min(
+                D[i - 1][j] + delete if delete is not None else inf,
+                D[i][j - 1] + insert if insert is not None else inf,
+                D[i - 1][j - 1] + (0 if hyp[i - 1] == ref[j - 1] else substitute if substitute is not None else inf),
+            )
+    return D[-1][-1]
+
+
+EDIT_MISTAKES = [
+    Mistake("no insertion move", "your table misses the insertion move D[i][j-1] + 1 (a reference "
+            "symbol the hypothesis lacks).", gives=lambda h, r: _edit_variant(h, r, insert=None)),
+    Mistake("no deletion move", "your table misses the deletion move D[i-1][j] + 1 (an extra "
+            "hypothesis symbol).", gives=lambda h, r: _edit_variant(h, r, delete=None)),
+    Mistake("substitution costs 2", "a substitution costs 1, not 2 (a delete plus an insert): your table "
+            "misses the substitution move or prices it at 2; use D[i-1][j-1] + (hyp[i-1] != ref[j-1]).", gives=lambda h, r: _edit_variant(h, r, substitute=2)),
+    Mistake("borders at 0", "the first row and column must be D[i][0] = i and D[0][j] = j: turning "
+            "i symbols into nothing takes i deletions.", gives=lambda h, r: _edit_variant(h, r, first_row=False)),
+    Mistake("position-wise count", "counting mismatches position by position misses that one insertion "
+            "shifts every later symbol: use the dynamic-programming table.",
+            gives=lambda h, r: sum(a != b for a, b in zip(h, r)) + abs(len(h) - len(r))),
+]
 
 
 def check_edit_distance(edit_distance: Callable[[list[str], list[str]], int]) -> CheckResult:
     """``edit_distance(hyp, ref) -> int``: fewest insertions, deletions and substitutions."""
-    return run_cases("edit_distance", edit_distance, [
-        Case("identical", (["N", "AY", "T"], ["N", "AY", "T"]), 0, "identical sequences are 0 apart"),
-        Case("one extra symbol", (["K", "N", "AY", "T"], ["N", "AY", "T"]), 1,
-             "deleting the extra K costs 1"),
-        Case("empty hypothesis", ([], ["F", "OW", "N"]), 3, "from nothing, every reference symbol is an insertion"),
-        Case("substitution vs delete+insert", (["F", "OW", "N"], ["F", "AO", "N"]), 1,
-             "a substitution costs 1, not 2"),
-        Case("needs the full table", (["K", "AE", "T", "S"], ["S", "K", "AE", "T"]), 2,
-             "take the minimum of three moves at every cell of the (len(hyp)+1) x (len(ref)+1) table"),
-    ])
+    pairs = [
+        ("identical", "N AY T", "N AY T"),
+        ("one extra symbol in the hypothesis", "K N AY T", "N AY T"),
+        ("one symbol missing from the hypothesis", "N T", "N AY T"),
+        ("one substitution", "F OW N", "F AO N"),
+        ("empty hypothesis", "", "F OW N"),
+        ("empty reference", "AH B", ""),
+        ("both empty", "", ""),
+        ("one symbol each, different", "S", "Z"),
+        ("a rotation: insert at one end, delete at the other", "K AE T S", "S K AE T"),
+        ("missing symbols in the middle", "S T R", "S AH T ER R"),
+        ("no symbol in common", "A B C", "D E"),
+    ]
+    cases = []
+    for description, hyp, ref in pairs:
+        hyp, ref = hyp.split(), ref.split()
+        cases.append(Case(f"{description}: hyp={hyp}, ref={ref}", (hyp, ref), _library_edit_distance(hyp, ref),
+                          "take the minimum of three moves at every cell of the (len(hyp)+1) x (len(ref)+1) table"))
+    return run_cases("edit_distance", edit_distance, cases, EDIT_MISTAKES)
+
+
+EXERCISES = {
+    "one_hot": check_one_hot,
+    "shift_targets": check_shift_targets,
+    "edit_distance": check_edit_distance,
+    "greedy_decode": check_greedy_decode,
+}

@@ -1,12 +1,19 @@
-"""Checkers for Chapter 3 (self-attention and positional encoding)."""
+"""Checkers for Chapter 3 (self-attention and positional encoding).
+
+Expected answers come from the library (``attnbook.layers``) or from closed forms written out
+below; each checker lists the known mistakes it can name. ``EXERCISES`` maps the notebook's
+function names to their checkers.
+Legend: T query length, S key length, Dk query/key width, Dv value width, D model width.
+"""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
 
+from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
 from attnbook.layers.attention import scaled_dot_product_attention
-from attnbook.exercises.core import Case, CheckResult, run_cases
 from attnbook.layers.masks import causal_mask
 from attnbook.layers.positional import sinusoidal_encoding
 
@@ -19,12 +26,35 @@ def _qkv(seed: int, batch: tuple[int, ...], t: int, s: int, dk: int, dv: int, sc
     return q, k, v
 
 
+def _sdpa(q, k, v, divisor=None, dim=-1):
+    scores = q @ k.transpose(-2, -1) / (math.sqrt(q.shape[-1]) if divisor is None else divisor)  # (..., T, S)
+    return torch.softmax(scores, dim=dim) @ v
+
+
+SDPA_MISTAKES = [
+    Mistake("unscaled", "the scores look unscaled: divide Q Kᵀ by √d_k.", gives=lambda q, k, v: _sdpa(q, k, v, 1.0)),
+    Mistake("wrong axis", "the softmax runs over the wrong axis: each query's weights over the keys must sum "
+            "to 1, so softmax over the last dimension of the (..., T, S) scores.",
+            gives=lambda q, k, v: _sdpa(q, k, v, dim=-2)),
+    Mistake("scaled by length", "you divided by √(sequence length); d_k is the width of a query, query.shape[-1].",
+            when=lambda args, got: any(
+                isinstance(got, torch.Tensor) and got.shape == _sdpa(*args).shape
+                and torch.allclose(got, _sdpa(*args, math.sqrt(n)), atol=1e-5)
+                for n in (args[0].shape[-2], args[1].shape[-2]))),
+    Mistake("scaled by d_k", "divide by √d_k, not by d_k.",
+            gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
+    Mistake("returns weights", "you returned the attention weights: multiply them by the value.",
+            gives=lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)),
+]
+
+
 def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
-    """``fn(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
+    """``attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
     cases = []
-    for n, (batch, t, s, dk, dv, scale) in enumerate(
-        [((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0)]
-    ):
+    for n, (batch, t, s, dk, dv, scale) in enumerate([
+        ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
+        ((3,), 1, 7, 9, 5, 1.0), ((2,), 5, 1, 4, 3, 1.0),
+    ]):
         q, k, v = _qkv(n, batch, t, s, dk, dv, scale)
         expected = scaled_dot_product_attention(q, k, v)[0]
         cases.append(Case(
@@ -32,26 +62,87 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
             hint="scores = Q Kᵀ / √d_k with d_k = query.shape[-1]; softmax over the keys (the last "
                  "dimension of the scores); then weights @ V.",
         ))
-    return run_cases("scaled dot-product attention", fn, cases)
+    return run_cases("scaled dot-product attention", fn, cases, SDPA_MISTAKES)
 
 
-def check_causal_mask(fn: Callable) -> CheckResult:
-    """``fn(size) -> (T, T)`` boolean mask, True where query i may attend to key j (j <= i)."""
+# --- the causal mask of queries that come after a cache -----------------------------------------
+def _is_mask_shaped(args, got) -> bool:
+    return isinstance(got, torch.Tensor) and tuple(got.shape) == (args[0], args[1])
+
+
+CACHED_MASK_MISTAKES = [
+    Mistake("not bool", "return a bool tensor (True = may attend), not numbers.",
+            when=lambda args, got: _is_mask_shaped(args, got) and got.dtype != torch.bool
+            and torch.equal(got.bool(), causal_mask(*args))),
+    Mistake("ignores num_keys", "the mask must be (num_queries, num_keys): one row per new query, one column "
+            "per key, cached ones included.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and args[0] != args[1]
+            and got.shape[-1] != args[1]),
+    Mistake("aligned to the first keys", "your queries sit at positions 0..T-1; after a cache they are the LAST "
+            "T of the S positions: query i is at position S - T + i and sees keys j <= S - T + i.",
+            gives=lambda t, s: torch.ones(t, s, dtype=torch.bool).tril()),
+    Mistake("strictly causal", "a position may attend to itself: keep the diagonal (j <= position, not j <).",
+            gives=lambda t, s: torch.ones(t, s, dtype=torch.bool).tril(s - t - 1)),
+    Mistake("inverted", "True means 'may attend': you marked the blocked (future) keys instead.",
+            gives=lambda t, s: ~causal_mask(t, s)),
+]
+
+
+def check_cached_causal_mask(fn: Callable) -> CheckResult:
+    """``cached_causal_mask(num_queries, num_keys) -> (T, S)`` bool: the T queries are the last T of S positions."""
     cases = [
-        Case(f"size {n}", (n,), causal_mask(n),
-             hint="bool tensor, True = may attend; position i sees positions 0..i, itself included "
-                  "(torch.tril keeps the diagonal).")
-        for n in (1, 2, 5)
+        Case(f"num_queries={t}, num_keys={s}" + (f" ({s - t} cached)" if s > t else " (no cache)"), (t, s),
+             causal_mask(t, s),
+             hint="query i is position S - T + i; it may attend to keys 0 .. S - T + i (itself included): "
+                  "torch.tril with diagonal=S - T.")
+        for t, s in ((3, 3), (2, 5), (1, 5), (1, 1), (4, 6), (5, 7), (3, 4))
     ]
-    return run_cases("causal mask", fn, cases)
+    return run_cases("cached causal mask", fn, cases, CACHED_MASK_MISTAKES)
 
 
-def check_sinusoidal_encoding(fn: Callable) -> CheckResult:
-    """``fn(max_len, d_model) -> (T, D)`` table with sin in even columns and cos in odd columns."""
-    cases = [
-        Case(f"max_len={t}, d_model={d}", (t, d), sinusoidal_encoding(t, d), atol=1e-4,
-             hint="PE[pos, 2i] = sin(pos / 10000^(2i/d_model)), PE[pos, 2i+1] = cos(same angle); "
-                  "the exponent uses the even column index 2i, not i.")
-        for t, d in ((1, 2), (4, 4), (50, 16), (30, 512))
-    ]
-    return run_cases("sinusoidal positional encoding", fn, cases)
+# --- how similar are two positions' encodings? -------------------------------------------------------
+def _similarity(offsets, d_model, exponent="2i", pairs=1.0, func=torch.cos):
+    index = torch.arange(0, d_model, 2, dtype=torch.float64) if exponent == "2i" else \
+        torch.arange(d_model // 2, dtype=torch.float64)
+    inv_freq = 10000.0 ** (-index / d_model)  # (D/2,)
+    return (pairs * func(offsets.double()[:, None] * inv_freq).sum(-1)).float()  # (K,)
+
+
+def _expected_similarity(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
+    """PE[p] · PE[p + k] from the library's table, at a p where every p + k is in it."""
+    if offsets.numel() == 0:
+        return torch.zeros(0)
+    p = max(0, -int(offsets.min())) + 3
+    table = sinusoidal_encoding(p + max(0, int(offsets.max())) + 1, d_model).double()  # (P, D)
+    return (table[p] * table[p + offsets]).sum(-1).float()  # (K,)
+
+
+SIMILARITY_MISTAKES = [
+    Mistake("exponent i", "the frequency of pair i is 10000^(-2i/d_model): the exponent uses the even column "
+            "index 2i, not i.", gives=lambda k, d: _similarity(k, d, exponent="i")),
+    Mistake("pairs counted twice", "there are d_model / 2 (sin, cos) pairs and each contributes one cosine: "
+            "do not sum over all d_model columns.", gives=lambda k, d: _similarity(k, d, pairs=2.0)),
+    Mistake("sine instead of cosine", "sin(a) sin(b) + cos(a) cos(b) = cos(a - b): each pair contributes "
+            "cos(offset · ω_i), not a sine.", gives=lambda k, d: _similarity(k, d, func=torch.sin)),
+]
+
+
+def check_pe_similarity(fn: Callable) -> CheckResult:
+    """``pe_similarity(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + k]`` for each offset k,
+    which is the same for every position p."""
+    cases = []
+    for offsets, d in [([0], 4), ([1, 2, 3], 2), ([0, 1, 5, 10], 16), ([-3, 3], 8), ([7, 50, 200], 64),
+                       ([], 6)]:
+        offsets = torch.tensor(offsets, dtype=torch.long)
+        cases.append(Case(f"offsets {offsets.tolist()}, d_model={d}", (offsets, d),
+                          _expected_similarity(offsets, d), atol=1e-4, rtol=1e-4,
+                          hint="each (sin, cos) pair of frequency ω_i = 10000^(-2i/d) gives "
+                               "sin(pω)sin((p+k)ω) + cos(pω)cos((p+k)ω) = cos(kω): sum cos(k ω_i) over the pairs."))
+    return run_cases("positional-encoding similarity", fn, cases, SIMILARITY_MISTAKES)
+
+
+EXERCISES = {
+    "attention": check_scaled_dot_product_attention,
+    "cached_causal_mask": check_cached_causal_mask,
+    "pe_similarity": check_pe_similarity,
+}

@@ -4,66 +4,19 @@ Each ``check_*`` runs the reader's function on fixed cases whose answers come fr
 library (``attnbook.data.bpe``, ``attnbook.tasks.language_modeling``, ``attnbook.layers.masks``)
 and prints a verdict. When a wrong answer is exactly what a known mistake gives, or the function
 changed its input, the verdict names the mistake in one line before showing the case.
+``EXERCISES`` maps the notebook's function names to their checkers.
 """
 from __future__ import annotations
 
-import copy
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 
 import torch
 
 from attnbook.data.bpe import merge_pair
-from attnbook.exercises.core import Case, CheckResult, _short, compare, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
 from attnbook.layers.masks import causal_mask
 from attnbook.tasks.language_modeling import filter_logits
-
-Mistake = tuple[Callable, str]  # a wrong function and the one-line diagnosis it earns
-
-
-def _same(a: object, b: object) -> bool:
-    if isinstance(a, torch.Tensor) or isinstance(b, torch.Tensor):
-        return isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and bool(
-            torch.equal(a, b) if not a.is_floating_point() else torch.allclose(a, b, equal_nan=True))
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return type(a) is type(b) and len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def check_with_diagnoses(exercise: str, fn: Callable, cases: Sequence[Case],
-                         mistakes: Sequence[Mistake] = ()) -> CheckResult:
-    """``run_cases``, preceded by two probes on every case: did ``fn`` change its arguments,
-    and does its wrong answer equal what a known mistake gives? Either earns a one-line diagnosis."""
-    if callable(fn):
-        for n, case in enumerate(cases, start=1):
-            args = copy.deepcopy(case.args)
-            try:
-                got = fn(*args, **case.kwargs)
-            except Exception:  # noqa: BLE001 - run_cases reports errors with their line
-                break
-            changed = [i for i, (a, b) in enumerate(zip(args, case.args)) if not _same(a, b)]
-            if changed:
-                return _fail(exercise, f"your function changed its argument {changed[0] + 1} in place: "
-                                       "work on a copy (e.g. x.clone(), dict(pieces)).", n, case, got)
-            if compare(got, case.expected, case.atol, case.rtol) is None:
-                continue
-            for wrong, diagnosis in mistakes:
-                try:
-                    expected_wrong = wrong(*copy.deepcopy(case.args), **case.kwargs)
-                except Exception:  # noqa: BLE001 - a mistake may not apply to every case
-                    continue
-                if compare(got, expected_wrong, case.atol, case.rtol) is None:
-                    return _fail(exercise, diagnosis, n, case, got)
-            break
-    return run_cases(exercise, fn, cases)
-
-
-def _fail(exercise: str, diagnosis: str, n: int, case: Case, got: object) -> CheckResult:
-    message = (f"✗ {exercise}: {diagnosis}\n   case {n} ({case.description})\n"
-               f"   expected: {_short(case.expected)}\n   got:      {_short(got)}")
-    print(message)
-    return CheckResult(exercise, False, message)
-
 
 # --- 1. perplexity from per-token losses ------------------------------------------------------
 
@@ -84,16 +37,12 @@ def check_perplexity(fn: Callable) -> CheckResult:
     cases.append(Case("every loss ln 50: uniform over 50 tokens",
                       ([torch.full((6,), math.log(50), dtype=torch.float64)],), 50.0, atol=1e-9, rtol=1e-9))
     mistakes = [
-        (lambda losses: math.exp(sum(float(x.mean()) for x in losses) / len(losses)),
-         "you averaged the sequences' mean losses: every *token* must count once, so long sequences weigh more."),
-        (lambda losses: sum(math.exp(float(x.mean())) for x in losses) / len(losses),
-         "you averaged per-sequence perplexities: average the losses first, then take one exp."),
-        (lambda losses: 2 ** (float(torch.cat(losses).mean())),
-         "the losses are in nats (natural log): use exp, not 2 ** loss."),
-        (lambda losses: float(torch.cat(losses).mean()),
-         "that is the mean loss itself: the perplexity is its exp."),
+        Mistake("mean of sequence means", "you averaged the sequences' mean losses: every *token* must count once, so long sequences weigh more.", gives=lambda losses: math.exp(sum(float(x.mean()) for x in losses) / len(losses))),
+        Mistake("mean of perplexities", "you averaged per-sequence perplexities: average the losses first, then take one exp.", gives=lambda losses: sum(math.exp(float(x.mean())) for x in losses) / len(losses)),
+        Mistake("base 2", "the losses are in nats (natural log): use exp, not 2 ** loss.", gives=lambda losses: 2 ** (float(torch.cat(losses).mean()))),
+        Mistake("no exp", "that is the mean loss itself: the perplexity is its exp.", gives=lambda losses: float(torch.cat(losses).mean())),
     ]
-    return check_with_diagnoses("perplexity", fn, cases, mistakes)
+    return run_cases("perplexity", fn, cases, mistakes)
 
 
 # --- 2. one BPE merge step ---------------------------------------------------------------------
@@ -147,11 +96,11 @@ def check_bpe_merge_step(fn: Callable) -> CheckResult:
                   hint="count pairs times the piece's count; ties -> min(pair); merge left to right, skipping "
                        "past each merged pair") for d, pieces, new_id in examples]
     mistakes = [
-        (_unweighted_step, "each pair must be counted as often as its piece occurs (weight by the piece's count)."),
-        (_largest_tie_step, "on a tie take the smallest pair (min over (-count, pair)), not the largest."),
-        (_right_to_left_step, "merge from left to right: (1, 1, 1) becomes (new, 1), not (1, new)."),
+        Mistake("unweighted counts", "each pair must be counted as often as its piece occurs (weight by the piece's count).", gives=_unweighted_step),
+        Mistake("largest pair on ties", "on a tie take the smallest pair (min over (-count, pair)), not the largest.", gives=_largest_tie_step),
+        Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not (1, new).", gives=_right_to_left_step),
     ]
-    return check_with_diagnoses("BPE merge step", fn, cases, mistakes)
+    return run_cases("BPE merge step", fn, cases, mistakes)
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
@@ -191,11 +140,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
 
     mistakes = [
-        (drops_crossing, "you dropped the token that crosses p: keep it (drop only when the mass *before* a token reaches p)."),
-        (unsorted, "sort the probabilities from largest to smallest before the cumulative sum."),
-        (on_logits, "accumulate probabilities (softmax), not logits."),
+        Mistake("drops the crossing token", "you dropped the token that crosses p: keep it (drop only when the mass *before* a token reaches p).", gives=drops_crossing),
+        Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
+        Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
     ]
-    return check_with_diagnoses("top-p filter", fn, cases, mistakes)
+    return run_cases("top-p filter", fn, cases, mistakes)
 
 
 # --- 4. the mask of a cached decoding step -----------------------------------------------------
@@ -220,9 +169,17 @@ def check_cached_mask(fn: Callable) -> CheckResult:
         return torch.ones(t, t, dtype=torch.bool).tril()
 
     mistakes = [
-        (no_offset, "the new queries are the *last* positions: shift the triangle right by num_cached (tril(diagonal=P))."),
-        (blocks_cache, "every new position may see the whole cache: the cached positions are all in its past."),
-        (future_visible, "a new position must not see the new positions after it."),
-        (square, "the keys are the cached positions plus the new ones: the mask has P + T columns."),
+        Mistake("no offset", "the new queries are the *last* positions: shift the triangle right by num_cached (tril(diagonal=P)).", gives=no_offset),
+        Mistake("cache hidden", "every new position may see the whole cache: the cached positions are all in its past.", gives=blocks_cache),
+        Mistake("future visible", "a new position must not see the new positions after it.", gives=future_visible),
+        Mistake("square mask", "the keys are the cached positions plus the new ones: the mask has P + T columns.", gives=square),
     ]
-    return check_with_diagnoses("cached decoding mask", fn, cases, mistakes)
+    return run_cases("cached decoding mask", fn, cases, mistakes)
+
+
+EXERCISES = {
+    "perplexity_of": check_perplexity,
+    "bpe_merge_step": check_bpe_merge_step,
+    "top_p": check_top_p,
+    "cached_mask": check_cached_mask,
+}

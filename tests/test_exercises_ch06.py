@@ -1,0 +1,263 @@
+"""Each Chapter 6 checker accepts a reference solution, rejects plausible wrong answers, and names them."""
+import pytest
+import torch
+
+from attnbook.exercises.ch06 import EXERCISES, check_masking, check_mean_pool, check_mlm_accuracy, check_wordpiece
+from attnbook.exercises.core import MUTATION
+
+
+# ----------------------------------------------------------------------------- mean pooling
+def pool_reference(hidden, token_mask):
+    w = token_mask.float().unsqueeze(-1)
+    return (hidden * w).sum(1) / w.sum(1)
+
+
+def pool_all(hidden, token_mask):
+    return hidden.mean(1)
+
+
+def pool_divides_by_length(hidden, token_mask):
+    return (hidden * token_mask.unsqueeze(-1)).sum(1) / hidden.shape[1]
+
+
+def pool_sum(hidden, token_mask):
+    return (hidden * token_mask.unsqueeze(-1)).sum(1)
+
+
+def pool_cls(hidden, token_mask):
+    return hidden[:, 0]
+
+
+def pool_in_place(hidden, token_mask):
+    hidden.mul_(token_mask.unsqueeze(-1))
+    return hidden.sum(1) / token_mask.sum(1, keepdim=True)
+
+
+def pool_max(hidden, token_mask):
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).max(1).values
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (pool_all, "padding averaged"), (pool_divides_by_length, "divided by S"),
+    (pool_sum, "sum not mean"), (pool_cls, "[CLS] vector"), (pool_in_place, MUTATION), (pool_max, ""),
+])
+def test_mean_pool_checker(wrong, diagnosis, capsys):
+    assert check_mean_pool(pool_reference)
+    capsys.readouterr()
+    result = check_mean_pool(wrong)
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+# ----------------------------------------------------------------------------- MLM accuracy
+def accuracy_reference(logits, targets, chosen):
+    return float((logits.argmax(-1)[chosen] == targets[chosen]).float().mean())
+
+
+def accuracy_all_positions_denominator(logits, targets, chosen):
+    return float(((logits.argmax(-1) == targets) & chosen).sum() / targets.numel())
+
+
+def accuracy_everywhere(logits, targets, chosen):
+    return float((logits.argmax(-1) == targets).float().mean())
+
+
+def accuracy_wrong_axis(logits, targets, chosen):
+    pred = logits.argmax(1)  # (B, V): wrong axis; compare on the overlapping width
+    S = min(pred.shape[1], targets.shape[1])
+    return float((pred[:, :S][chosen[:, :S]] == targets[:, :S][chosen[:, :S]]).float().mean())
+
+
+def accuracy_unchosen(logits, targets, chosen):
+    return float((logits.argmax(-1)[~chosen] == targets[~chosen]).float().mean())
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (accuracy_all_positions_denominator, "all-positions denominator"),
+    (accuracy_everywhere, "scored every position"),
+    (accuracy_wrong_axis, ""), (accuracy_unchosen, ""),
+])
+def test_mlm_accuracy_checker(wrong, diagnosis, capsys):
+    assert check_mlm_accuracy(accuracy_reference)
+    capsys.readouterr()
+    result = check_mlm_accuracy(wrong)
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+# ----------------------------------------------------------------------------- WordPiece
+def wordpiece_reference(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_shortest(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(start + 1, len(word) + 1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_no_hashes(word, vocab, max_chars):
+    return [p.removeprefix("##") for p in wordpiece_reference(word, vocab, max_chars)]
+
+
+def wordpiece_partial_unk(word, vocab, max_chars):
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return pieces + ["[UNK]"]
+    return pieces
+
+
+def wordpiece_no_max(word, vocab, max_chars):
+    return wordpiece_reference(word, vocab, 10**9)
+
+
+def wordpiece_off_by_one_max(word, vocab, max_chars):
+    return wordpiece_reference(word, vocab, max_chars - 1)
+
+
+def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a frozenset: this raises
+    vocab.add("[UNK]")
+    return wordpiece_reference(word, vocab, max_chars)
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (wordpiece_shortest, "shortest first"), (wordpiece_no_hashes, "no ## prefix"),
+    (wordpiece_partial_unk, "partial [UNK]"), (wordpiece_no_max, "max_chars ignored"),
+    (wordpiece_off_by_one_max, ""), (wordpiece_mutates_vocab, ""),
+])
+def test_wordpiece_checker(wrong, diagnosis, capsys):
+    assert check_wordpiece(wordpiece_reference)
+    capsys.readouterr()
+    result = check_wordpiece(wrong)
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+# ----------------------------------------------------------------------------- masking
+def masking_reference(input_ids, maskable, mask_id, vocab_size, generator):
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    out = torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out)
+    return out, chosen
+
+
+def masking_ignores_maskable(input_ids, maskable, mask_id, vocab_size, generator):
+    return masking_reference(input_ids, torch.ones_like(maskable), mask_id, vocab_size, generator)
+
+
+def masking_all_mask(input_ids, maskable, mask_id, vocab_size, generator):
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    return torch.where(chosen, mask_id, input_ids), chosen
+
+
+def masking_seed003(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = input_ids.clone(), torch.zeros_like(maskable)
+    B, S = input_ids.shape
+    for b in range(B):
+        n = round(S * 0.15)
+        for i in torch.randint(0, S, (n,), generator=generator).tolist():  # with replacement, ignores maskable
+            if torch.rand(1, generator=generator).item() < 0.8:
+                out[b, i] = mask_id
+            else:
+                out[b, i] = torch.randint(0, vocab_size, (1,), generator=generator).item()
+            chosen[b, i] = True
+    return out, chosen
+
+
+def masking_fifteen_percent_of_all(input_ids, maskable, mask_id, vocab_size, generator):
+    # 15% of *all* positions chosen, then restricted to maskable ones: too few chosen
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15 * maskable.float().mean()) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
+
+
+def masking_never_unchanged(input_ids, maskable, mask_id, vocab_size, generator):
+    # 80% [MASK], 20% random: forgets the 10% that stay as they are
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8), random_ids, out), chosen
+
+
+def masking_no_random(input_ids, maskable, mask_id, vocab_size, generator):
+    # 90% [MASK], 10% unchanged: no random tokens
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    return torch.where(chosen & (u < 0.9), mask_id, input_ids), chosen
+
+
+def masking_global_rng(input_ids, maskable, mask_id, vocab_size, generator):
+    return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
+
+
+def masking_in_place(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    input_ids.copy_(out)
+    return input_ids, chosen
+
+
+def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
+    out, chosen = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (masking_ignores_maskable, "unmaskable chosen"), (masking_all_mask, "mask share"),
+    (masking_seed003, "unmaskable chosen"), (masking_fifteen_percent_of_all, "selection rate"),
+    (masking_global_rng, "generator unused"), (masking_in_place, MUTATION),
+    (masking_never_unchanged, "random share"), (masking_no_random, "mask share"), (masking_bad_random_ids, ""),
+])
+def test_masking_checker(wrong, diagnosis, capsys):
+    assert check_masking(masking_reference)
+    capsys.readouterr()
+    result = check_masking(wrong)
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+def test_stubs_are_reported_as_not_done(capsys):
+    def stub(*args):
+        raise NotImplementedError
+    for checker in (check_mean_pool, check_mlm_accuracy, check_wordpiece, check_masking):
+        assert not checker(stub)
+        assert "not done yet" in capsys.readouterr().out
+
+
+def test_exercises_map_the_notebook_names():
+    assert set(EXERCISES) == {"mean_pool", "mlm_accuracy", "wordpiece", "mask_tokens"}

@@ -1,0 +1,90 @@
+"""`python -m attnbook.exercises chNN answers.py` checks a learner's .py file."""
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from attnbook.exercises.__main__ import chapter_name, main
+
+CH03_RIGHT = '''
+import math
+import torch
+
+def attention(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    return torch.softmax(scores, dim=-1) @ value
+
+def cached_causal_mask(num_queries, num_keys):
+    return torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
+
+def pe_similarity(offsets, d_model):
+    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return torch.cos(offsets.double()[:, None] * inv_freq).sum(-1).float()
+
+if __name__ == "__main__":
+    raise SystemExit("the checker must not run this block")
+'''
+
+
+def _write(tmp_path, text, name="answers.py"):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text))
+    return path
+
+
+def test_all_right_exits_0(tmp_path, capsys):
+    assert main(["ch03", str(_write(tmp_path, CH03_RIGHT))]) == 0
+    out = capsys.readouterr().out
+    assert out.count("✓") == 4 and "ch03: 3 of 3 exercises pass" in out
+
+
+def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
+    text = CH03_RIGHT.replace("/ math.sqrt(query.shape[-1])", "")
+    text = text.replace("def pe_similarity", "def pe_similarity_draft")
+    assert main(["3", str(_write(tmp_path, text))]) == 1
+    out = capsys.readouterr().out
+    assert "the scores look unscaled" in out
+    assert "✗ pe_similarity: answers.py defines no `pe_similarity`; write `def pe_similarity(...)`" in out
+    assert "ch03: 1 of 3 exercises pass" in out
+
+
+def test_a_name_that_is_not_a_function(tmp_path, capsys):
+    assert main(["ch04", str(_write(tmp_path, "split_heads = 3\n"))]) == 1
+    assert "`split_heads` in answers.py is a int, not a function" in capsys.readouterr().out
+
+
+def test_a_file_that_does_not_run(tmp_path, capsys):
+    assert main(["ch01", str(_write(tmp_path, "import torch\nraise RuntimeError('oops')\n"))]) == 2
+    assert "answers.py could not be run: RuntimeError: oops (line 2)" in capsys.readouterr().out
+
+
+def test_missing_file_and_unknown_chapter(tmp_path, capsys):
+    assert main(["ch01", str(tmp_path / "nope.py")]) == 2
+    assert main(["ch42", str(tmp_path / "nope.py")]) == 2
+    out = capsys.readouterr().out
+    assert "no such file" in out and "unknown chapter 'ch42'" in out
+
+
+def test_listing_names_every_function(capsys):
+    assert main(["ch05"]) == 0
+    out = capsys.readouterr().out
+    for name in ("encoder_layer(", "label_smoothed_loss(", "greedy_decode(", "beam_search("):
+        assert name in out
+
+
+@pytest.mark.parametrize(("text", "name"), [("ch03", "ch03"), ("3", "ch03"), ("03", "ch03"), ("CH1", "ch01")])
+def test_chapter_names(text, name):
+    assert chapter_name(text) == name
+
+
+def test_runs_as_a_module(tmp_path):
+    """The real command line, in a fresh interpreter: the exit status says whether all pass."""
+    path = _write(tmp_path, CH03_RIGHT)
+    done = subprocess.run([sys.executable, "-m", "attnbook.exercises", "ch03", str(path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    stub = _write(tmp_path, "def attention(q, k, v):\n    raise NotImplementedError\n", "stub.py")
+    done = subprocess.run([sys.executable, "-m", "attnbook.exercises", "ch03", str(stub)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 1 and "not done yet" in done.stdout
