@@ -85,3 +85,10 @@ def test_errors_are_clear():
         model.step(torch.zeros(2, dtype=torch.long), state)
     with pytest.raises(ValueError, match="shape"):
         model.step(torch.zeros(3, dtype=torch.long), model.start(torch.zeros(2, 3, dtype=torch.long))[1])
+
+
+def test_position_and_token_tables_start_equally_small():
+    model = GPT(GPTConfig(V, max_len=64, d_model=64, num_heads=4, d_ff=64, num_layers=1))
+    tokens_std = model.embed.tokens.weight.std().item()
+    positions_std = model.embed.positions.embedding.weight.std().item()
+    assert 0.015 < tokens_std < 0.025 and 0.015 < positions_std < 0.025

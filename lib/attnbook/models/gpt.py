@@ -70,6 +70,9 @@ class GPT(nn.Module):
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)  # pre-norm stacks end with one
+        # GPT-2 starts the position table as small as the token table. PyTorch's default N(0, 1)
+        # would make positions ~50x larger than tokens: the first LayerNorm would see little else.
+        nn.init.normal_(self.embed.positions.embedding.weight, std=0.02)
 
     def logits(self, x: torch.Tensor) -> torch.Tensor:
         """Final norm, then scores against every token's embedding (the tied output layer)."""
