@@ -57,3 +57,19 @@ def make_transformer():
         return perturb_layer_norms(Transformer(config)).eval()
 
     return make
+
+
+def pytest_terminal_summary(terminalreporter):
+    """After a run that executed notebooks, print each notebook's total time (kernel start included),
+    so a maintainer sees which chapter is near the book's 90-second budget."""
+    totals: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            location = getattr(report, "location", None)
+            if location and str(location[0]).endswith(".ipynb") and hasattr(report, "duration"):
+                notebook = str(location[0])
+                totals[notebook] = totals.get(notebook, 0.0) + report.duration
+    if totals:
+        terminalreporter.write_sep("-", "notebook times (budget: 90 s each on a 2-core CPU)")
+        for notebook, seconds in sorted(totals.items()):
+            terminalreporter.write_line(f"{seconds:7.1f} s  {notebook}")
