@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding
+from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding, copy_to_torch_multihead
 from attnbook.layers.patches import PatchTokens, num_patches
 
 
@@ -129,10 +129,7 @@ def to_torch_reference(model: ViT) -> TorchReferenceViT:
     reference.cls_token.copy_(tokens.cls_token)
     reference.positions.copy_(model.position_embeddings[None])
     for ours, theirs in zip(model.blocks, reference.encoder.layers):
-        attn = ours.self_attn
-        theirs.self_attn.in_proj_weight.copy_(torch.cat([attn.q_proj.weight, attn.k_proj.weight, attn.v_proj.weight]))
-        theirs.self_attn.in_proj_bias.copy_(torch.cat([attn.q_proj.bias, attn.k_proj.bias, attn.v_proj.bias]))
-        theirs.self_attn.out_proj.load_state_dict(attn.out_proj.state_dict())
+        copy_to_torch_multihead(ours.self_attn, theirs.self_attn)  # W^Q, W^K, W^V stacked in one in_proj
         theirs.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
         theirs.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
         theirs.norm1.load_state_dict(ours.norm1.state_dict())
