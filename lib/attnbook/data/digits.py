@@ -17,6 +17,7 @@ from functools import lru_cache
 
 import numpy as np
 import torch
+from torch import nn
 
 SPLITS = ("train", "dev", "test")
 NUM_CLASSES = 10
@@ -140,6 +141,25 @@ def random_shifts(images: torch.Tensor, max_shift: int, fill: float, generator: 
     batch = torch.arange(N)[:, None, None]
     # (N, H, W, C) -> (N, C, H, W): each image cropped at its own offset
     return padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
+
+
+def random_affine(
+    images: torch.Tensor, degrees: float, scale: float, shift: float, fill: float, generator: torch.Generator
+) -> torch.Tensor:
+    """Rotate each image by up to ``degrees``, scale it by a factor in ``[1 - scale, 1 + scale]`` and
+    move it by up to ``shift`` pixels (each drawn uniformly, per image), with bilinear resampling;
+    pixels from outside the frame are ``fill``. ``(N, C, H, W)`` -> ``(N, C, H, W)``."""
+    N, C, H, W = images.shape
+    u = torch.rand(4, N, generator=generator) * 2 - 1  # (4, N) uniform in [-1, 1]
+    angle = u[0] * degrees * torch.pi / 180
+    zoom = 1 + u[1] * scale
+    cos, sin = torch.cos(angle) / zoom, torch.sin(angle) / zoom
+    # affine_grid works in [-1, 1] coordinates: a shift of one pixel is 2 / W (or 2 / H)
+    theta = torch.stack([torch.stack([cos, -sin, u[2] * shift * 2 / W], -1),
+                         torch.stack([sin, cos, u[3] * shift * 2 / H], -1)], 1)  # (N, 2, 3)
+    grid = nn.functional.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
+    out = nn.functional.grid_sample(images - fill, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
+    return out + fill
 
 
 def image_batches(

@@ -68,6 +68,7 @@ class ViT(nn.Module):
         cfg = config
         tokens = PatchTokens(cfg.image_size, cfg.patch_size, cfg.in_channels, cfg.d_model)
         positions = LearnedPositionalEmbedding(cfg.d_model, max_len=tokens.num_tokens)
+        nn.init.normal_(positions.embedding.weight, std=0.02)  # as the paper's code; nn.Embedding's N(0, 1) would drown the patches
         self.embeddings = Embeddings(tokens, positions, dropout=cfg.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, dropout=cfg.dropout, activation="gelu",

@@ -1,0 +1,106 @@
+"""Chapter 7's data-efficiency and shift experiment: ViT vs CNN as the training set shrinks.
+
+Usage: ``python benchmarks/vit_data_efficiency.py`` (writes
+``lib/attnbook/results/vit_data_efficiency.json``, which the chapter plots), or
+``python benchmarks/vit_data_efficiency.py --smoke`` (a seconds-long run that writes nothing
+unless ``--out`` is given; the test suite runs it).
+
+For each training fraction (10%, 25%, 50%, 100% of the fixed training split, stratified by
+class) and each seed, the chapter's ViT and the chapter's CNN are trained with the chapter's
+recipe (``ImageRecipe()``: same steps, batch size, optimizer, schedule, augmentation, and the
+same batches in the same order for both models). The seed picks the subset, the batch order
+and the initial weights. Each model is then measured on the test split, unchanged and shifted
+by 1 and 2 pixels (the mean over the four directions up, down, left, right). One thread, so the
+numbers do not depend on how many cores the machine has.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import platform
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from attnbook.checks import count_parameters
+from attnbook.data.digits import ImageSet, load_digits_splits, shift_images, subset
+from attnbook.models.cnn import CNNConfig, SmallCNN
+from attnbook.models.vit import ViT, ViTConfig
+from attnbook.tasks.image_classification import ImageRecipe, accuracy, train_classifier
+
+FRACTIONS = (0.1, 0.25, 0.5, 1.0)
+SEEDS = (0, 1, 2)
+SHIFTS = (1, 2)
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "vit_data_efficiency.json"
+
+
+def build(kind: str, seed: int, smoke: bool) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    if kind == "vit":
+        return ViT(ViTConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32) if smoke else ViTConfig())
+    return SmallCNN(CNNConfig(channels=4) if smoke else CNNConfig())
+
+
+def shifted_accuracy(model: torch.nn.Module, test: ImageSet, pixels: int, fill: float) -> float:
+    """Mean test accuracy over the four shifts by ``pixels``: right, left, down, up."""
+    moves = ((pixels, 0), (-pixels, 0), (0, pixels), (0, -pixels))
+    return statistics.mean(
+        accuracy(model, ImageSet(shift_images(test.images, dx, dy, fill), test.labels)) for dx, dy in moves
+    )
+
+
+def run(fractions, seeds, recipe: ImageRecipe, smoke: bool) -> list[dict]:
+    digits = load_digits_splits()
+    rows = []
+    for fraction in fractions:
+        for seed in seeds:
+            train = subset(digits.train, fraction, seed) if fraction < 1.0 else digits.train
+            for kind in ("vit", "cnn"):
+                model = build(kind, seed, smoke)
+                start = time.perf_counter()
+                train_classifier(model, train, dataclasses.replace(recipe, seed=seed),
+                                 fill=digits.background, progress=False)
+                row = {"model": kind, "fraction": fraction, "train_images": len(train), "seed": seed,
+                       "parameters": count_parameters(model), "train_seconds": round(time.perf_counter() - start, 1),
+                       "test_accuracy": round(accuracy(model, digits.test), 4)}
+                for pixels in SHIFTS:
+                    row[f"test_accuracy_shift_{pixels}"] = round(
+                        shifted_accuracy(model, digits.test, pixels, digits.background), 4)
+                rows.append(row)
+                print(json.dumps(row), flush=True)
+    return rows
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny models, few steps, one seed: seconds")
+    parser.add_argument("--out", type=Path, default=None, help=f"where to write the JSON (default {DEFAULT_OUT.name}; "
+                        "with --smoke, nothing is written unless given)")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    if args.smoke:
+        recipe = ImageRecipe(steps=6, batch_size=32, warmup_steps=2)
+        fractions, seeds = (0.1, 1.0), (0,)
+    else:
+        recipe, fractions, seeds = ImageRecipe(), FRACTIONS, SEEDS
+    rows = run(fractions, seeds, recipe, args.smoke)
+    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    if out is not None:
+        result = {
+            "description": "Chapter 7: test accuracy of the ViT and the CNN by training fraction and seed; "
+                           "written by benchmarks/vit_data_efficiency.py",
+            "recipe": recipe.__dict__, "vit": ViTConfig().__dict__, "cnn": CNNConfig().__dict__,
+            "fractions": list(fractions), "seeds": list(seeds), "shifts": list(SHIFTS),
+            "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",
+            "runs": rows,
+        }
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps(result, indent=1) + "\n")
+        print(f"wrote {out.name}")
+
+
+if __name__ == "__main__":
+    main()
