@@ -1,6 +1,6 @@
 """Chapter 7's data-efficiency and shift experiment: ViT vs CNN as the training set shrinks.
 
-Usage: ``python benchmarks/vit_data_efficiency.py`` (writes
+Usage: ``python benchmarks/vit_data_efficiency.py [--jobs 2]`` (writes
 ``lib/attnbook/results/vit_data_efficiency.json``, which the chapter plots), or
 ``python benchmarks/vit_data_efficiency.py --smoke`` (a seconds-long run that writes nothing
 unless ``--out`` is given; the test suite runs it).
@@ -19,17 +19,17 @@ import argparse
 import dataclasses
 import json
 import platform
-import statistics
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
 from attnbook.checks import count_parameters
-from attnbook.data.digits import ImageSet, load_digits_splits, shift_images, subset
+from attnbook.data.digits import load_digits_splits, subset
 from attnbook.models.cnn import CNNConfig, SmallCNN
 from attnbook.models.vit import ViT, ViTConfig
-from attnbook.tasks.image_classification import ImageRecipe, accuracy, train_classifier
+from attnbook.tasks.image_classification import ImageRecipe, accuracy, shifted_accuracy, train_classifier
 
 FRACTIONS = (0.1, 0.25, 0.5, 1.0)
 SEEDS = (0, 1, 2)
@@ -44,34 +44,31 @@ def build(kind: str, seed: int, smoke: bool) -> torch.nn.Module:
     return SmallCNN(CNNConfig(channels=4) if smoke else CNNConfig())
 
 
-def shifted_accuracy(model: torch.nn.Module, test: ImageSet, pixels: int, fill: float) -> float:
-    """Mean test accuracy over the four shifts by ``pixels``: right, left, down, up."""
-    moves = ((pixels, 0), (-pixels, 0), (0, pixels), (0, -pixels))
-    return statistics.mean(
-        accuracy(model, ImageSet(shift_images(test.images, dx, dy, fill), test.labels)) for dx, dy in moves
-    )
-
-
-def run(fractions, seeds, recipe: ImageRecipe, smoke: bool) -> list[dict]:
+def run_one(fraction: float, seed: int, kind: str, recipe: ImageRecipe, smoke: bool) -> dict:
+    """Train one model on one subset and measure it (one thread)."""
+    torch.set_num_threads(1)
     digits = load_digits_splits()
-    rows = []
-    for fraction in fractions:
-        for seed in seeds:
-            train = subset(digits.train, fraction, seed) if fraction < 1.0 else digits.train
-            for kind in ("vit", "cnn"):
-                model = build(kind, seed, smoke)
-                start = time.perf_counter()
-                train_classifier(model, train, dataclasses.replace(recipe, seed=seed),
-                                 fill=digits.background, progress=False)
-                row = {"model": kind, "fraction": fraction, "train_images": len(train), "seed": seed,
-                       "parameters": count_parameters(model), "train_seconds": round(time.perf_counter() - start, 1),
-                       "test_accuracy": round(accuracy(model, digits.test), 4)}
-                for pixels in SHIFTS:
-                    row[f"test_accuracy_shift_{pixels}"] = round(
-                        shifted_accuracy(model, digits.test, pixels, digits.background), 4)
-                rows.append(row)
-                print(json.dumps(row), flush=True)
-    return rows
+    train = subset(digits.train, fraction, seed) if fraction < 1.0 else digits.train
+    model = build(kind, seed, smoke)
+    start = time.perf_counter()
+    train_classifier(model, train, dataclasses.replace(recipe, seed=seed), fill=digits.background, progress=False)
+    row = {"model": kind, "fraction": fraction, "train_images": len(train), "seed": seed,
+           "parameters": count_parameters(model), "train_seconds": round(time.perf_counter() - start, 1),
+           "test_accuracy": round(accuracy(model, digits.test), 4)}
+    for pixels in SHIFTS:
+        row[f"test_accuracy_shift_{pixels}"] = round(shifted_accuracy(model, digits.test, pixels, digits.background), 4)
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int) -> list[dict]:
+    """Every (fraction, seed, model), ``jobs`` at a time, each in its own one-thread process."""
+    grid = [(f, s, kind) for f in fractions for s in seeds for kind in ("vit", "cnn")]
+    if jobs == 1:
+        return [run_one(f, s, kind, recipe, smoke) for f, s, kind in grid]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(run_one, f, s, kind, recipe, smoke) for f, s, kind in grid]
+        return [future.result() for future in futures]
 
 
 def main() -> None:
@@ -79,14 +76,16 @@ def main() -> None:
     parser.add_argument("--smoke", action="store_true", help="tiny models, few steps, one seed: seconds")
     parser.add_argument("--out", type=Path, default=None, help=f"where to write the JSON (default {DEFAULT_OUT.name}; "
                         "with --smoke, nothing is written unless given)")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each (default 1)")
     args = parser.parse_args()
-    torch.set_num_threads(1)
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
     if args.smoke:
         recipe = ImageRecipe(steps=6, batch_size=32, warmup_steps=2)
         fractions, seeds = (0.1, 1.0), (0,)
     else:
         recipe, fractions, seeds = ImageRecipe(), FRACTIONS, SEEDS
-    rows = run(fractions, seeds, recipe, args.smoke)
+    rows = run(fractions, seeds, recipe, args.smoke, args.jobs)
     out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
     if out is not None:
         result = {

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from attnbook.data.digits import (
-    ImageSet, image_batches, load_digits_splits, random_shifts, shift_images, split_of, subset,
+    ImageSet, affine, image_batches, load_digits_splits, random_affine, shift_images, split_of, subset,
 )
 
 
@@ -56,14 +56,28 @@ def test_shift_images_by_hand():
         shift_images(x, 3, 0, fill=0.0)
 
 
-def test_random_shifts_are_shifts():
+def test_affine_rotates_and_shifts_like_the_exact_operations():
+    x = torch.arange(32.0).view(2, 1, 4, 4)
+    quarter = affine(x, torch.tensor([90.0, 90.0]), torch.ones(2), torch.zeros(2, 2), fill=0.0)
+    torch.testing.assert_close(quarter, torch.rot90(x, 1, dims=(-2, -1)), atol=1e-4, rtol=0)
+    moved = affine(x, torch.zeros(2), torch.ones(2), torch.tensor([[1.0, -1.0], [0.0, 2.0]]), fill=-9.0)
+    torch.testing.assert_close(moved[:1], shift_images(x[:1], 1, -1, -9.0), atol=1e-4, rtol=0)
+    torch.testing.assert_close(moved[1:], shift_images(x[1:], 0, 2, -9.0), atol=1e-4, rtol=0)
+    twice = affine(x, torch.zeros(2), torch.full((2,), 2.0), torch.zeros(2, 2), fill=0.0)
+    assert twice[0, 0, 1:3, 1:3].std() < x[0, 0, 1:3, 1:3].std()  # zoomed in: the centre spreads out
+    with pytest.raises(ValueError, match="angles"):
+        affine(x, torch.zeros(3), torch.ones(2), torch.zeros(2, 2), fill=0.0)
+
+
+def test_random_affine_is_seeded_and_off_when_all_zero():
     torch.manual_seed(0)
-    x = torch.randn(50, 2, 5, 5)
-    out = random_shifts(x, max_shift=1, fill=-7.0, generator=torch.Generator().manual_seed(0))
-    for i in range(50):
-        options = [shift_images(x[i:i + 1], dx, dy, -7.0) for dx in (-1, 0, 1) for dy in (-1, 0, 1)]
-        assert any(torch.equal(out[i:i + 1], o) for o in options)
-    assert torch.equal(random_shifts(x, 0, 0.0, torch.Generator()), x)
+    x = torch.randn(5, 1, 8, 8)
+    a = random_affine(x, 15, 0.1, 1, -1.0, torch.Generator().manual_seed(3))
+    b = random_affine(x, 15, 0.1, 1, -1.0, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b) and not torch.allclose(a, x)
+    assert random_affine(x, 0, 0, 0, -1.0, torch.Generator()) is x
+    with pytest.raises(ValueError, match="scale"):
+        random_affine(x, 15, 1.5, 1, 0.0, torch.Generator())
 
 
 def test_batches_repeat_with_the_seed_and_cover_an_epoch():

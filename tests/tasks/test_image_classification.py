@@ -6,7 +6,7 @@ from torch import nn
 from attnbook.data.digits import ImageSet, load_digits_splits, subset
 from attnbook.models.cnn import CNNConfig, SmallCNN
 from attnbook.tasks.image_classification import (
-    ImageRecipe, accuracy, classification_loss, predict, train_classifier,
+    ImageRecipe, accuracy, classification_loss, predict, shifted_accuracy, train_classifier,
 )
 
 
@@ -50,7 +50,7 @@ def test_recipe_validates():
 def test_same_recipe_same_model_same_result_and_training_helps():
     digits = load_digits_splits()
     train = subset(digits.train, 0.2, seed=0)
-    recipe = ImageRecipe(steps=40, batch_size=32, lr=1e-2, warmup_steps=5, max_shift=1, seed=0)
+    recipe = ImageRecipe(steps=40, batch_size=32, lr=1e-2, warmup_steps=5, seed=0)
     results = []
     for _ in range(2):
         torch.manual_seed(0)
@@ -60,3 +60,14 @@ def test_same_recipe_same_model_same_result_and_training_helps():
     assert results[0] == results[1]  # same batches, same shifts, same weights
     assert len(results[0][0]) == 40
     assert results[0][1] > 0.4  # 40 steps lift a CNN well above chance (10%)
+
+
+def test_shifted_accuracy_averages_four_directions():
+    # the stand-in reads the first 3 pixels of a 1x4 image: moving right by one blanks pixel 0
+    images = torch.tensor([[5.0, 0, 0, 0]]).view(1, 1, 1, 4)
+    data = ImageSet(images.repeat(1, 1, 4, 1), torch.tensor([0]))
+    # right: [0, 5, 0, 0] -> class 1 (wrong); left: [0, 0, 0, 0] -> class 0 (argmax of ties is 0, right);
+    # down / up: rows move, each row still [5, 0, 0, 0] except the blank one at the top or bottom -> right
+    assert shifted_accuracy(PixelVote(), data, 1, fill=0.0) == pytest.approx(0.75)
+    with pytest.raises(ValueError, match="pixels"):
+        shifted_accuracy(PixelVote(), data, 0, fill=0.0)

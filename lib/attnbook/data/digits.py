@@ -126,51 +126,52 @@ def shift_images(images: torch.Tensor, dx: int, dy: int, fill: float) -> torch.T
     return out
 
 
-def random_shifts(images: torch.Tensor, max_shift: int, fill: float, generator: torch.Generator) -> torch.Tensor:
-    """Shift each image by its own random ``(dx, dy)``, each in ``[-max_shift, max_shift]``
-    (light augmentation; ``max_shift = 0`` returns the images unchanged)."""
-    if max_shift < 0:
-        raise ValueError(f"max_shift must be >= 0, got {max_shift}")
-    if max_shift == 0:
-        return images
+def affine(images: torch.Tensor, angles: torch.Tensor, zooms: torch.Tensor, shifts: torch.Tensor,
+           fill: float) -> torch.Tensor:
+    """Rotate image ``i`` by ``angles[i]`` degrees (counter-clockwise as displayed), scale it by ``zooms[i]`` about
+    its centre, then move it by ``shifts[i] = (dx, dy)`` pixels (right, down), with bilinear
+    resampling; what comes from outside the frame is ``fill``. ``(N, C, H, W)`` -> ``(N, C, H, W)``."""
     N, C, H, W = images.shape
-    padded = torch.nn.functional.pad(images, (max_shift,) * 4, value=fill)  # (N, C, H + 2m, W + 2m)
-    offsets = torch.randint(0, 2 * max_shift + 1, (2, N), generator=generator)  # crop corner per image
-    rows = offsets[0][:, None] + torch.arange(H)  # (N, H)
-    cols = offsets[1][:, None] + torch.arange(W)  # (N, W)
-    batch = torch.arange(N)[:, None, None]
-    # (N, H, W, C) -> (N, C, H, W): each image cropped at its own offset
-    return padded.permute(0, 2, 3, 1)[batch, rows[:, :, None], cols[:, None, :]].permute(0, 3, 1, 2)
-
-
-def random_affine(
-    images: torch.Tensor, degrees: float, scale: float, shift: float, fill: float, generator: torch.Generator
-) -> torch.Tensor:
-    """Rotate each image by up to ``degrees``, scale it by a factor in ``[1 - scale, 1 + scale]`` and
-    move it by up to ``shift`` pixels (each drawn uniformly, per image), with bilinear resampling;
-    pixels from outside the frame are ``fill``. ``(N, C, H, W)`` -> ``(N, C, H, W)``."""
-    N, C, H, W = images.shape
-    u = torch.rand(4, N, generator=generator) * 2 - 1  # (4, N) uniform in [-1, 1]
-    angle = u[0] * degrees * torch.pi / 180
-    zoom = 1 + u[1] * scale
-    cos, sin = torch.cos(angle) / zoom, torch.sin(angle) / zoom
-    # affine_grid works in [-1, 1] coordinates: a shift of one pixel is 2 / W (or 2 / H)
-    theta = torch.stack([torch.stack([cos, -sin, u[2] * shift * 2 / W], -1),
-                         torch.stack([sin, cos, u[3] * shift * 2 / H], -1)], 1)  # (N, 2, 3)
+    if angles.shape != (N,) or zooms.shape != (N,) or shifts.shape != (N, 2):
+        raise ValueError(f"expected angles ({N},), zooms ({N},), shifts ({N}, 2); got {tuple(angles.shape)}, "
+                         f"{tuple(zooms.shape)}, {tuple(shifts.shape)}")
+    radians = -angles * torch.pi / 180  # rows grow downwards: minus makes positive angles counter-clockwise on screen
+    cos, sin = torch.cos(radians) / zooms, torch.sin(radians) / zooms  # (N,)
+    # affine_grid maps each output pixel to the input point it reads, in [-1, 1] coordinates
+    # (one pixel = 2 / W across); moving the image right by dx means reading dx pixels to the left.
+    tx, ty = -shifts[:, 0] * 2 / W, -shifts[:, 1] * 2 / H  # (N,)
+    theta = torch.stack([torch.stack([cos, sin, cos * tx + sin * ty], -1),
+                         torch.stack([-sin, cos, -sin * tx + cos * ty], -1)], 1)  # (N, 2, 3)
     grid = nn.functional.affine_grid(theta.to(images.dtype), list(images.shape), align_corners=False)
     out = nn.functional.grid_sample(images - fill, grid, mode="bilinear", padding_mode="zeros", align_corners=False)
     return out + fill
 
 
+def random_affine(
+    images: torch.Tensor, degrees: float, scale: float, shift: float, fill: float, generator: torch.Generator
+) -> torch.Tensor:
+    """Light augmentation: each image rotated by up to ``degrees``, scaled by a factor in
+    ``[1 - scale, 1 + scale]`` and moved by up to ``shift`` pixels along each axis (all uniform, per
+    image, drawn from ``generator``). All three 0: the images are returned unchanged."""
+    if degrees < 0 or not 0 <= scale < 1 or shift < 0:
+        raise ValueError(f"need degrees >= 0, 0 <= scale < 1, shift >= 0; got {degrees}, {scale}, {shift}")
+    if degrees == 0 and scale == 0 and shift == 0:
+        return images
+    N = images.shape[0]
+    u = torch.rand(4, N, generator=generator) * 2 - 1  # (4, N) uniform in [-1, 1]
+    return affine(images, u[0] * degrees, 1 + u[1] * scale, u[2:].T * shift, fill)
+
+
 def image_batches(
-    data: ImageSet, batch_size: int, generator: torch.Generator, max_shift: int = 0, fill: float = 0.0
+    data: ImageSet, batch_size: int, generator: torch.Generator,
+    degrees: float = 0.0, scale: float = 0.0, shift: float = 0.0, fill: float = 0.0,
 ) -> Iterator[tuple[torch.Tensor, torch.Tensor]]:
     """Endless shuffled batches ``(images (B, C, H, W), labels (B,))``, reshuffled every epoch.
 
     Batches hold ``min(batch_size, len(data))`` images; an epoch's last partial batch is dropped.
     The order depends only on ``generator``, so two models given generators with the same seed
-    see the same images in the same order. ``max_shift > 0`` shifts each image randomly by up to
-    that many pixels (the shifts come from the same generator).
+    see the same images in the same order. ``degrees``, ``scale``, ``shift``: random rotation,
+    scaling and shift of each image (``random_affine``, drawn from the same generator).
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -179,5 +180,5 @@ def image_batches(
         order = torch.randperm(len(data), generator=generator)
         for start in range(0, len(order) - size + 1, size):  # the last partial batch is dropped
             index = order[start:start + size]
-            images = random_shifts(data.images[index], max_shift, fill, generator)
+            images = random_affine(data.images[index], degrees, scale, shift, fill, generator)
             yield images, data.labels[index]

@@ -50,13 +50,16 @@ def _diagnosed(fn: Callable, cases: Sequence[Case], mistakes: Sequence[tuple[str
     """The cases, each whose answer from ``fn`` equals a known mistake's getting that diagnosis as hint."""
     out = []
     for case in cases:
+        args = _clone(case.args)
         try:
-            got = fn(*_clone(case.args))
+            got = fn(*args)
         except Exception:  # noqa: BLE001 - run_cases reports it
             out.append(case)
             continue
         diagnosis = None
-        if compare(got, case.expected, case.atol, case.rtol) is not None:
+        if not _same(args, case.args):
+            diagnosis = "your function changes an input in place; the caller's tensors must stay as they were"
+        elif compare(got, case.expected, case.atol, case.rtol) is not None:
             for message, wrong in mistakes:
                 if compare(got, wrong(*_clone(case.args)), case.atol, case.rtol) is None:
                     diagnosis = message

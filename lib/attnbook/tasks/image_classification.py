@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.data.digits import ImageSet, image_batches
+from attnbook.data.digits import ImageSet, image_batches, shift_images
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.train import History, fit
 
@@ -20,17 +20,20 @@ from attnbook.train import History, fit
 class ImageRecipe:
     """How to train an image classifier for a fixed number of steps.
 
-    ``max_shift``: each training image is shifted by up to that many pixels (0: no augmentation).
+    Augmentation: each training image is rotated by up to ``degrees``, scaled by up to ``scale``
+    (a fraction) and shifted by up to ``shift`` pixels along each axis (all 0: none).
     ``seed`` fixes the batch order and the shifts (not the model's initial weights).
     """
 
-    steps: int = 1000
+    steps: int = 2000
     batch_size: int = 128
     lr: float = 3e-3
-    weight_decay: float = 0.05
+    weight_decay: float = 0.1
     warmup_steps: int = 100
     label_smoothing: float = 0.1
-    max_shift: int = 1
+    degrees: float = 15.0
+    scale: float = 0.1
+    shift: float = 1.0
     clip_norm: float = 1.0
     seed: int = 0
 
@@ -39,9 +42,11 @@ class ImageRecipe:
             raise ValueError(f"steps and batch_size must be >= 1, got {self.steps} and {self.batch_size}")
         if not 1 <= self.warmup_steps < self.steps:
             raise ValueError(f"need 1 <= warmup_steps < steps, got {self.warmup_steps} and {self.steps}")
-        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.label_smoothing < 1 or self.max_shift < 0:
+        if self.lr <= 0 or self.weight_decay < 0 or not 0 <= self.label_smoothing < 1:
             raise ValueError(f"bad recipe values: lr {self.lr}, weight_decay {self.weight_decay}, "
-                             f"label_smoothing {self.label_smoothing}, max_shift {self.max_shift}")
+                             f"label_smoothing {self.label_smoothing}")
+        if self.degrees < 0 or not 0 <= self.scale < 1 or self.shift < 0:
+            raise ValueError(f"bad augmentation: degrees {self.degrees}, scale {self.scale}, shift {self.shift}")
 
 
 def classification_loss(
@@ -62,7 +67,8 @@ def train_classifier(
     ``fill`` is the value of a blank pixel, used for the border that a shift uncovers.
     """
     generator = torch.Generator().manual_seed(recipe.seed)
-    batches = image_batches(data, recipe.batch_size, generator, max_shift=recipe.max_shift, fill=fill)
+    batches = image_batches(data, recipe.batch_size, generator, degrees=recipe.degrees, scale=recipe.scale,
+                            shift=recipe.shift, fill=fill)
     optimizer = torch.optim.AdamW(model.parameters(), lr=recipe.lr, weight_decay=recipe.weight_decay)
     scheduler = warmup_linear_scheduler(optimizer, recipe.warmup_steps, recipe.steps)
     return fit(
@@ -90,3 +96,12 @@ def accuracy(model: nn.Module, data: ImageSet, batch_size: int = 512) -> float:
     if len(data) == 0:
         raise ValueError("cannot measure accuracy on an empty set")
     return (predict(model, data.images, batch_size) == data.labels).float().mean().item()
+
+
+def shifted_accuracy(model: nn.Module, data: ImageSet, pixels: int, fill: float) -> float:
+    """Mean accuracy on ``data`` moved by ``pixels`` in each of the four directions (right, left,
+    down, up); the uncovered border is ``fill`` (a blank pixel)."""
+    if pixels < 1:
+        raise ValueError(f"pixels must be >= 1, got {pixels}")
+    moves = ((pixels, 0), (-pixels, 0), (0, pixels), (0, -pixels))
+    return sum(accuracy(model, ImageSet(shift_images(data.images, dx, dy, fill), data.labels)) for dx, dy in moves) / 4
