@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding, copy_to_torch_multihead
+from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding, to_torch_encoder_layer
 from attnbook.layers.patches import PatchTokens, num_patches
 
 
@@ -129,12 +129,8 @@ def to_torch_reference(model: ViT) -> TorchReferenceViT:
     reference.patches.load_state_dict(tokens.patch_embedding.to_conv2d().state_dict())
     reference.cls_token.copy_(tokens.cls_token)
     reference.positions.copy_(model.position_embeddings[None])
-    for ours, theirs in zip(model.blocks, reference.encoder.layers):
-        copy_to_torch_multihead(ours.self_attn, theirs.self_attn)  # W^Q, W^K, W^V stacked in one in_proj
-        theirs.linear1.load_state_dict(ours.feed_forward.linear1.state_dict())
-        theirs.linear2.load_state_dict(ours.feed_forward.linear2.state_dict())
-        theirs.norm1.load_state_dict(ours.norm1.state_dict())
-        theirs.norm2.load_state_dict(ours.norm2.state_dict())
+    # each block becomes an nn.TransformerEncoderLayer(norm_first=True, GELU) with the same weights
+    reference.encoder.layers = nn.ModuleList(to_torch_encoder_layer(block) for block in model.blocks)
     reference.norm.load_state_dict(model.norm.state_dict())
     reference.head.load_state_dict(model.head.state_dict())
     param = model.head.weight
