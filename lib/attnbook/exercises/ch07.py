@@ -1,4 +1,4 @@
-"""Checkers for Chapter 7 (the Vision Transformer).
+"""Checkers for Chapter 7 (the Vision Transformer); ``EXERCISES`` maps the notebook's names to them.
 
 Each checker varies every argument of the exercise, guards the inputs against in-place changes,
 and, when a wrong answer equals a known mistake's answer, says which mistake in the hint line.
@@ -252,3 +252,11 @@ def check_attention_rollout(fn: Callable) -> CheckResult:
                           hint="start from the identity; for each layer from the first, average the heads, "
                                "mix with the identity, and multiply it on the left of the running product."))
     return _check("attention rollout", fn, cases, ROLLOUT_MISTAKES)
+
+
+EXERCISES = {
+    "patchify": check_patchify,
+    "vit_sizes": check_vit_sizes,
+    "prepend_class_token": check_prepend_class_token,
+    "rollout": check_attention_rollout,
+}
