@@ -1,0 +1,41 @@
+"""The data-efficiency benchmark runs (smoke mode), and its committed results are complete."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from attnbook.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
+    out = tmp_path / "result.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vit_data_efficiency.py"), "--smoke", "--out", str(out)],
+                   check=True, capture_output=True, timeout=120)
+    result = json.loads(out.read_text())
+    runs = result["runs"]
+    assert {(r["model"], r["fraction"]) for r in runs} == {(m, f) for m in ("vit", "cnn") for f in (0.1, 1.0)}
+    for r in runs:
+        for key in ("test_accuracy", "test_accuracy_shift_1", "test_accuracy_shift_2"):
+            assert 0.0 <= r[key] <= 1.0
+
+
+def test_committed_results_cover_the_grid():
+    result = load_result("vit_data_efficiency.json")
+    cells = {(r["model"], r["fraction"], r["seed"]) for r in result["runs"]}
+    assert cells == {(m, f, s) for m in ("vit", "cnn") for f in result["fractions"] for s in result["seeds"]}
+    assert len(result["seeds"]) >= 3 and len(result["fractions"]) >= 3 and result["fractions"][-1] == 1.0
+
+
+def test_resume_reuses_the_runs_of_an_earlier_log(tmp_path):
+    script = str(ROOT / "benchmarks" / "vit_data_efficiency.py")
+    first = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True, timeout=120)
+    log = tmp_path / "first.log"
+    log.write_text(first.stdout)
+    out = tmp_path / "merged.json"
+    again = subprocess.run([sys.executable, script, "--smoke", "--resume", str(log), "--out", str(out)],
+                           check=True, capture_output=True, text=True, timeout=120)
+    assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing was re-run
+    assert json.loads(out.read_text())["runs"] == [json.loads(line) for line in first.stdout.splitlines()
+                                                   if line.startswith("{")]
