@@ -87,6 +87,15 @@ def test_key_numbers_are_checked_and_exercises_have_solutions(path):
     assert "{footbibliography}" in markdown, "end with a references section: ```{footbibliography}```"
 
 
+def test_the_bibliography_parses():
+    """A merge that drops one closing brace breaks the whole book build; catch it here."""
+    from pybtex.database import parse_file
+
+    entries = parse_file(str(ROOT / "references.bib")).entries
+    keys = re.findall(r"@\w+\{([^,]+),", (ROOT / "references.bib").read_text())
+    assert sorted(entries) == sorted(keys), "every @entry must parse as its own entry"
+
+
 def test_every_citation_is_in_the_bibliography():
     bib = (ROOT / "references.bib").read_text()
     keys = set(re.findall(r"@\w+\{([^,]+),", bib))
