@@ -73,3 +73,15 @@ def pytest_terminal_summary(terminalreporter):
         terminalreporter.write_sep("-", "notebook times (budget: 90 s each on a 2-core CPU)")
         for notebook, seconds in sorted(totals.items()):
             terminalreporter.write_line(f"{seconds:7.1f} s  {notebook}")
+
+
+def assert_rejected(checker, wrong, diagnosis: str, capsys) -> str:
+    """An exercise checker must reject ``wrong`` and name ``diagnosis`` ("" = no named mistake).
+
+    Shared by the exercise tests of every chapter; returns what the checker printed.
+    """
+    result = checker(wrong)
+    out = capsys.readouterr().out
+    assert not result
+    assert result.diagnosis == diagnosis, out
+    return out

@@ -5,6 +5,7 @@ import torch
 
 from attnbook.exercises.ch01 import check_edit_distance, check_greedy_decode, check_one_hot, check_shift_targets
 from attnbook.exercises.core import MUTATION
+from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -143,10 +144,7 @@ def test_reference_passes(checker, reference):
 
 
 def _rejects(checker, wrong, diagnosis, capsys):
-    result = checker(wrong)
-    out = capsys.readouterr().out
-    assert not result
-    assert result.diagnosis == diagnosis, out
+    out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
     if diagnosis and diagnosis != MUTATION:
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"

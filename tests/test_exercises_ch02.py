@@ -7,6 +7,7 @@ import torch
 
 from attnbook.exercises.ch02 import check_additive_score, check_luong_step, check_masked_softmax
 from attnbook.exercises.core import MUTATION
+from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -135,26 +136,19 @@ def test_reference_passes(checker, reference):
     assert checker(reference)
 
 
-def _rejects(checker, wrong, diagnosis, capsys):
-    result = checker(wrong)
-    out = capsys.readouterr().out
-    assert not result
-    assert result.diagnosis == diagnosis, out
-
-
 @pytest.mark.parametrize(("wrong", "diagnosis"), MASKED_SOFTMAX_WRONG)
-def test_masked_softmax_rejects(wrong, diagnosis, capsys):
-    _rejects(check_masked_softmax, wrong, diagnosis, capsys)
+def test_masked_softmaxassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_masked_softmax, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), ADDITIVE_WRONG)
-def test_additive_rejects(wrong, diagnosis, capsys):
-    _rejects(check_additive_score, wrong, diagnosis, capsys)
+def test_additiveassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_additive_score, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), LUONG_WRONG)
-def test_luong_rejects(wrong, diagnosis, capsys):
-    _rejects(check_luong_step, wrong, diagnosis, capsys)
+def test_luongassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_luong_step, wrong, diagnosis, capsys)
 
 
 def test_luong_checker_leaves_the_cell_alone(capsys):

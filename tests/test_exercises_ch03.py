@@ -8,6 +8,7 @@ import torch
 from attnbook.exercises.ch03 import check_cached_causal_mask, check_pe_similarity, check_scaled_dot_product_attention
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
+from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -106,26 +107,19 @@ def test_reference_passes(checker, reference):
     assert checker(reference)
 
 
-def _rejects(checker, wrong, diagnosis, capsys):
-    result = checker(wrong)
-    out = capsys.readouterr().out
-    assert not result
-    assert result.diagnosis == diagnosis, out
-
-
 @pytest.mark.parametrize(("wrong", "diagnosis"), SDPA_WRONG)
-def test_sdpa_rejects(wrong, diagnosis, capsys):
-    _rejects(check_scaled_dot_product_attention, wrong, diagnosis, capsys)
+def test_sdpaassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_scaled_dot_product_attention, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), CACHED_MASK_WRONG)
-def test_cached_mask_rejects(wrong, diagnosis, capsys):
-    _rejects(check_cached_causal_mask, wrong, diagnosis, capsys)
+def test_cached_maskassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_cached_causal_mask, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), SIMILARITY_WRONG)
-def test_pe_similarity_rejects(wrong, diagnosis, capsys):
-    _rejects(check_pe_similarity, wrong, diagnosis, capsys)
+def test_pe_similarityassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_pe_similarity, wrong, diagnosis, capsys)
 
 
 def test_unscaled_diagnosis_reads_as_promised(capsys):

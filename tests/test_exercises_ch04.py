@@ -6,6 +6,7 @@ import torch
 from attnbook.exercises.ch04 import check_cached_self_attention, check_merge_heads, check_split_heads
 from attnbook.exercises.core import MUTATION
 from attnbook.layers import KVCache, causal_mask
+from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -128,26 +129,19 @@ def test_reference_passes(checker, reference):
     assert checker(reference)
 
 
-def _rejects(checker, wrong, diagnosis, capsys):
-    result = checker(wrong)
-    out = capsys.readouterr().out
-    assert not result
-    assert result.diagnosis == diagnosis, out
-
-
 @pytest.mark.parametrize(("wrong", "diagnosis"), SPLIT_WRONG)
-def test_split_rejects(wrong, diagnosis, capsys):
-    _rejects(check_split_heads, wrong, diagnosis, capsys)
+def test_splitassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_split_heads, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), MERGE_WRONG)
-def test_merge_rejects(wrong, diagnosis, capsys):
-    _rejects(check_merge_heads, wrong, diagnosis, capsys)
+def test_mergeassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_merge_heads, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), CACHED_WRONG)
-def test_cached_rejects(wrong, diagnosis, capsys):
-    _rejects(check_cached_self_attention, wrong, diagnosis, capsys)
+def test_cachedassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_cached_self_attention, wrong, diagnosis, capsys)
 
 
 def test_cached_steps_rebuild_full_causal_attention():

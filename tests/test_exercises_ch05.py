@@ -11,6 +11,7 @@ from attnbook.exercises.ch05 import (
 )
 from attnbook.exercises.core import MUTATION
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
+from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -256,31 +257,24 @@ def test_reference_passes(checker, reference):
     assert checker(reference)
 
 
-def _rejects(checker, wrong, diagnosis, capsys):
-    result = checker(wrong)
-    out = capsys.readouterr().out
-    assert not result
-    assert result.diagnosis == diagnosis, out
-
-
 @pytest.mark.parametrize(("wrong", "diagnosis"), ENCODER_WRONG)
-def test_encoder_layer_rejects(wrong, diagnosis, capsys):
-    _rejects(check_encoder_layer, wrong, diagnosis, capsys)
+def test_encoder_layerassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_encoder_layer, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), SMOOTHING_WRONG)
-def test_label_smoothing_rejects(wrong, diagnosis, capsys):
-    _rejects(check_label_smoothed_loss, wrong, diagnosis, capsys)
+def test_label_smoothingassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_label_smoothed_loss, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), GREEDY_WRONG)
-def test_greedy_rejects(wrong, diagnosis, capsys):
-    _rejects(check_greedy_decode, wrong, diagnosis, capsys)
+def test_greedyassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_greedy_decode, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), BEAM_WRONG)
-def test_beam_search_rejects(wrong, diagnosis, capsys):
-    _rejects(check_beam_search, wrong, diagnosis, capsys)
+def test_beam_searchassert_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_beam_search, wrong, diagnosis, capsys)
 
 
 def test_reference_beam_search_matches_the_library_on_many_stand_ins():
