@@ -1,0 +1,177 @@
+"""Bahdanau et al.'s length figure, reproduced on G2P: error against input length, with and without attention.
+
+Usage: ``python benchmarks/bahdanau_length.py [--jobs 2] [--resume LOG ...]`` writes
+``lib/attnbook/results/bahdanau_length.json`` (Chapter 2 draws it);
+``python benchmarks/bahdanau_length.py --smoke [--out FILE]`` is a seconds-long run for the tests.
+
+Inputs are CMUdict words written together ("phone" + "knight" -> "phoneknight" -> F OW N N AY T),
+1 to 6 words long. Training inputs join *training* words and are balanced over six length
+buckets (1-9, 10-19, ..., 50-59 letters), so both models see long inputs while they learn; test
+inputs join *test* words (every piece unseen), 150 per bucket. The two models are the chapters'
+own (Chapter 1's GRU encoder-decoder, Chapter 2's GRU + additive attention), trained with the
+book's shared recipe (Adam 3e-3, gradients clipped at 1) on the same batches in the same order,
+for the same number of steps, with three seeds. Scored by phoneme error rate (PER) per bucket
+(whole-input WER is close to 100% for long inputs and says little). One thread per run.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+
+from attnbook.checks import count_parameters
+from attnbook.data import build_vocabs, load_g2p
+from attnbook.data.g2p import G2PSplit
+from attnbook.data.joined_words import join_words
+from attnbook.env import seed_everything
+from attnbook.metrics import edit_distance
+from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig
+from attnbook.tasks.g2p import G2PRecipe, predict, train_g2p
+
+BUCKETS = ((1, 9), (10, 19), (20, 29), (30, 39), (40, 49), (50, 59))
+MODELS = ("gru", "gru_attention")
+SEEDS = (0, 1, 2)
+TRAIN_PER_BUCKET, TEST_PER_BUCKET = 10_000, 150
+RECIPE = G2PRecipe(steps=2000, batch_size=64)
+BOOTSTRAP = 2000
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "bahdanau_length.json"
+
+
+def joined_split(pairs, per_bucket: int, seed: int) -> list[tuple[str, tuple[str, ...]]]:
+    """``per_bucket`` joins of 1-6 words in each length bucket."""
+    out = []
+    for k, (low, high) in enumerate(BUCKETS):
+        out += join_words(pairs, per_bucket, min_words=1, max_words=6, min_letters=low, max_letters=high,
+                          seed=seed + k)
+    return out
+
+
+def datasets(smoke: bool):
+    data = load_g2p()
+    train_n, test_n = (50, 10) if smoke else (TRAIN_PER_BUCKET, TEST_PER_BUCKET)
+    return data, joined_split(data.train, train_n, seed=100), joined_split(data.test, test_n, seed=200)
+
+
+def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
+    small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+    if kind == "gru":
+        return RNNSeq2Seq(RNNSeq2SeqConfig(src_size, tgt_size, **small))
+    if kind == "gru_attention":
+        return RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, **small))
+    raise ValueError(f"unknown model {kind!r}; known: {MODELS}")
+
+
+def run_one(kind: str, seed: int, steps: int, smoke: bool) -> dict:
+    """Train one model on joined words and record, per test input, its edit distance and length."""
+    torch.set_num_threads(1)
+    data, train, test = datasets(smoke)
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
+    recipe = G2PRecipe(steps=steps, batch_size=RECIPE.batch_size, lr=RECIPE.lr, clip_norm=RECIPE.clip_norm, seed=seed)
+    start = time.perf_counter()
+    history = train_g2p(model, G2PSplit(train, [], []), src_vocab, tgt_vocab, recipe, progress=False)
+    seconds = time.perf_counter() - start
+    predictions = predict(model, [w for w, _ in test], src_vocab, tgt_vocab)
+    row = {"model": kind, "seed": seed, "steps": steps, "parameters": count_parameters(model),
+           "train_seconds": round(seconds, 1), "final_loss": round(statistics.mean(history.losses[-50:]), 4),
+           "errors": [edit_distance(p, ref) for p, (_, ref) in zip(predictions, test)],
+           "output_phonemes": [len(p) for p in predictions], "load_average": os.getloadavg()[0]}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def bucket_of(letters: int) -> str:
+    for low, high in BUCKETS:
+        if low <= letters <= high:
+            return f"{low}-{high}"
+    raise ValueError(f"{letters} letters is outside every bucket {BUCKETS}")
+
+
+def per_with_interval(errors: list[int], lengths: list[int], rng: random.Random) -> dict:
+    """PER (total edits / total reference phonemes) and a 95% bootstrap interval over inputs."""
+    n = len(errors)
+    samples = []
+    for _ in range(BOOTSTRAP):
+        pick = [rng.randrange(n) for _ in range(n)]
+        samples.append(sum(errors[i] for i in pick) / sum(lengths[i] for i in pick))
+    samples.sort()
+    return {"per": round(sum(errors) / sum(lengths), 4), "low": round(samples[int(0.025 * BOOTSTRAP)], 4),
+            "high": round(samples[int(0.975 * BOOTSTRAP) - 1], 4)}
+
+
+def summarize(rows: list[dict], test) -> dict:
+    """Per model and bucket: PER of each seed, their mean, and a bootstrap interval of the pooled PER."""
+    rng = random.Random(0)
+    buckets = [bucket_of(len(w)) for w, _ in test]
+    ref_lengths = [len(p) for _, p in test]
+    out = {}
+    for kind in MODELS:
+        mine = [r for r in rows if r["model"] == kind]
+        out[kind] = {}
+        for low, high in BUCKETS:
+            name = f"{low}-{high}"
+            index = [i for i, b in enumerate(buckets) if b == name]
+            per_seed = [sum(r["errors"][i] for i in index) / sum(ref_lengths[i] for i in index) for r in mine]
+            pooled = per_with_interval([r["errors"][i] for r in mine for i in index],
+                                       [ref_lengths[i] for _ in mine for i in index], rng)
+            out[kind][name] = {"inputs": len(index), "per_by_seed": [round(p, 4) for p in per_seed],
+                               "mean_per": round(statistics.mean(per_seed), 4),
+                               "pooled_interval_95": [pooled["low"], pooled["high"]]}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny models, a few steps: seconds")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the JSON")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
+    parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
+    parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
+    args = parser.parse_args()
+    if args.jobs < 1 or args.steps < 1:
+        parser.error("--jobs and --steps must be >= 1")
+    steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
+    done = {}
+    for path in args.resume:
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                done[(row["model"], row["seed"], row["steps"])] = row
+    todo = [(m, s) for s in seeds for m in MODELS if (m, s, steps) not in done]
+    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
+        new = [f.result() for f in [pool.submit(run_one, m, s, steps, args.smoke) for m, s in todo]]
+    done.update({(r["model"], r["seed"], r["steps"]): r for r in new})
+    rows = [done[(m, s, steps)] for m in MODELS for s in seeds]
+    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    if out is None:
+        return
+    _, train, test = datasets(args.smoke)
+    result = {
+        "description": "Chapter 2: phoneme error rate by input length (joined words), GRU encoder-decoder vs "
+                       "GRU + additive attention; written by benchmarks/bahdanau_length.py",
+        "command": f"python benchmarks/bahdanau_length.py --jobs 2 --steps {steps}",
+        "setup": {"buckets": [f"{a}-{b}" for a, b in BUCKETS], "words_per_input": [1, 6],
+                  "train_inputs": len(train), "test_inputs": len(test), "steps": steps,
+                  "batch_size": RECIPE.batch_size, "lr": RECIPE.lr, "clip_norm": RECIPE.clip_norm,
+                  "seeds": list(seeds), "bootstrap_resamples": BOOTSTRAP},
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+                   f"1 thread per run, {args.jobs} runs at a time",
+        "by_length": summarize(rows, test),
+        "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,232 @@
+"""The book's G2P comparison (Chapters 1, 2 and 5) at an equal budget, tuned alike, with seeds.
+
+Usage: ``python benchmarks/g2p_compare.py [--jobs 2] [--phase tune seeds equal_time converge]
+[--resume LOG ...]`` writes ``lib/attnbook/results/g2p_compare.json`` (the chapters read it);
+``python benchmarks/g2p_compare.py --smoke [--out FILE]`` is a seconds-long run for the tests.
+
+The three models are the chapters' own: the GRU encoder-decoder (Chapter 1), GRU + additive
+attention (Chapter 2) and the pre-norm Transformer (Chapter 5, D=64, 2+2 layers, 4 heads).
+Every run uses the same optimizer (Adam, betas 0.9/0.98, eps 1e-9, peak learning rate 3e-3,
+gradients clipped at 1), batch size (128 words) and, for a given seed, the same batches in the
+same order. The phases:
+
+- ``tune``: each model tries the same four recipes on the dev split at 1,200 steps, seed 0:
+  {constant rate, linear warm-up (100 steps) then linear decay} x {label smoothing 0, 0.1}.
+  Each model keeps the recipe with its lowest dev WER (the same tuning budget for all three).
+- ``seeds``: each model's best recipe again with seeds 1 and 2 (seed 0 is the tuning run).
+- ``equal_time``: each model's best recipe for as many steps as it runs in the time the fastest
+  model needs for 1,200 steps (speeds measured in ``tune``), seeds 0-2.
+- ``converge``: each model's best recipe for 12,000 steps (about 15 epochs), seed 0, with the
+  dev WER of a fixed 1,000-word sample every 1,000 steps.
+
+Every run is one thread; ``--jobs 2`` runs two at a time (on a 2-core machine, as measured).
+A run prints one JSON line; ``--resume`` reads such lines back so finished runs are not repeated.
+"""
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import os
+import platform
+import statistics
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import torch
+
+from attnbook.checks import count_parameters
+from attnbook.data import build_vocabs, iterate_batches, load_g2p
+from attnbook.env import seed_everything
+from attnbook.metrics import length_bucket, phoneme_error_rate, word_error_rate
+from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig
+from attnbook.models.transformer import Transformer, TransformerConfig
+from attnbook.schedules import warmup_linear_scheduler
+from attnbook.tasks.g2p import evaluate_g2p, g2p_loss
+from attnbook.train import fit
+
+MODELS = ("gru", "gru_attention", "transformer")
+LABELS = {"gru": "GRU encoder-decoder (Ch. 1)", "gru_attention": "GRU + additive attention (Ch. 2)",
+          "transformer": "Transformer (Ch. 5)"}
+RECIPES = {  # name: (schedule, label smoothing)
+    "constant": ("constant", 0.0),
+    "constant, smoothing 0.1": ("constant", 0.1),
+    "warm-up + linear decay": ("linear", 0.0),
+    "warm-up + linear decay, smoothing 0.1": ("linear", 0.1),
+}
+PEAK_LR, WARMUP, BATCH, CLIP = 3e-3, 100, 128, 1.0
+BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 12000, 1000
+SEEDS = (0, 1, 2)
+PHASES = ("tune", "seeds", "equal_time", "converge")
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "g2p_compare.json"
+
+
+def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
+    if kind == "gru":
+        return RNNSeq2Seq(RNNSeq2SeqConfig(src_size, tgt_size, **_small_rnn(smoke)))
+    if kind == "gru_attention":
+        return RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, **_small_rnn(smoke)))
+    if kind == "transformer":
+        width = dict(d_model=16, num_heads=2, d_ff=32) if smoke else dict(d_model=64, num_heads=4, d_ff=256)
+        return Transformer(TransformerConfig(src_size, tgt_size, **width, dropout=0.0, norm_first=True))
+    raise ValueError(f"unknown model {kind!r}; known: {MODELS}")
+
+
+def _small_rnn(smoke: bool) -> dict:
+    return dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+
+
+def run_one(kind: str, recipe: str, seed: int, steps: int, phase: str, smoke: bool) -> dict:
+    """Train one model with one recipe and seed, then score it on dev and test (one thread)."""
+    torch.set_num_threads(1)
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    schedule, smoothing = RECIPES[recipe]
+    seed_everything(seed)
+    model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
+    optimizer = torch.optim.Adam(model.parameters(), lr=PEAK_LR, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = warmup_linear_scheduler(optimizer, min(WARMUP, steps - 1), steps) if schedule == "linear" else None
+    batches = iterate_batches(data.train, src_vocab, tgt_vocab, BATCH, torch.Generator().manual_seed(seed))
+    batches = itertools.chain([next(batches)], batches)  # encodes every word now, outside the timed steps
+    curve_words = data.dev[::5][: (40 if smoke else 1000)]
+    every = max(1, steps // 3) if smoke else CURVE_EVERY
+    curve, seconds, losses = [], 0.0, []
+    while len(losses) < steps:
+        chunk = min(every, steps - len(losses))
+        history = fit(model, batches, lambda m, b: g2p_loss(m, b, tgt_vocab.pad_id, smoothing), optimizer, chunk,
+                      clip_norm=CLIP, scheduler=scheduler, progress=False)
+        seconds += history.seconds
+        losses += history.losses
+        if phase == "converge" or len(losses) == steps:
+            sample = evaluate_g2p(model, curve_words, src_vocab, tgt_vocab)
+            curve.append([len(losses), round(seconds, 1), round(sample.wer, 4)])
+    dev_words, test_words = (data.dev[:200], data.test[:200]) if smoke else (data.dev, data.test)
+    dev = evaluate_g2p(model, dev_words, src_vocab, tgt_vocab)
+    test = evaluate_g2p(model, test_words, src_vocab, tgt_vocab)
+    row = {"phase": phase, "model": kind, "recipe": recipe, "seed": seed, "steps": steps,
+           "parameters": count_parameters(model), "train_seconds": round(seconds, 1),
+           "steps_per_second": round(steps / seconds, 2), "final_loss": round(statistics.mean(losses[-50:]), 4),
+           "dev_wer": round(dev.wer, 4), "dev_per": round(dev.per, 4),
+           "test_wer": round(test.wer, 4), "test_per": round(test.per, 4),
+           "test_by_length": by_length(test), "dev_sample_curve": curve, "load_average": os.getloadavg()[0]}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def by_length(result) -> dict[str, dict]:
+    """Test WER and PER per word-length bucket, with the bucket's size."""
+    groups: dict[str, list[int]] = {}
+    for i, word in enumerate(result.words):
+        groups.setdefault(length_bucket(len(word)), []).append(i)
+    order = sorted(groups, key=lambda k: min(len(result.words[i]) for i in groups[k]))
+    out = {}
+    for key in order:
+        hyps = [result.predictions[i] for i in groups[key]]
+        refs = [result.references[i] for i in groups[key]]
+        out[key] = {"words": len(refs), "wer": round(word_error_rate(hyps, refs), 4),
+                    "per": round(phoneme_error_rate(hyps, refs), 4)}
+    return out
+
+
+def read_rows(paths: list[Path]) -> dict[tuple, dict]:
+    rows = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.startswith("{"):
+                row = json.loads(line)
+                rows[key_of(row)] = row
+    return rows
+
+
+def key_of(row: dict) -> tuple:
+    return row["phase"], row["model"], row["recipe"], row["seed"], row["steps"]
+
+
+def run_all(specs: list[tuple], smoke: bool, jobs: int, done: dict[tuple, dict]) -> list[dict]:
+    """Run every ``(phase, model, recipe, seed, steps)`` not in ``done``; rows in the order asked."""
+    todo = [s for s in specs if s not in done]
+    args = [(m, r, seed, steps, phase, smoke) for phase, m, r, seed, steps in todo]
+    if jobs == 1:
+        new = [run_one(*a) for a in args]
+    else:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            new = [f.result() for f in [pool.submit(run_one, *a) for a in args]]
+    done.update({key_of(r): r for r in new})
+    return [done[s] for s in specs]
+
+
+def best_recipes(tune_rows: list[dict]) -> dict[str, str]:
+    """Each model's recipe with the lowest dev WER among its tuning runs."""
+    return {m: min((r for r in tune_rows if r["model"] == m), key=lambda r: r["dev_wer"])["recipe"] for m in MODELS}
+
+
+def summarize(rows: list[dict], phase: str) -> dict[str, dict]:
+    """Mean, min and max over seeds of each model's scores in one phase."""
+    out = {}
+    for m in MODELS:
+        mine = [r for r in rows if r["phase"] == phase and r["model"] == m]
+        if not mine:
+            continue
+        cell = {"recipe": mine[0]["recipe"], "steps": sorted({r["steps"] for r in mine}), "seeds": len(mine)}
+        for key in ("test_wer", "test_per", "dev_wer", "train_seconds", "steps_per_second"):
+            values = [r[key] for r in mine]
+            cell[key] = {"mean": round(statistics.mean(values), 4), "min": min(values), "max": max(values)}
+        out[m] = cell
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny models, a few steps: seconds")
+    parser.add_argument("--out", type=Path, default=None, help="where to write the JSON")
+    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
+    parser.add_argument("--phase", nargs="+", choices=PHASES, default=list(PHASES), help="phases to run")
+    parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
+    args = parser.parse_args()
+    if args.jobs < 1:
+        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
+    seeds = SEEDS[:2] if args.smoke else SEEDS
+    done = read_rows(args.resume)
+    tune = run_all([("tune", m, r, 0, budget) for m in MODELS for r in RECIPES], args.smoke, args.jobs, done)
+    best = best_recipes(tune)
+    rows = list(tune)
+    if "seeds" in args.phase:
+        rows += run_all([("seeds", m, best[m], s, budget) for m in MODELS for s in seeds[1:]], args.smoke, args.jobs, done)
+    seeded = [dict(r, phase="budget") for r in rows if r["phase"] == "seeds" or
+              (r["phase"] == "tune" and r["recipe"] == best[r["model"]])]
+    fastest = min(statistics.mean(r["train_seconds"] for r in seeded if r["model"] == m) for m in MODELS)
+    speed = {m: statistics.mean(r["steps_per_second"] for r in seeded if r["model"] == m) for m in MODELS}
+    if "equal_time" in args.phase:
+        steps = {m: max(2, round(fastest * speed[m])) for m in MODELS}
+        rows += run_all([("equal_time", m, best[m], s, steps[m]) for m in MODELS for s in seeds],
+                        args.smoke, args.jobs, done)
+    if "converge" in args.phase:
+        rows += run_all([("converge", m, best[m], 0, converge) for m in MODELS], args.smoke, args.jobs, done)
+    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    if out is None:
+        return
+    result = {
+        "description": "G2P on the book's CMUdict split: Chapters 1, 2 and 5's models at an equal budget, "
+                       "tuned alike; written by benchmarks/g2p_compare.py",
+        "command": "python benchmarks/g2p_compare.py --jobs 2",
+        "setup": {"peak_lr": PEAK_LR, "warmup_steps": WARMUP, "batch_size": BATCH, "clip_norm": CLIP,
+                  "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "budget_steps": budget,
+                  "converge_steps": converge, "recipes": {k: list(v) for k, v in RECIPES.items()},
+                  "seeds": list(seeds), "labels": LABELS, "equal_time_seconds": round(fastest, 1)},
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+                   f"1 thread per run, {args.jobs} runs at a time",
+        "best_recipe": best,
+        "budget": summarize(seeded, "budget"),
+        "equal_time": summarize(rows, "equal_time"),
+        "converged": {r["model"]: r for r in rows if r["phase"] == "converge"},
+        "runs": rows,
+    }
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"wrote {out}")
+
+
+if __name__ == "__main__":
+    main()
