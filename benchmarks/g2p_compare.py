@@ -16,7 +16,7 @@ same order. The phases:
 - ``seeds``: each model's best recipe again with seeds 1 and 2 (seed 0 is the tuning run).
 - ``equal_time``: each model's best recipe for as many steps as it runs in the time the fastest
   model needs for 1,200 steps (speeds measured in ``tune``), seeds 0-2.
-- ``converge``: each model's best recipe for 12,000 steps (about 15 epochs), seed 0, with the
+- ``converge``: each model's best recipe for 8,000 steps (about 10 epochs), seed 0, with the
   dev WER of a fixed 1,000-word sample every 1,000 steps.
 
 Every run is one thread; ``--jobs 2`` runs two at a time (on a 2-core machine, as measured).
@@ -56,7 +56,7 @@ RECIPES = {  # name: (schedule, label smoothing)
     "warm-up + linear decay, smoothing 0.1": ("linear", 0.1),
 }
 PEAK_LR, WARMUP, BATCH, CLIP = 3e-3, 100, 128, 1.0
-BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 12000, 1000
+BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 8000, 1000
 SEEDS = (0, 1, 2)
 PHASES = ("tune", "seeds", "equal_time", "converge")
 DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "g2p_compare.json"
@@ -129,6 +129,34 @@ def by_length(result) -> dict[str, dict]:
     return out
 
 
+SPEED_HOW = ("one thread, one process; each model's median time per training step over 3 interleaved "
+             "rounds of 10 steps on fixed batches (after a warm-up round of 2 steps), so a change in the machine's "
+             "load hits all three models alike")
+
+
+def measure_speeds(smoke: bool, rounds: int = 4, steps: int = 10) -> dict[str, float]:
+    """Training steps per second of each model (see ``SPEED_HOW``)."""
+    torch.set_num_threads(1)
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    batches = iterate_batches(data.train, src_vocab, tgt_vocab, BATCH, torch.Generator().manual_seed(0))
+    fixed = [next(batches) for _ in range(steps)]
+    models = {m: build(m, len(src_vocab), len(tgt_vocab), smoke) for m in MODELS}
+    optimizers = {m: torch.optim.Adam(models[m].parameters(), lr=1e-4) for m in MODELS}
+    times: dict[str, list[float]] = {m: [] for m in MODELS}
+    for round_ in range(rounds):
+        for m in MODELS:
+            for i, batch in enumerate(fixed if round_ else fixed[:2]):
+                start = time.perf_counter()
+                loss = g2p_loss(models[m], batch, tgt_vocab.pad_id)
+                optimizers[m].zero_grad()
+                loss.backward()
+                optimizers[m].step()
+                if round_:  # round 0 warms up
+                    times[m].append(time.perf_counter() - start)
+    return {m: round(1 / statistics.median(times[m]), 2) for m in MODELS}
+
+
 def read_rows(paths: list[Path]) -> dict[tuple, dict]:
     rows = {}
     for path in paths:
@@ -196,10 +224,10 @@ def main() -> None:
         rows += run_all([("seeds", m, best[m], s, budget) for m in MODELS for s in seeds[1:]], args.smoke, args.jobs, done)
     seeded = [dict(r, phase="budget") for r in rows if r["phase"] == "seeds" or
               (r["phase"] == "tune" and r["recipe"] == best[r["model"]])]
-    fastest = min(statistics.mean(r["train_seconds"] for r in seeded if r["model"] == m) for m in MODELS)
-    speed = {m: statistics.mean(r["steps_per_second"] for r in seeded if r["model"] == m) for m in MODELS}
+    speed = measure_speeds(args.smoke)
+    equal_seconds = budget / max(speed.values())  # the fastest model's time for the step budget
+    steps = {m: max(2, round(equal_seconds * speed[m])) for m in MODELS}
     if "equal_time" in args.phase:
-        steps = {m: max(2, round(fastest * speed[m])) for m in MODELS}
         rows += run_all([("equal_time", m, best[m], s, steps[m]) for m in MODELS for s in seeds],
                         args.smoke, args.jobs, done)
     if "converge" in args.phase:
@@ -214,7 +242,9 @@ def main() -> None:
         "setup": {"peak_lr": PEAK_LR, "warmup_steps": WARMUP, "batch_size": BATCH, "clip_norm": CLIP,
                   "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "budget_steps": budget,
                   "converge_steps": converge, "recipes": {k: list(v) for k, v in RECIPES.items()},
-                  "seeds": list(seeds), "labels": LABELS, "equal_time_seconds": round(fastest, 1)},
+                  "seeds": list(seeds), "labels": LABELS},
+        "speed": {"steps_per_second": speed, "how": SPEED_HOW, "equal_time_seconds": round(equal_seconds, 1),
+                  "equal_time_steps": steps},
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
                    f"1 thread per run, {args.jobs} runs at a time",
         "best_recipe": best,

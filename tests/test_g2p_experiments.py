@@ -1,0 +1,83 @@
+"""The G2P experiment scripts run end to end (smoke mode, seconds), and their committed results are complete.
+
+The chapters print these files' numbers in cells that nbval re-runs, and ``test_book`` checks that
+every percentage in the prose appears in a stored output: so a figure quoted in a chapter from a
+results file equals the file.
+"""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from attnbook.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+MODELS = ("gru", "gru_attention", "transformer")
+
+
+def _run(script: str, out: Path, *extra: str) -> dict:
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), "--smoke", "--jobs", "2", "--out", str(out), *extra],
+                   check=True, capture_output=True, timeout=300)
+    return json.loads(out.read_text())
+
+
+def _check_compare(result: dict, seeds: int) -> None:
+    recipes = result["setup"]["recipes"]
+    tune = [r for r in result["runs"] if r["phase"] == "tune"]
+    assert {(r["model"], r["recipe"]) for r in tune} == {(m, k) for m in MODELS for k in recipes}
+    for m in MODELS:
+        best = min((r for r in tune if r["model"] == m), key=lambda r: r["dev_wer"])
+        assert result["best_recipe"][m] == best["recipe"]
+        cell = result["budget"][m]
+        assert cell["seeds"] == seeds and cell["recipe"] == best["recipe"]
+        assert cell["steps"] == [result["setup"]["budget_steps"]]
+        assert cell["test_wer"]["min"] <= cell["test_wer"]["mean"] <= cell["test_wer"]["max"]
+        assert result["equal_time"][m]["seeds"] == seeds
+        assert result["equal_time"][m]["steps"] == [result["speed"]["equal_time_steps"][m]]
+        converged = result["converged"][m]
+        assert converged["steps"] == result["setup"]["converge_steps"] and converged["recipe"] == best["recipe"]
+        assert converged["dev_sample_curve"][-1][0] == converged["steps"]
+    for r in result["runs"]:
+        assert 0.0 <= r["test_wer"] <= 1.0 and r["test_per"] >= 0.0
+        sizes = [b["words"] for b in r["test_by_length"].values()]
+        assert all(n > 0 for n in sizes)
+    fastest = max(result["speed"]["steps_per_second"].values())
+    assert result["speed"]["equal_time_seconds"] == pytest.approx(result["setup"]["budget_steps"] / fastest, abs=0.1)
+
+
+def test_g2p_compare_smoke_run_writes_every_phase(tmp_path):
+    _check_compare(_run("g2p_compare.py", tmp_path / "compare.json"), seeds=2)
+
+
+def test_committed_g2p_comparison_has_three_seeds_and_every_phase():
+    result = load_result("g2p_compare.json")
+    _check_compare(result, seeds=3)
+    assert result["setup"]["budget_steps"] == 1200
+    total = sum(b["words"] for b in result["converged"]["transformer"]["test_by_length"].values())
+    assert total > 5000  # the whole test split
+
+
+def _check_length(result: dict, seeds: int) -> None:
+    assert set(result["by_length"]) == {"gru", "gru_attention"}
+    for model, buckets in result["by_length"].items():
+        assert list(buckets) == result["setup"]["buckets"]
+        for cell in buckets.values():
+            assert len(cell["per_by_seed"]) == seeds
+            low, high = cell["pooled_interval_95"]
+            assert low <= high
+            assert min(cell["per_by_seed"]) <= cell["mean_per"] <= max(cell["per_by_seed"])
+    assert {(r["model"], r["seed"]) for r in result["runs"]} == {
+        (m, s) for m in ("gru", "gru_attention") for s in result["setup"]["seeds"]}
+
+
+def test_bahdanau_length_smoke_run_writes_every_bucket(tmp_path):
+    _check_length(_run("bahdanau_length.py", tmp_path / "length.json"), seeds=2)
+
+
+def test_committed_length_results_have_three_seeds_and_100_inputs_per_bucket():
+    result = load_result("bahdanau_length.json")
+    _check_length(result, seeds=3)
+    assert result["setup"]["buckets"][-1] == "50-59"
+    assert all(cell["inputs"] >= 100 for buckets in result["by_length"].values() for cell in buckets.values())
