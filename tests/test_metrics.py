@@ -47,3 +47,37 @@ def test_per_by_bucket_hand_computed():
     assert by["30-39"] == pytest.approx(2 / 4)
     with pytest.raises(ValueError, match="one word per reference"):
         per_by_bucket(words[:2], hyps, refs)
+
+
+@pytest.mark.parametrize("hyp, ref, expected", [
+    ("abcde", "abcde", []),
+    ("xbcde", "abcde", [0.0]),  # substitution at the start
+    ("abxde", "abcde", [0.5]),  # in the middle
+    ("abcd", "abcde", [1.0]),  # the last symbol dropped
+    ("abcdex", "abcde", [1.0]),  # an extra symbol at the end
+    ("xabcde", "abcde", [0.0]),  # an extra symbol before the first
+    ("b", "a", [0.5]),  # a one-symbol reference
+    ("", "abc", [0.0, 0.5, 1.0]),  # everything dropped
+])
+def test_error_positions_hand_computed(hyp, ref, expected):
+    from attnbook.metrics import edit_distance, error_positions
+    assert error_positions(list(hyp), list(ref)) == expected
+    assert len(error_positions(list(hyp), list(ref))) == edit_distance(list(hyp), list(ref))
+
+
+def test_error_positions_count_equals_edit_distance_on_random_pairs():
+    import random
+    from attnbook.metrics import edit_distance, error_positions
+    rng = random.Random(0)
+    for _ in range(200):
+        hyp = [rng.choice("abc") for _ in range(rng.randint(0, 7))]
+        ref = [rng.choice("abc") for _ in range(rng.randint(1, 7))]
+        positions = error_positions(hyp, ref)
+        assert len(positions) == edit_distance(hyp, ref)
+        assert all(0.0 <= p <= 1.0 for p in positions)
+
+
+def test_error_positions_rejects_an_empty_reference():
+    from attnbook.metrics import error_positions
+    with pytest.raises(ValueError, match="reference is empty"):
+        error_positions(["a"], [])

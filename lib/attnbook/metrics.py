@@ -15,6 +15,37 @@ def edit_distance(hyp: Sequence[Hashable], ref: Sequence[Hashable]) -> int:
     return previous[-1]
 
 
+def error_positions(hyp: Sequence[Hashable], ref: Sequence[Hashable]) -> list[float]:
+    """Where a minimal alignment of ``hyp`` to ``ref`` puts its edits, as fractions of the reference:
+    0.0 at its first symbol, 1.0 at its last (0.5 for a one-symbol reference). An inserted symbol
+    counts at the reference symbol it comes before (the last one at the end). Ties between equally
+    short alignments prefer a match or substitution, then a deletion."""
+    if len(ref) == 0:
+        raise ValueError("the reference is empty: there is no position to report")
+    rows, cols = len(hyp) + 1, len(ref) + 1
+    cost = [[0] * cols for _ in range(rows)]
+    for i in range(rows):
+        for j in range(cols):
+            if i == 0 or j == 0:
+                cost[i][j] = i + j
+            else:
+                cost[i][j] = min(cost[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]), cost[i - 1][j] + 1, cost[i][j - 1] + 1)
+    where, i, j = [], len(hyp), len(ref)
+    while i > 0 or j > 0:
+        if i > 0 and j > 0 and cost[i][j] == cost[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]):
+            if hyp[i - 1] != ref[j - 1]:
+                where.append(j - 1)  # substitution
+            i, j = i - 1, j - 1
+        elif j > 0 and cost[i][j] == cost[i][j - 1] + 1:
+            where.append(j - 1)  # a reference symbol the hypothesis dropped
+            j -= 1
+        else:
+            where.append(min(j, len(ref) - 1))  # an extra hypothesis symbol
+            i -= 1
+    span = len(ref) - 1
+    return sorted(j / span if span else 0.5 for j in where)
+
+
 def _check_pairs(hyps: Sequence, refs: Sequence) -> None:
     if len(hyps) != len(refs):
         raise ValueError(f"need one hypothesis per reference: got {len(hyps)} hypotheses, {len(refs)} references")
