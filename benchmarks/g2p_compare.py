@@ -157,14 +157,18 @@ def measure_speeds(smoke: bool, rounds: int = 4, steps: int = 10) -> dict[str, f
     return {m: round(1 / statistics.median(times[m]), 2) for m in MODELS}
 
 
-def read_rows(paths: list[Path]) -> dict[tuple, dict]:
-    rows = {}
+def read_rows(paths: list[Path]) -> tuple[dict[tuple, dict], dict[str, float] | None]:
+    """Runs and the speed measurement printed by earlier invocations (JSON lines), to reuse."""
+    rows, speed = {}, None
     for path in paths:
         for line in path.read_text().splitlines():
             if line.startswith("{"):
                 row = json.loads(line)
-                rows[key_of(row)] = row
-    return rows
+                if "speed_steps_per_second" in row:
+                    speed = row["speed_steps_per_second"]
+                else:
+                    rows[key_of(row)] = row
+    return rows, speed
 
 
 def key_of(row: dict) -> tuple:
@@ -216,7 +220,7 @@ def main() -> None:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
     budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
     seeds = SEEDS[:2] if args.smoke else SEEDS
-    done = read_rows(args.resume)
+    done, speed = read_rows(args.resume)
     tune = run_all([("tune", m, r, 0, budget) for m in MODELS for r in RECIPES], args.smoke, args.jobs, done)
     best = best_recipes(tune)
     rows = list(tune)
@@ -224,7 +228,9 @@ def main() -> None:
         rows += run_all([("seeds", m, best[m], s, budget) for m in MODELS for s in seeds[1:]], args.smoke, args.jobs, done)
     seeded = [dict(r, phase="budget") for r in rows if r["phase"] == "seeds" or
               (r["phase"] == "tune" and r["recipe"] == best[r["model"]])]
-    speed = measure_speeds(args.smoke)
+    if speed is None:
+        speed = measure_speeds(args.smoke)
+        print(json.dumps({"speed_steps_per_second": speed}), flush=True)
     equal_seconds = budget / max(speed.values())  # the fastest model's time for the step budget
     steps = {m: max(2, round(equal_seconds * speed[m])) for m in MODELS}
     if "equal_time" in args.phase:
