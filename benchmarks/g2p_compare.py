@@ -204,6 +204,10 @@ def summarize(rows: list[dict], phase: str) -> dict[str, dict]:
         for key in ("test_wer", "test_per", "dev_wer", "train_seconds", "steps_per_second"):
             values = [r[key] for r in mine]
             cell[key] = {"mean": round(statistics.mean(values), 4), "min": min(values), "max": max(values)}
+        cell["test_wer_by_length"] = {
+            bucket: {"words": mine[0]["test_by_length"][bucket]["words"],
+                     "mean": round(statistics.mean(r["test_by_length"][bucket]["wer"] for r in mine), 4)}
+            for bucket in mine[0]["test_by_length"]}
         out[m] = cell
     return out
 

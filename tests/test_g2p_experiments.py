@@ -34,6 +34,9 @@ def _check_compare(result: dict, seeds: int) -> None:
         assert cell["seeds"] == seeds and cell["recipe"] == best["recipe"]
         assert cell["steps"] == [result["setup"]["budget_steps"]]
         assert cell["test_wer"]["min"] <= cell["test_wer"]["mean"] <= cell["test_wer"]["max"]
+        by_length = cell["test_wer_by_length"]
+        assert list(by_length) == list(best["test_by_length"])
+        assert sum(b["words"] for b in by_length.values()) == sum(b["words"] for b in best["test_by_length"].values())
         assert result["equal_time"][m]["seeds"] == seeds
         assert result["equal_time"][m]["steps"] == [result["speed"]["equal_time_steps"][m]]
         converged = result["converged"][m]
