@@ -136,6 +136,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
     parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
     parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
+    parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
@@ -165,6 +166,7 @@ def main() -> None:
                   "seeds": list(seeds), "bootstrap_resamples": BOOTSTRAP},
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
                    f"1 thread per run, {args.jobs} runs at a time",
+        "conditions": args.conditions,
         "by_length": summarize(rows, test),
         "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
     }

@@ -219,6 +219,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
     parser.add_argument("--phase", nargs="+", choices=PHASES, default=list(PHASES), help="phases to run")
     parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
+    parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
     args = parser.parse_args()
     if args.jobs < 1:
         parser.error(f"--jobs must be >= 1, got {args.jobs}")
@@ -257,6 +258,7 @@ def main() -> None:
                   "equal_time_steps": steps},
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
                    f"1 thread per run, {args.jobs} runs at a time",
+        "conditions": args.conditions,
         "best_recipe": best,
         "budget": summarize(seeded, "budget"),
         "equal_time": summarize(rows, "equal_time"),
