@@ -14,8 +14,9 @@ same order. The phases:
   {constant rate, linear warm-up (100 steps) then linear decay} x {label smoothing 0, 0.1}.
   Each model keeps the recipe with its lowest dev WER (the same tuning budget for all three).
 - ``seeds``: each model's best recipe again with seeds 1 and 2 (seed 0 is the tuning run).
-- ``equal_time``: each model's best recipe for as many steps as it runs in the time the fastest
-  model needs for 1,200 steps (speeds measured in ``tune``), seeds 0-2.
+- ``equal_time`` (a run identical to a ``seeds``/``tune`` run is reused, not repeated):
+  each model's best recipe for as many steps as it runs in the time the fastest
+  model needs for 1,200 steps (speeds measured side by side: ``measure_speeds``), seeds 0-2.
 - ``converge``: each model's best recipe for 8,000 steps (about 10 epochs), seed 0, with the
   dev WER of a fixed 1,000-word sample every 1,000 steps.
 
@@ -239,6 +240,8 @@ def main() -> None:
     equal_seconds = budget / max(speed.values())  # the fastest model's time for the step budget
     steps = {m: max(2, round(equal_seconds * speed[m])) for m in MODELS}
     if "equal_time" in args.phase:
+        for r in seeded:  # the fastest model's equal-time run is its budget run: reuse, do not retrain
+            done.setdefault(("equal_time", r["model"], r["recipe"], r["seed"], r["steps"]), dict(r, phase="equal_time"))
         rows += run_all([("equal_time", m, best[m], s, steps[m]) for m in MODELS for s in seeds],
                         args.smoke, args.jobs, done)
     if "converge" in args.phase:
