@@ -58,6 +58,18 @@ def test_first_cell_sets_up_colab_from_the_one_repository_url(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_set_up_shares_the_cpu_before_any_work(path):
+    """Two chapters at once must not slow each other many times over (attnbook.cpu_share)."""
+    code = [c for c in _notebook(path)["cells"] if c["cell_type"] == "code"]
+    set_up = _source(code[1])
+    assert "from attnbook.cpu_share import share_cpu" in set_up, "import share_cpu in the set-up cell"
+    calls = [line for line in set_up.splitlines() if line.startswith("share_cpu()")]
+    assert len(calls) == 1, "call share_cpu() once, at the top level of the set-up cell"
+    assert set_up.index(calls[0]) < set_up.index("device = get_device()"), \
+        "call share_cpu() before the chapter's first line of work"
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_stored_outputs_are_clean(path):
     cells = [c for c in _notebook(path)["cells"] if c["cell_type"] == "code"]
     assert all(c.get("execution_count") for c in cells), "every code cell must have been executed"

@@ -1,7 +1,7 @@
 """The package's layers cannot rot: no import from a lower layer to a higher one, no cycle.
 
-Groups, lowest first: the foundation modules (env, progress, checks, metrics, schedules, losses,
-train, decoding, plot, checkpoints) -> layers -> models -> tasks -> exercises, tools. ``data``
+Groups, lowest first: the foundation modules (env, cpu_share, progress, checks, metrics,
+schedules, losses, train, decoding, plot, checkpoints) -> layers -> models -> tasks -> exercises, tools. ``data``
 sits beside ``models``: tasks join the two, so models never import data and data never imports
 models or layers.
 """

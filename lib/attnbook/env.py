@@ -8,6 +8,8 @@ import sys
 import numpy as np
 import torch
 
+from attnbook.cpu_share import active_sharer
+
 
 def get_device(prefer: str | None = None) -> torch.device:
     """Return the best available device: cuda, then mps, then cpu.
@@ -58,4 +60,7 @@ def in_colab() -> bool:
 def describe_runtime() -> str:
     """One line naming the device, the PyTorch version and the CPU threads in use."""
     device = get_device()
-    return f"device: {device.type}, torch {torch.__version__}, {torch.get_num_threads()} CPU threads"
+    threads = f"{torch.get_num_threads()} CPU threads"
+    if active_sharer() is not None:
+        threads += " (fewer while other programs keep the CPU busy)"
+    return f"device: {device.type}, torch {torch.__version__}, {threads}"

@@ -1,0 +1,96 @@
+"""Time a chapter alone and beside another: how much does running two at once cost?
+
+Usage::
+
+    python benchmarks/chapters_side_by_side.py 04 --beside 04
+    python benchmarks/chapters_side_by_side.py 05 --beside 02
+    python benchmarks/chapters_side_by_side.py 03 --beside 03 --no-share   # PyTorch's default
+
+Runs each notebook alone, then both at the same time, each as ``python -m
+attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched), and prints
+wall times (kernel start included) and the slow-down of each. ``--no-share`` sets
+``ATTNBOOK_SHARE_CPU=0``, so the chapters keep PyTorch's default thread count throughout.
+Run it on an otherwise idle machine: anything else running is a third program.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+
+
+def chapter_path(number: str) -> Path:
+    matches = sorted(CHAPTERS.glob(f"{int(number):02d}_*.ipynb"))
+    if len(matches) != 1:
+        raise SystemExit(f"expected one notebook chapters/{int(number):02d}_*.ipynb; found {len(matches)}")
+    return matches[0]
+
+
+def start(path: Path, share: bool) -> subprocess.Popen:
+    env = dict(os.environ, ATTNBOOK_SHARE_CPU="1" if share else "0")
+    command = [sys.executable, "-m", "attnbook.tools.execute", "--no-write", str(path)]
+    log = tempfile.TemporaryFile()  # not a pipe: a full pipe would stall the run
+    run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
+                           start_new_session=True)  # its own group: a stop ends its kernel too
+    run.log = log
+    return run
+
+
+def wait_all(runs: list[subprocess.Popen], limit_s: float) -> list[float | None]:
+    """Wall seconds each run took, None for a run stopped at ``limit_s``; fails on an error."""
+    began, seconds = time.perf_counter(), [None] * len(runs)
+    while any(s is None for s in seconds) and time.perf_counter() - began < limit_s:
+        for i, run in enumerate(runs):
+            if seconds[i] is None and run.poll() is not None:
+                if run.returncode != 0:
+                    run.log.seek(0)
+                    raise SystemExit(f"a notebook failed:\n{run.log.read().decode()[-2000:]}")
+                seconds[i] = time.perf_counter() - began
+        time.sleep(0.1)
+    for run in runs:
+        if run.poll() is None:
+            os.killpg(run.pid, signal.SIGKILL)
+            run.wait()
+    return seconds
+
+
+def show(label: str, seconds: float | None, alone: float, limit_s: float) -> None:
+    if seconds is None:
+        print(f"  {label}: over {limit_s:.0f} s (stopped), more than {limit_s / alone:.1f}x alone")
+    else:
+        print(f"  {label}: {seconds:.1f} s, {seconds / alone:.2f}x alone")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("chapter", help="chapter number, e.g. 04")
+    parser.add_argument("--beside", required=True, help="the chapter run at the same time")
+    parser.add_argument("--no-share", action="store_true", help="ATTNBOOK_SHARE_CPU=0")
+    parser.add_argument("--limit", type=float, default=600, help="stop a run after this many s")
+    args = parser.parse_args()
+    paths = [chapter_path(args.chapter), chapter_path(args.beside)]
+    share = not args.no_share
+    print(f"CPU sharing {'on' if share else 'off'}; {os.cpu_count()} CPUs")
+    alone = []
+    for path in dict.fromkeys(paths):  # a chapter beside itself runs alone once
+        (seconds,) = wait_all([start(path, share)], args.limit)
+        if seconds is None:
+            raise SystemExit(f"{path.name} alone took over {args.limit:.0f} s")
+        alone.append(seconds)
+        print(f"  {path.name} alone: {seconds:.1f} s")
+    alone = alone * 2 if len(alone) == 1 else alone
+    together = wait_all([start(path, share) for path in paths], args.limit)
+    print("side by side:")
+    for path, seconds, solo in zip(paths, together, alone):
+        show(path.name, seconds, solo, args.limit)
+
+
+if __name__ == "__main__":
+    main()

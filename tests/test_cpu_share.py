@@ -1,0 +1,194 @@
+"""CPU sharing: reading /proc/stat, choosing a thread count, and the hooks that apply it."""
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from torch import nn
+
+from attnbook import cpu_share
+from attnbook.cpu_share import (CpuSample, CpuSharer, busy_seconds, others_busy_cores,
+                                share_cpu, stop_sharing, threads_for)
+
+STAT = """cpu  300 10 40 900 5 0 3 7 0 0
+cpu0 100 5 20 400 2 0 1 3 0 0
+cpu1 200 5 20 500 3 0 2 4 0 0
+intr 12 0 0
+"""
+
+
+def test_busy_seconds_counts_user_nice_system_irq_softirq_on_the_watched_cpus():
+    assert busy_seconds(STAT, frozenset({0}), 100) == pytest.approx((100 + 5 + 20 + 0 + 1) / 100)
+    assert busy_seconds(STAT, frozenset({0, 1}), 100) == pytest.approx((126 + 227) / 100)
+
+
+def test_busy_seconds_names_a_missing_cpu():
+    with pytest.raises(ValueError, match=r"lists cpus \[0, 1\]; expected \[0, 1, 2\]"):
+        busy_seconds(STAT, frozenset({0, 1, 2}), 100)
+
+
+def test_others_busy_cores_leaves_out_this_process():
+    before = CpuSample(wall_s=10.0, busy_s=100.0, own_s=5.0)
+    after = CpuSample(wall_s=12.0, busy_s=103.0, own_s=6.0)  # 3 CPU-s in 2 s, 1 of them ours
+    assert others_busy_cores(before, after) == pytest.approx(1.0)
+    # counters sampled at different resolutions can make others slightly negative: clamp
+    assert others_busy_cores(before, CpuSample(12.0, 101.0, 6.5)) == 0.0
+    with pytest.raises(ValueError, match="in order"):
+        others_busy_cores(after, before)
+
+
+@pytest.mark.parametrize(
+    "others, n_cpus, max_threads, expected",
+    [(0.05, 2, 2, 2), (0.4, 2, 2, 2), (0.6, 2, 2, 1), (1.0, 2, 2, 1), (1.9, 2, 2, 1),
+     (3.0, 8, 8, 5), (10.0, 8, 8, 1), (0.0, 8, 4, 4), (0.0, 2, 1, 1)],
+)
+def test_threads_for_uses_the_cores_left_free(others, n_cpus, max_threads, expected):
+    assert threads_for(others, n_cpus, max_threads) == expected
+
+
+@pytest.mark.parametrize("args", [(-0.1, 2, 2), (0.0, 0, 2), (0.0, 2, 0)])
+def test_threads_for_rejects_impossible_inputs(args):
+    with pytest.raises(ValueError, match="need others_cores >= 0"):
+        threads_for(*args)
+
+
+class FakeMachine:
+    """A clock and a /proc/stat whose other programs' load the test sets per window."""
+
+    def __init__(self):
+        self.now, self.busy, self.own, self.others = 0.0, 0.0, 0.0, 0.0
+        self.samples, self.set_calls = 0, []
+
+    def advance(self, seconds, own_cores=1.0):
+        self.now += seconds
+        self.own += own_cores * seconds
+        self.busy += (own_cores + self.others) * seconds
+
+    def sample(self, cpus):
+        self.samples += 1
+        return CpuSample(self.now, self.busy, self.own)
+
+    def sharer(self, max_threads=2):
+        return CpuSharer(max_threads=max_threads, cpus=frozenset({0, 1}), interval_s=0.25,
+                         sample=self.sample, set_threads=self.set_calls.append,
+                         clock=lambda: self.now)
+
+
+def test_sharer_lowers_at_once_and_raises_only_after_two_quiet_windows():
+    machine = FakeMachine()
+    sharer = machine.sharer()
+    machine.advance(0.3)
+    assert sharer.check() == 2 and machine.set_calls == []  # alone: nothing changes
+    machine.others = 1.0
+    machine.advance(0.3)
+    assert sharer.check() == 1 and machine.set_calls == [1]  # another program: down at once
+    machine.advance(0.3)
+    assert sharer.check() == 1 and machine.set_calls == [1]
+    machine.others = 0.0
+    machine.advance(0.3)
+    assert sharer.check() == 1  # one quiet window is not enough
+    machine.others = 1.0
+    machine.advance(0.3)
+    assert sharer.check() == 1  # the other program was only pausing
+    machine.others = 0.0
+    machine.advance(0.3)
+    assert sharer.check() == 1
+    machine.advance(0.3)
+    assert sharer.check() == 2 and machine.set_calls == [1, 2]  # two quiet windows: back up
+    assert sharer.seconds_at == pytest.approx({2: 0.6, 1: 1.5})
+    assert sharer.describe() == "CPU sharing: up to 2 threads; used 1 for 1.5 s, 2 for 0.6 s"
+
+
+def test_sharer_samples_at_most_once_per_interval():
+    machine = FakeMachine()
+    sharer = machine.sharer()
+    for _ in range(10):
+        machine.advance(0.02)
+        sharer.check()
+    assert machine.samples == 1  # the sample taken when the sharer was made
+
+
+def test_sharer_never_goes_above_the_threads_it_started_with():
+    machine = FakeMachine()
+    sharer = machine.sharer(max_threads=1)
+    for _ in range(4):
+        machine.advance(0.3)
+        assert sharer.check() == 1
+    assert machine.set_calls == []
+
+
+def test_sharer_rejects_bad_settings():
+    with pytest.raises(ValueError, match="max_threads >= 1"):
+        CpuSharer(max_threads=0, cpus=frozenset({0}), sample=FakeMachine().sample)
+
+
+linux_only = pytest.mark.skipif(not cpu_share.PROC_STAT.exists(), reason="reads /proc/stat")
+
+
+def others_during(seconds, spin):
+    """Cores other programs kept busy while this process slept or spun for ``seconds``."""
+    cpus = frozenset(cpu_share.os.sched_getaffinity(0))
+    before = cpu_share.read_sample(cpus)
+    end = time.perf_counter() + seconds
+    while spin and time.perf_counter() < end:
+        pass
+    time.sleep(max(0.0, end - time.perf_counter()))
+    return others_busy_cores(before, cpu_share.read_sample(cpus))
+
+
+@linux_only
+def test_our_own_work_does_not_count_as_another_program():
+    idle = others_during(0.5, spin=False)
+    assert others_during(0.5, spin=True) < idle + 0.5
+
+
+@linux_only
+def test_a_busy_program_beside_us_is_seen():
+    idle = others_during(0.5, spin=False)
+    if idle > len(cpu_share.os.sched_getaffinity(0)) - 1:
+        pytest.skip(f"the machine is already busy ({idle:.1f} cores): no room to see one more")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(0.3)  # let it start
+        assert others_during(0.6, spin=False) > idle + 0.6
+    finally:
+        spinner.kill()
+
+
+@linux_only
+def test_share_cpu_checks_before_each_forward_and_stops_cleanly(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    threads = torch.get_num_threads()
+    sharer = share_cpu()
+    try:
+        assert share_cpu() is sharer  # once per process
+        calls = []
+        monkeypatch.setattr(sharer, "check", lambda: calls.append(1) or 1)
+        model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+        model(torch.zeros(1, 3))
+        assert len(calls) == 3  # the Sequential and its two layers
+    finally:
+        stop_sharing()
+    model(torch.zeros(1, 3))
+    assert len(calls) == 3  # hook removed
+    assert torch.get_num_threads() == threads
+    assert "sharer" not in cpu_share._active
+
+
+def test_share_cpu_can_be_turned_off(monkeypatch):
+    monkeypatch.setenv("ATTNBOOK_SHARE_CPU", "0")
+    assert share_cpu() is None
+
+
+@linux_only
+def test_describe_runtime_says_when_the_cpu_is_shared(monkeypatch):
+    from attnbook.env import describe_runtime
+
+    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    assert "fewer while other programs" not in describe_runtime()
+    share_cpu()
+    try:
+        assert describe_runtime().endswith("CPU threads (fewer while other programs keep the CPU busy)")
+    finally:
+        stop_sharing()
