@@ -192,3 +192,33 @@ def test_describe_runtime_says_when_the_cpu_is_shared(monkeypatch):
         assert describe_runtime().endswith("CPU threads (fewer while other programs keep the CPU busy)")
     finally:
         stop_sharing()
+
+
+class FakeShell:
+    def __init__(self):
+        self.callbacks = []
+        self.events = self
+
+    def register(self, event, callback):
+        assert event == "pre_run_cell"
+        self.callbacks.append(callback)
+
+    def unregister(self, event, callback):
+        self.callbacks.remove(callback)
+
+
+@linux_only
+def test_in_a_notebook_each_cell_starts_with_a_check(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    shell = FakeShell()
+    monkeypatch.setattr(cpu_share, "_ipython_shell", lambda: shell)
+    sharer = share_cpu()
+    try:
+        calls = []
+        monkeypatch.setattr(sharer, "check", lambda: calls.append(1) or 1)
+        (callback,) = shell.callbacks
+        assert callback(object()) is None  # IPython passes the cell's info
+        assert calls == [1]
+    finally:
+        stop_sharing()
+    assert shell.callbacks == []
