@@ -5,10 +5,12 @@ Usage::
     python benchmarks/chapters_side_by_side.py 04 --beside 04
     python benchmarks/chapters_side_by_side.py 05 --beside 02
     python benchmarks/chapters_side_by_side.py 03 --beside 03 --no-share   # PyTorch's default
+    python benchmarks/chapters_side_by_side.py 04 --beside busy   # beside a one-core busy loop
 
 Runs each notebook alone, then both at the same time, each as ``python -m
 attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched), and prints
-wall times (kernel start included) and the slow-down of each. ``--no-share`` sets
+wall times (kernel start included) and the slow-down of each. ``--beside busy`` puts a
+plain Python busy loop (one core, no PyTorch) beside the chapter instead: other work on a laptop. ``--no-share`` sets
 ``ATTNBOOK_SHARE_CPU=0``, so the chapters keep PyTorch's default thread count throughout.
 Run it on an otherwise idle machine: anything else running is a third program.
 """
@@ -68,16 +70,35 @@ def show(label: str, seconds: float | None, alone: float, limit_s: float) -> Non
         print(f"  {label}: {seconds:.1f} s, {seconds / alone:.2f}x alone")
 
 
+def beside_busy_loop(path: Path, share: bool, limit_s: float) -> None:
+    (alone,) = wait_all([start(path, share)], limit_s)
+    if alone is None:
+        raise SystemExit(f"{path.name} alone took over {limit_s:.0f} s")
+    print(f"  {path.name} alone: {alone:.1f} s")
+    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        (seconds,) = wait_all([start(path, share)], limit_s)
+    finally:
+        spinner.kill()
+        spinner.wait()
+    print("beside a one-core busy loop:")
+    show(path.name, seconds, alone, limit_s)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("chapter", help="chapter number, e.g. 04")
-    parser.add_argument("--beside", required=True, help="the chapter run at the same time")
+    parser.add_argument("--beside", required=True,
+                        help="the chapter run at the same time, or 'busy' for a busy loop")
     parser.add_argument("--no-share", action="store_true", help="ATTNBOOK_SHARE_CPU=0")
     parser.add_argument("--limit", type=float, default=600, help="stop a run after this many s")
     args = parser.parse_args()
-    paths = [chapter_path(args.chapter), chapter_path(args.beside)]
     share = not args.no_share
     print(f"CPU sharing {'on' if share else 'off'}; {os.cpu_count()} CPUs")
+    if args.beside == "busy":
+        beside_busy_loop(chapter_path(args.chapter), share, args.limit)
+        return
+    paths = [chapter_path(args.chapter), chapter_path(args.beside)]
     alone = []
     for path in dict.fromkeys(paths):  # a chapter beside itself runs alone once
         (seconds,) = wait_all([start(path, share)], args.limit)

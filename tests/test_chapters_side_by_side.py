@@ -36,6 +36,25 @@ def test_runs_alone_then_together_and_leaves_the_notebooks_as_they_were(tiny_cha
     assert (tiny_chapters / "01_quick.ipynb").read_text() == before  # --no-write
 
 
+def test_beside_a_busy_loop_times_the_chapter_twice_and_stops_the_loop(tiny_chapters, monkeypatch,
+                                                                       capsys):
+    spinners = []
+    popen = bench.subprocess.Popen
+
+    def recording_popen(command, *args, **kwargs):
+        run = popen(command, *args, **kwargs)
+        if "while True: pass" in command:
+            spinners.append(run)
+        return run
+
+    monkeypatch.setattr(bench.subprocess, "Popen", recording_popen)
+    monkeypatch.setattr(sys, "argv", ["bench", "1", "--beside", "busy"])
+    bench.main()
+    out = capsys.readouterr().out
+    assert "01_quick.ipynb alone:" in out and "beside a one-core busy loop:" in out
+    assert len(spinners) == 1 and spinners[0].poll() is not None  # the loop was stopped
+
+
 def test_a_run_past_the_limit_is_stopped_and_reported(tiny_chapters, capsys):
     (seconds,) = bench.wait_all([bench.start(tiny_chapters / "02_slow.ipynb", share=False)], 3)
     assert seconds is None
