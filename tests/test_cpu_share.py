@@ -179,6 +179,9 @@ def test_share_cpu_checks_before_each_forward_and_stops_cleanly(monkeypatch):
 def test_share_cpu_can_be_turned_off(monkeypatch):
     monkeypatch.setenv("ATTNBOOK_SHARE_CPU", "0")
     assert share_cpu() is None
+    monkeypatch.setenv("ATTNBOOK_SHARE_CPU", "off")
+    with pytest.raises(ValueError, match=r"must be '0' \(off\) or '1' \(on\); got 'off'"):
+        share_cpu()
 
 
 @linux_only

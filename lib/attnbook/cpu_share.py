@@ -146,7 +146,10 @@ def share_cpu(interval_s: float = 0.25) -> CpuSharer | None:
     """
     if "sharer" in _active:
         return _active["sharer"]
-    if os.environ.get("ATTNBOOK_SHARE_CPU", "1") == "0" or not PROC_STAT.exists():
+    switch = os.environ.get("ATTNBOOK_SHARE_CPU", "1")
+    if switch not in {"0", "1"}:
+        raise ValueError(f"ATTNBOOK_SHARE_CPU must be '0' (off) or '1' (on); got {switch!r}")
+    if switch == "0" or not PROC_STAT.exists():
         return None
     sharer = CpuSharer(
         max_threads=torch.get_num_threads(),
