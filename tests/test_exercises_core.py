@@ -48,6 +48,18 @@ def test_in_place_changes_are_caught_and_do_not_leak_into_later_cases():
     assert torch.equal(cases[0].args[0], torch.tensor([1.0, 2.0]))
 
 
+def test_a_set_argument_changed_in_place_is_caught():
+    cases = [Case("vocabulary", ({"a", "b"}, "c"), 3)]
+
+    def adds_to_the_set(vocab, word):
+        vocab.add(word)
+        return len(vocab)
+    result = run_cases("grow", adds_to_the_set, cases)
+    assert result.diagnosis == MUTATION and "`vocab`" in result.message
+    assert cases[0].args[0] == {"a", "b"}  # the case itself is untouched
+    assert run_cases("grow", lambda vocab, word: len(vocab | {word}), cases)
+
+
 def test_module_and_dataclass_arguments_are_checked():
     layer = nn.Linear(2, 2)
     case = Case("a layer", (layer, torch.ones(1, 2)), layer(torch.ones(1, 2)).detach())

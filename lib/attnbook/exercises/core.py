@@ -171,6 +171,8 @@ def _fresh(value: object) -> object:
         return tuple(_fresh(v) for v in value)
     if isinstance(value, dict):
         return {k: _fresh(v) for k, v in value.items()}
+    if isinstance(value, set):
+        return set(value)  # members of a set are hashable, so immutable enough to share
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.replace(value, **{f.name: _fresh(getattr(value, f.name))
                                              for f in dataclasses.fields(value) if f.init})
