@@ -1,77 +1,15 @@
 """Checkers for Chapter 7 (the Vision Transformer); ``EXERCISES`` maps the notebook's names to them.
 
-Each checker varies every argument of the exercise, guards the inputs against in-place changes,
-and, when a wrong answer equals a known mistake's answer, says which mistake in the hint line.
+Each checker varies every argument of the exercise; ``attnbook.exercises.core.run_cases`` guards
+the inputs against in-place changes and names a known mistake when a wrong answer equals its answer.
 """
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable, Sequence
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, compare, run_cases
-
-
-# ----- shared machinery: diagnoses and untouched inputs ----------------------------------------
-
-def _clone(value):
-    if isinstance(value, torch.Tensor):
-        return value.clone()
-    if isinstance(value, (list, tuple)):
-        return type(value)(_clone(v) for v in value)
-    return value
-
-
-def _same(a, b) -> bool:
-    if isinstance(a, torch.Tensor):
-        return isinstance(b, torch.Tensor) and a.shape == b.shape and torch.equal(a, b)
-    if isinstance(a, (list, tuple)):
-        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
-    return a == b
-
-
-def _untouched(fn: Callable) -> Callable:
-    """Wrap ``fn`` so that changing an input in place raises an error that says so."""
-
-    def guarded(*args):
-        before = _clone(args)
-        out = fn(*args)
-        for n, (old, new) in enumerate(zip(before, args), start=1):
-            if not _same(old, new):
-                raise ValueError(f"argument {n} was changed in place; leave the inputs alone "
-                                 "(use out-of-place operations such as x + y, torch.cat)")
-        return out
-
-    return guarded
-
-
-def _diagnosed(fn: Callable, cases: Sequence[Case], mistakes: Sequence[tuple[str, Callable]]) -> list[Case]:
-    """The cases, each whose answer from ``fn`` equals a known mistake's getting that diagnosis as hint."""
-    out = []
-    for case in cases:
-        args = _clone(case.args)
-        try:
-            got = fn(*args)
-        except Exception:  # noqa: BLE001 - run_cases reports it
-            out.append(case)
-            continue
-        diagnosis = None
-        if not _same(args, case.args):
-            diagnosis = "your function changes an input in place; the caller's tensors must stay as they were"
-        elif compare(got, case.expected, case.atol, case.rtol) is not None:
-            for message, wrong in mistakes:
-                if compare(got, wrong(*_clone(case.args)), case.atol, case.rtol) is None:
-                    diagnosis = message
-                    break
-        out.append(dataclasses.replace(case, hint=f"looks like {diagnosis}") if diagnosis else case)
-    return out
-
-
-def _check(exercise: str, fn: Callable, cases: Sequence[Case], mistakes: Sequence[tuple[str, Callable]]) -> CheckResult:
-    if not callable(fn):
-        return run_cases(exercise, fn, cases)
-    return run_cases(exercise, _untouched(fn), _diagnosed(fn, cases, mistakes))
+from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
@@ -109,14 +47,20 @@ def _patchify_unfold_untransposed(images, P):
 
 
 PATCHIFY_MISTAKES = (
-    ("each patch is flattened channel-last (P, P, C); flatten it channel-first (C, P, P), the layout "
-     "of a Conv2d weight, so that a patch's first P*P numbers are channel 0", _patchify_channel_last),
-    ("the patches are read column by column; read them row by row (patch n = row * cols + col)",
-     _patchify_column_major),
-    ("a plain reshape without a permute: it cuts the image into runs of pixels, not into P x P squares; "
-     "reshape to (B, C, rows, P, cols, P) and move rows and cols to the front first", _patchify_no_permute),
-    ("unfold's output is (B, C*P*P, N): transpose it to (B, N, C*P*P) instead of reshaping it",
-     _patchify_unfold_untransposed),
+    Mistake("channel_last",
+            "each patch is flattened channel-last (P, P, C); flatten it channel-first (C, P, P), the "
+            "layout of a Conv2d weight, so that a patch's first P*P numbers are channel 0",
+            gives=_patchify_channel_last),
+    Mistake("column_major",
+            "the patches are read column by column; read them row by row (patch n = row * cols + col)",
+            gives=_patchify_column_major),
+    Mistake("no_permute",
+            "a plain reshape without a permute: it cuts the image into runs of pixels, not into P x P"
+            " squares; reshape to (B, C, rows, P, cols, P) and move rows and cols to the front first",
+            gives=_patchify_no_permute),
+    Mistake("unfold_untransposed",
+            "unfold's output is (B, C*P*P, N): transpose it to (B, N, C*P*P) instead of reshaping it",
+            gives=_patchify_unfold_untransposed),
 )
 
 
@@ -130,7 +74,7 @@ def check_patchify(fn: Callable) -> CheckResult:
                   "then reshape to (B, N, C*P*P).")
         for n, (shape, P) in enumerate(settings)
     ]
-    return _check("patchify", fn, cases, PATCHIFY_MISTAKES)
+    return run_cases("patchify", fn, cases, PATCHIFY_MISTAKES)
 
 
 # ----- 2. how many tokens, how many parameters --------------------------------------------------
@@ -142,15 +86,20 @@ def _sizes(image_size: int, patch_size: int, channels: int, d_model: int) -> tup
 
 
 SIZE_MISTAKES = (
-    ("the class token is missing from the sequence length (and from the positions)",
-     lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + d + (s // p) ** 2 * d)),
-    ("D parameters (one token vector) are missing: the projection's bias, the class token itself, "
-     "or the class token's position (positions are learned for all 1 + N tokens)",
-     lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d)),
-    ("the channels are not counted: a patch holds C * P * P numbers",
-     lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + d + d + ((s // p) ** 2 + 1) * d)),
-    ("N was computed as image_size / patch_size; the patches form a grid, N = (image_size / patch_size)^2",
-     lambda s, p, c, d: (s // p + 1, c * p * p * d + d + d + (s // p + 1) * d)),
+    Mistake("no_class_token",
+            "the class token is missing from the sequence length (and from the positions)",
+            gives=lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + d + (s // p) ** 2 * d)),
+    Mistake("one_vector_missing",
+            "D parameters (one token vector) are missing: the projection's bias, the class token "
+            "itself, or the class token's position (positions are learned for all 1 + N tokens)",
+            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d)),
+    Mistake("no_channels",
+            "the channels are not counted: a patch holds C * P * P numbers",
+            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + d + d + ((s // p) ** 2 + 1) * d)),
+    Mistake("grid_not_squared",
+            "N was computed as image_size / patch_size; the patches form a grid, N = (image_size / "
+            "patch_size)^2",
+            gives=lambda s, p, c, d: (s // p + 1, c * p * p * d + d + d + (s // p + 1) * d)),
 )
 
 
@@ -163,7 +112,7 @@ def check_vit_sizes(fn: Callable) -> CheckResult:
                   "weight and bias + the class token + one learned position per token.")
         for s, p, c, d in settings
     ]
-    return _check("tokens and parameters", fn, cases, SIZE_MISTAKES)
+    return run_cases("tokens and parameters", fn, cases, SIZE_MISTAKES)
 
 
 # ----- 3. class token and positions ------------------------------------------------------------
@@ -174,13 +123,19 @@ def _prepend(patches: torch.Tensor, cls_token: torch.Tensor, positions: torch.Te
 
 
 PREPEND_MISTAKES = (
-    ("the class token was put at the end; it goes first (position 0, where the head reads it)",
-     lambda x, c, p: torch.cat([x, c.expand(x.shape[0], -1, -1)], dim=1) + p),
-    ("the class token got no position: positions[0] belongs to it, positions[1:] to the patches",
-     lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[1:]], dim=1)),
-    ("the patches got positions[:N] (shifted by one): positions[0] is the class token's",
-     lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[:-1]], dim=1)),
-    ("the positions were not added", lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], dim=1)),
+    Mistake("class_token_last",
+            "the class token was put at the end; it goes first (position 0, where the head reads it)",
+            gives=lambda x, c, p: torch.cat([x, c.expand(x.shape[0], -1, -1)], dim=1) + p),
+    Mistake("class_token_unpositioned",
+            "the class token got no position: positions[0] belongs to it, positions[1:] to the "
+            "patches",
+            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[1:]], dim=1)),
+    Mistake("positions_shifted",
+            "the patches got positions[:N] (shifted by one): positions[0] is the class token's",
+            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[:-1]], dim=1)),
+    Mistake("no_positions",
+            "the positions were not added",
+            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], dim=1)),
 )
 
 
@@ -193,7 +148,7 @@ def check_prepend_class_token(fn: Callable) -> CheckResult:
         cases.append(Case(f"B = {B}, N = {N}, D = {D}", args, _prepend(*args),
                           hint="expand the class token to (B, 1, D), concatenate it before the patches "
                                "along dim 1, then add the (1 + N, D) positions."))
-    return _check("class token and positions", fn, cases, PREPEND_MISTAKES)
+    return run_cases("class token and positions", fn, cases, PREPEND_MISTAKES)
 
 
 # ----- 4. attention rollout --------------------------------------------------------------------
@@ -228,12 +183,20 @@ def _rollout_residual_swapped(maps, residual):
 
 
 ROLLOUT_MISTAKES = (
-    ("the layers are multiplied in the wrong order: the last layer goes on the left, "
-     "R = A_L @ ... @ A_1", _rollout_wrong_order),
-    ("the residual is ignored: mix each layer with the identity, (1 - r) * A + r * I", _rollout_no_residual),
-    ("the weights of the attention and the identity are swapped: (1 - r) * A + r * I", _rollout_residual_swapped),
-    ("each head was rolled out on its own and averaged at the end; average the heads in each layer first",
-     _rollout_per_head),
+    Mistake("wrong_order",
+            "the layers are multiplied in the wrong order: the last layer goes on the left, R = A_L @"
+            " ... @ A_1",
+            gives=_rollout_wrong_order),
+    Mistake("no_residual",
+            "the residual is ignored: mix each layer with the identity, (1 - r) * A + r * I",
+            gives=_rollout_no_residual),
+    Mistake("residual_swapped",
+            "the weights of the attention and the identity are swapped: (1 - r) * A + r * I",
+            gives=_rollout_residual_swapped),
+    Mistake("per_head",
+            "each head was rolled out on its own and averaged at the end; average the heads in each "
+            "layer first",
+            gives=_rollout_per_head),
 )
 
 
@@ -251,7 +214,7 @@ def check_attention_rollout(fn: Callable) -> CheckResult:
                           _rollout(maps, r),
                           hint="start from the identity; for each layer from the first, average the heads, "
                                "mix with the identity, and multiply it on the left of the running product."))
-    return _check("attention rollout", fn, cases, ROLLOUT_MISTAKES)
+    return run_cases("attention rollout", fn, cases, ROLLOUT_MISTAKES)
 
 
 EXERCISES = {
