@@ -225,3 +225,23 @@ def test_in_a_notebook_each_cell_starts_with_a_check(monkeypatch):
     finally:
         stop_sharing()
     assert shell.callbacks == []
+
+
+@linux_only
+def test_a_failed_reading_stops_sharing_instead_of_breaking_the_model(monkeypatch):
+    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    threads = torch.get_num_threads()
+    sharer = share_cpu()
+    try:
+        sharer.threads = 1  # as if it had lowered the count
+        torch.set_num_threads(1)
+
+        def unreadable():
+            raise ValueError("/proc/stat lists cpus [0]; expected [0, 1]")
+        monkeypatch.setattr(sharer, "check", unreadable)
+        with pytest.warns(UserWarning, match="CPU sharing stopped.*expected \\[0, 1\\]"):
+            nn.Linear(2, 2)(torch.zeros(1, 2))  # the forward still runs
+        assert cpu_share.active_sharer() is None and torch.get_num_threads() == threads
+    finally:
+        stop_sharing()
+        torch.set_num_threads(threads)

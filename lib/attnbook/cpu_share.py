@@ -18,6 +18,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -185,7 +186,12 @@ def stop_sharing() -> None:
 
 
 def _check(sharer: CpuSharer) -> None:
-    sharer.check()  # hooks must return None
+    """The hooks' call (they must return None); a failed reading stops sharing, not the model."""
+    try:
+        sharer.check()
+    except (OSError, ValueError) as err:  # e.g. /proc/stat unreadable, or a CPU went offline
+        warnings.warn(f"CPU sharing stopped, PyTorch keeps {sharer.max_threads} threads: {err}")
+        stop_sharing()
 
 
 def _ipython_shell():
