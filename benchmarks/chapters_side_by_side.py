@@ -7,9 +7,10 @@ Usage::
     python benchmarks/chapters_side_by_side.py 03 --beside 03 --no-share   # PyTorch's default
     python benchmarks/chapters_side_by_side.py 04 --beside busy   # beside a one-core busy loop
 
-Runs each notebook alone, then both at the same time, each as ``python -m
-attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched), and prints
-wall times (kernel start included) and the slow-down of each. ``--beside busy`` puts a
+Runs each notebook alone, then both at the same time, then each alone again, every run as
+``python -m attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched),
+and prints wall times (kernel start included) and each side-by-side time over the mean of
+its two alone times (before and after, so a drift in the machine's speed shows). ``--beside busy`` puts a
 plain Python busy loop (one core, no PyTorch) beside the chapter instead: other work on a laptop. ``--no-share`` sets
 ``ATTNBOOK_SHARE_CPU=0``, so the chapters keep PyTorch's default thread count throughout.
 Run it on an otherwise idle machine: anything else running is a third program.
@@ -39,28 +40,50 @@ def start(path: Path, share: bool) -> subprocess.Popen:
     env = dict(os.environ, ATTNBOOK_SHARE_CPU="1" if share else "0")
     command = [sys.executable, "-m", "attnbook.tools.execute", "--no-write", str(path)]
     log = tempfile.TemporaryFile()  # not a pipe: a full pipe would stall the run
+    # its own session, so that stopping it stops its children (the kernel notices its parent
+    # is gone and exits about a second later)
     run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
-                           start_new_session=True)  # its own group: a stop ends its kernel too
+                           start_new_session=True)
     run.log = log
     return run
+
+
+def stop(runs: list[subprocess.Popen]) -> None:
+    """Stop every run still going, then give the orphaned kernels time to exit."""
+    going = [run for run in runs if run.poll() is None]
+    for run in going:
+        os.killpg(run.pid, signal.SIGKILL)
+        run.wait()
+    if going:
+        time.sleep(3)
 
 
 def wait_all(runs: list[subprocess.Popen], limit_s: float) -> list[float | None]:
     """Wall seconds each run took, None for a run stopped at ``limit_s``; fails on an error."""
     began, seconds = time.perf_counter(), [None] * len(runs)
-    while any(s is None for s in seconds) and time.perf_counter() - began < limit_s:
-        for i, run in enumerate(runs):
-            if seconds[i] is None and run.poll() is not None:
-                if run.returncode != 0:
-                    run.log.seek(0)
-                    raise SystemExit(f"a notebook failed:\n{run.log.read().decode()[-2000:]}")
-                seconds[i] = time.perf_counter() - began
-        time.sleep(0.1)
-    for run in runs:
-        if run.poll() is None:
-            os.killpg(run.pid, signal.SIGKILL)
-            run.wait()
+    try:
+        while any(s is None for s in seconds) and time.perf_counter() - began < limit_s:
+            for i, run in enumerate(runs):
+                if seconds[i] is None and run.poll() is not None:
+                    if run.returncode != 0:
+                        run.log.seek(0)
+                        raise SystemExit(f"a notebook failed:\n{run.log.read().decode()[-2000:]}")
+                    seconds[i] = time.perf_counter() - began
+            time.sleep(0.1)
+    finally:  # also on an error or Ctrl-C: no run may outlive the benchmark
+        stop(runs)
     return seconds
+
+
+def time_alone(paths: list[Path], share: bool, limit_s: float, when: str) -> dict[Path, float]:
+    alone = {}
+    for path in dict.fromkeys(paths):  # a chapter beside itself runs alone once
+        (seconds,) = wait_all([start(path, share)], limit_s)
+        if seconds is None:
+            raise SystemExit(f"{path.name} alone took over {limit_s:.0f} s")
+        alone[path] = seconds
+        print(f"  {path.name} alone ({when}): {seconds:.1f} s")
+    return alone
 
 
 def show(label: str, seconds: float | None, alone: float, limit_s: float) -> None:
@@ -70,19 +93,22 @@ def show(label: str, seconds: float | None, alone: float, limit_s: float) -> Non
         print(f"  {label}: {seconds:.1f} s, {seconds / alone:.2f}x alone")
 
 
-def beside_busy_loop(path: Path, share: bool, limit_s: float) -> None:
-    (alone,) = wait_all([start(path, share)], limit_s)
-    if alone is None:
-        raise SystemExit(f"{path.name} alone took over {limit_s:.0f} s")
-    print(f"  {path.name} alone: {alone:.1f} s")
-    spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+def side_by_side(paths: list[Path], share: bool, limit_s: float) -> None:
+    """Both chapters at once, or (one path) the chapter beside a one-core busy loop."""
+    before = time_alone(paths, share, limit_s, "before")
+    spinner = None
+    if len(paths) == 1:
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
     try:
-        (seconds,) = wait_all([start(path, share)], limit_s)
+        together = wait_all([start(path, share) for path in paths], limit_s)
     finally:
-        spinner.kill()
-        spinner.wait()
-    print("beside a one-core busy loop:")
-    show(path.name, seconds, alone, limit_s)
+        if spinner is not None:
+            spinner.kill()
+            spinner.wait()
+    after = time_alone(paths, share, limit_s, "after")
+    print("beside a one-core busy loop:" if spinner is not None else "side by side:")
+    for path, seconds in zip(paths, together):
+        show(path.name, seconds, (before[path] + after[path]) / 2, limit_s)
 
 
 def main() -> None:
@@ -95,22 +121,10 @@ def main() -> None:
     args = parser.parse_args()
     share = not args.no_share
     print(f"CPU sharing {'on' if share else 'off'}; {os.cpu_count()} CPUs")
-    if args.beside == "busy":
-        beside_busy_loop(chapter_path(args.chapter), share, args.limit)
-        return
-    paths = [chapter_path(args.chapter), chapter_path(args.beside)]
-    alone = []
-    for path in dict.fromkeys(paths):  # a chapter beside itself runs alone once
-        (seconds,) = wait_all([start(path, share)], args.limit)
-        if seconds is None:
-            raise SystemExit(f"{path.name} alone took over {args.limit:.0f} s")
-        alone.append(seconds)
-        print(f"  {path.name} alone: {seconds:.1f} s")
-    alone = alone * 2 if len(alone) == 1 else alone
-    together = wait_all([start(path, share) for path in paths], args.limit)
-    print("side by side:")
-    for path, seconds, solo in zip(paths, together, alone):
-        show(path.name, seconds, solo, args.limit)
+    paths = [chapter_path(args.chapter)]
+    if args.beside != "busy":
+        paths.append(chapter_path(args.beside))
+    side_by_side(paths, share, args.limit)
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def test_runs_alone_then_together_and_leaves_the_notebooks_as_they_were(tiny_cha
     monkeypatch.setattr(sys, "argv", ["bench", "1", "--beside", "01"])
     bench.main()
     out = capsys.readouterr().out
-    assert "CPU sharing on" in out and out.count("01_quick.ipynb alone:") == 1  # once, not twice
+    assert "CPU sharing on" in out
+    assert out.count("01_quick.ipynb alone (before):") == out.count("01_quick.ipynb alone (after):") == 1
     assert out.count("x alone") == 2
     assert (tiny_chapters / "01_quick.ipynb").read_text() == before  # --no-write
 
@@ -51,7 +52,7 @@ def test_beside_a_busy_loop_times_the_chapter_twice_and_stops_the_loop(tiny_chap
     monkeypatch.setattr(sys, "argv", ["bench", "1", "--beside", "busy"])
     bench.main()
     out = capsys.readouterr().out
-    assert "01_quick.ipynb alone:" in out and "beside a one-core busy loop:" in out
+    assert "01_quick.ipynb alone (after):" in out and "beside a one-core busy loop:" in out
     assert len(spinners) == 1 and spinners[0].poll() is not None  # the loop was stopped
 
 

@@ -18,9 +18,10 @@ intr 12 0 0
 """
 
 
-def test_busy_seconds_counts_user_nice_system_irq_softirq_on_the_watched_cpus():
-    assert busy_seconds(STAT, frozenset({0}), 100) == pytest.approx((100 + 5 + 20 + 0 + 1) / 100)
-    assert busy_seconds(STAT, frozenset({0, 1}), 100) == pytest.approx((126 + 227) / 100)
+def test_busy_seconds_counts_all_but_idle_and_iowait_on_the_watched_cpus():
+    # user, nice, system, irq, softirq, steal
+    assert busy_seconds(STAT, frozenset({0}), 100) == pytest.approx((100 + 5 + 20 + 0 + 1 + 3) / 100)
+    assert busy_seconds(STAT, frozenset({0, 1}), 100) == pytest.approx((129 + 231) / 100)
 
 
 def test_busy_seconds_names_a_missing_cpu():
@@ -41,9 +42,10 @@ def test_others_busy_cores_leaves_out_this_process():
 @pytest.mark.parametrize(
     "others, n_cpus, max_threads, expected",
     [(0.05, 2, 2, 2), (0.4, 2, 2, 2), (0.6, 2, 2, 1), (1.0, 2, 2, 1), (1.9, 2, 2, 1),
-     (3.0, 8, 8, 5), (10.0, 8, 8, 1), (0.0, 8, 4, 4), (0.0, 2, 1, 1)],
+     (3.0, 8, 8, 5), (10.0, 8, 8, 1), (0.0, 8, 4, 4), (0.0, 2, 1, 1),
+     (4.0, 8, 4, 2), (1.0, 8, 4, 4), (6.0, 8, 4, 1)],  # 4 threads on 8 hyperthreads
 )
-def test_threads_for_uses_the_cores_left_free(others, n_cpus, max_threads, expected):
+def test_threads_for_uses_the_share_of_cores_left_free(others, n_cpus, max_threads, expected):
     assert threads_for(others, n_cpus, max_threads) == expected
 
 
@@ -168,12 +170,34 @@ def test_share_cpu_checks_before_each_forward_and_stops_cleanly(monkeypatch):
         model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
         model(torch.zeros(1, 3))
         assert len(calls) == 3  # the Sequential and its two layers
+        sharer.threads = 1  # as if it had lowered the count
+        torch.set_num_threads(1)
     finally:
         stop_sharing()
     model(torch.zeros(1, 3))
     assert len(calls) == 3  # hook removed
-    assert torch.get_num_threads() == threads
-    assert "sharer" not in cpu_share._active
+    assert torch.get_num_threads() == threads  # restored
+    assert cpu_share._active == {}
+
+
+@linux_only
+def test_only_the_thread_that_started_sharing_checks(monkeypatch):
+    import threading
+
+    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    sharer = share_cpu()
+    try:
+        calls = []
+        monkeypatch.setattr(sharer, "check", lambda: calls.append(1) or 1)
+        model = nn.Linear(2, 2)
+        worker = threading.Thread(target=model, args=(torch.zeros(1, 2),))
+        worker.start()
+        worker.join()
+        assert calls == []  # OpenMP's thread count belongs to the calling thread
+        model(torch.zeros(1, 2))
+        assert calls == [1]
+    finally:
+        stop_sharing()
 
 
 def test_share_cpu_can_be_turned_off(monkeypatch):

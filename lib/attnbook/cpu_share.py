@@ -3,20 +3,24 @@
 On a CPU, PyTorch splits an operation over one OpenMP thread per core, and those threads spin
 while they wait for each other. That is fastest when a notebook has the machine to itself and
 very slow when two such programs share the cores, because each one's threads keep waiting for
-threads the other program has pushed off a core. On the book's 2-core machine Chapter 4 took
-about 22 s alone and more than 370 s beside a second copy of itself.
+threads the other program has pushed off a core. On the book's 2-core machine Chapter 3 took
+9.6 s alone and 172 s beside a second copy of itself.
 
 ``share_cpu()`` measures how much CPU the *other* programs used since its last look (every
 quarter second while models run, and before each notebook cell) and sets PyTorch's thread
-count to the cores they leave free: at least one, at most the count PyTorch started with.
-Alone, nothing changes. It reads Linux's ``/proc/stat`` (Linux, Colab, Binder); elsewhere it
-does nothing and says so. ``ATTNBOOK_SHARE_CPU=0`` turns it off.
+count to the share of the cores they leave free: at least one, at most the count PyTorch
+started with. Alone, nothing changes. It reads Linux's ``/proc/stat``; elsewhere it does
+nothing. In a container capped by a CPU quota (not by a CPU set) ``/proc/stat`` shows the whole
+host, so other tenants count as other programs. Only the thread that called ``share_cpu()``
+(the notebook's main thread) adjusts the count: OpenMP keeps one per calling thread.
+``ATTNBOOK_SHARE_CPU=0`` turns it off.
 """
 from __future__ import annotations
 
 import math
 import os
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable
@@ -26,8 +30,9 @@ from pathlib import Path
 import torch
 
 PROC_STAT = Path("/proc/stat")
-# /proc/stat columns counted as busy: user, nice, system, irq, softirq (not idle, iowait, steal)
-BUSY_COLUMNS = (0, 1, 2, 5, 6)
+# /proc/stat columns counted as busy: user, nice, system, irq, softirq, and steal (time the
+# hypervisor gave these CPUs to someone else); not idle or iowait
+BUSY_COLUMNS = (0, 1, 2, 5, 6, 7)
 
 
 @dataclass(frozen=True)
@@ -71,13 +76,18 @@ def others_busy_cores(before: CpuSample, after: CpuSample) -> float:
 
 
 def threads_for(others_cores: float, n_cpus: int, max_threads: int) -> int:
-    """Threads to use: the cores the other programs leave free, rounded, in 1..max_threads."""
+    """Threads to use: ``max_threads`` times the share of the CPUs left free, rounded, >= 1.
+
+    The share, not the count: PyTorch often starts with one thread per physical core while
+    ``n_cpus`` counts hyperthreads.
+    """
     if others_cores < 0 or n_cpus < 1 or max_threads < 1:
         raise ValueError(
             f"need others_cores >= 0, n_cpus >= 1, max_threads >= 1; "
             f"got {others_cores}, {n_cpus}, {max_threads}"
         )
-    return max(1, min(max_threads, math.floor(n_cpus - others_cores + 0.5)))
+    free_share = max(0.0, n_cpus - others_cores) / n_cpus
+    return max(1, min(max_threads, math.floor(max_threads * free_share + 0.5)))
 
 
 class CpuSharer:
@@ -134,7 +144,9 @@ class CpuSharer:
         return f"CPU sharing: up to {self.max_threads} threads; used {spent or 'none yet'}"
 
 
-_active: dict[str, object] = {}  # the one sharer of this process and its hook handles
+_active: dict[str, object] = {}  # the one sharer of this process, its thread and its hooks
+# torch.compile must not trace the check (a clock and a file read); older torch lacks the flag
+_is_compiling = getattr(getattr(torch, "compiler", None), "is_compiling", lambda: False)
 
 
 def share_cpu(interval_s: float = 0.25) -> CpuSharer | None:
@@ -152,18 +164,19 @@ def share_cpu(interval_s: float = 0.25) -> CpuSharer | None:
         raise ValueError(f"ATTNBOOK_SHARE_CPU must be '0' (off) or '1' (on); got {switch!r}")
     if switch == "0" or not PROC_STAT.exists():
         return None
-    sharer = CpuSharer(
-        max_threads=torch.get_num_threads(),
-        cpus=frozenset(os.sched_getaffinity(0)),
-        interval_s=interval_s,
-    )
-    _active["sharer"] = sharer
+    try:
+        sharer = CpuSharer(max_threads=torch.get_num_threads(),
+                           cpus=frozenset(os.sched_getaffinity(0)), interval_s=interval_s)
+    except (OSError, ValueError) as err:  # a /proc/stat that does not match this process's CPUs
+        warnings.warn(f"CPU sharing is off, PyTorch keeps its threads: {err}")
+        return None
+    _active.update(sharer=sharer, thread=threading.get_ident())
     _active["hook"] = torch.nn.modules.module.register_module_forward_pre_hook(
         lambda module, args: _check(sharer)
     )
     shell = _ipython_shell()
     if shell is not None:
-        _active["cell_hook"] = lambda *info: _check(sharer)
+        _active.update(shell=shell, cell_hook=lambda *info: _check(sharer))
         shell.events.register("pre_run_cell", _active["cell_hook"])
     return sharer
 
@@ -175,18 +188,23 @@ def active_sharer() -> CpuSharer | None:
 
 def stop_sharing() -> None:
     """Remove the hooks and give PyTorch back the thread count it started with."""
-    sharer = _active.pop("sharer", None)
+    sharer = _active.get("sharer")
     if sharer is None:
         return
-    _active.pop("hook").remove()
-    cell_hook = _active.pop("cell_hook", None)
-    if cell_hook is not None:
-        _ipython_shell().events.unregister("pre_run_cell", cell_hook)
-    torch.set_num_threads(sharer.max_threads)
+    hook, shell, cell_hook = _active["hook"], _active.get("shell"), _active.get("cell_hook")
+    _active.clear()
+    try:
+        hook.remove()
+        if cell_hook is not None:
+            shell.events.unregister("pre_run_cell", cell_hook)
+    finally:
+        torch.set_num_threads(sharer.max_threads)
 
 
 def _check(sharer: CpuSharer) -> None:
     """The hooks' call (they must return None); a failed reading stops sharing, not the model."""
+    if threading.get_ident() != _active.get("thread") or _is_compiling():
+        return  # another thread's count is its own, and two threads must not share a window
     try:
         sharer.check()
     except (OSError, ValueError) as err:  # e.g. /proc/stat unreadable, or a CPU went offline
