@@ -153,8 +153,8 @@ def share_cpu(interval_s: float = 0.25) -> CpuSharer | None:
     """Start sharing the CPU for this process (once; later calls return the same sharer).
 
     Checks run before every ``nn.Module`` forward (at most one sample per ``interval_s``)
-    and, in a notebook, before every cell. Returns None where it cannot run: not Linux, or
-    ``ATTNBOOK_SHARE_CPU=0``. While it runs it owns ``torch.set_num_threads``: to choose a
+    and, in a notebook, before every cell. Returns None where it cannot run: not Linux,
+    ``ATTNBOOK_SHARE_CPU=0``, or a ``/proc/stat`` it cannot read (with a warning). While it runs it owns ``torch.set_num_threads``: to choose a
     thread count yourself, call ``stop_sharing()`` first.
     """
     if "sharer" in _active:
