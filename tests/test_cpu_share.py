@@ -158,46 +158,47 @@ def test_a_busy_program_beside_us_is_seen():
         spinner.kill()
 
 
-@linux_only
-def test_share_cpu_checks_before_each_forward_and_stops_cleanly(monkeypatch):
+@pytest.fixture
+def sharing(monkeypatch):
+    """A started sharer; afterwards sharing is stopped and PyTorch's thread count restored."""
+    if not cpu_share.PROC_STAT.exists():
+        pytest.skip("reads /proc/stat")
     monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
     threads = torch.get_num_threads()
-    sharer = share_cpu()
-    try:
-        assert share_cpu() is sharer  # once per process
-        calls = []
-        monkeypatch.setattr(sharer, "check", lambda: calls.append(1) or 1)
-        model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
-        model(torch.zeros(1, 3))
-        assert len(calls) == 3  # the Sequential and its two layers
-        sharer.threads = 1  # as if it had lowered the count
-        torch.set_num_threads(1)
-    finally:
-        stop_sharing()
+    yield share_cpu()
+    stop_sharing()
+    torch.set_num_threads(threads)
+
+
+def test_share_cpu_checks_before_each_forward_and_stops_cleanly(sharing, monkeypatch):
+    threads = torch.get_num_threads()
+    assert share_cpu() is sharing  # once per process
+    calls = []
+    monkeypatch.setattr(sharing, "check", lambda: calls.append(1) or 1)
+    model = nn.Sequential(nn.Linear(3, 3), nn.ReLU())
+    model(torch.zeros(1, 3))
+    assert len(calls) == 3  # the Sequential and its two layers
+    sharing.threads = 1  # as if it had lowered the count
+    torch.set_num_threads(1)
+    stop_sharing()
     model(torch.zeros(1, 3))
     assert len(calls) == 3  # hook removed
     assert torch.get_num_threads() == threads  # restored
     assert cpu_share._active == {}
 
 
-@linux_only
-def test_only_the_thread_that_started_sharing_checks(monkeypatch):
+def test_only_the_thread_that_started_sharing_checks(sharing, monkeypatch):
     import threading
 
-    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
-    sharer = share_cpu()
-    try:
-        calls = []
-        monkeypatch.setattr(sharer, "check", lambda: calls.append(1) or 1)
-        model = nn.Linear(2, 2)
-        worker = threading.Thread(target=model, args=(torch.zeros(1, 2),))
-        worker.start()
-        worker.join()
-        assert calls == []  # OpenMP's thread count belongs to the calling thread
-        model(torch.zeros(1, 2))
-        assert calls == [1]
-    finally:
-        stop_sharing()
+    calls = []
+    monkeypatch.setattr(sharing, "check", lambda: calls.append(1) or 1)
+    model = nn.Linear(2, 2)
+    worker = threading.Thread(target=model, args=(torch.zeros(1, 2),))
+    worker.start()
+    worker.join()
+    assert calls == []  # OpenMP's thread count belongs to the calling thread
+    model(torch.zeros(1, 2))
+    assert calls == [1]
 
 
 def test_share_cpu_can_be_turned_off(monkeypatch):
@@ -251,21 +252,14 @@ def test_in_a_notebook_each_cell_starts_with_a_check(monkeypatch):
     assert shell.callbacks == []
 
 
-@linux_only
-def test_a_failed_reading_stops_sharing_instead_of_breaking_the_model(monkeypatch):
-    monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+def test_a_failed_reading_stops_sharing_instead_of_breaking_the_model(sharing, monkeypatch):
     threads = torch.get_num_threads()
-    sharer = share_cpu()
-    try:
-        sharer.threads = 1  # as if it had lowered the count
-        torch.set_num_threads(1)
+    sharing.threads = 1  # as if it had lowered the count
+    torch.set_num_threads(1)
 
-        def unreadable():
-            raise ValueError("/proc/stat lists cpus [0]; expected [0, 1]")
-        monkeypatch.setattr(sharer, "check", unreadable)
-        with pytest.warns(UserWarning, match="CPU sharing stopped.*expected \\[0, 1\\]"):
-            nn.Linear(2, 2)(torch.zeros(1, 2))  # the forward still runs
-        assert cpu_share.active_sharer() is None and torch.get_num_threads() == threads
-    finally:
-        stop_sharing()
-        torch.set_num_threads(threads)
+    def unreadable():
+        raise ValueError("/proc/stat lists cpus [0]; expected [0, 1]")
+    monkeypatch.setattr(sharing, "check", unreadable)
+    with pytest.warns(UserWarning, match="CPU sharing stopped.*expected \\[0, 1\\]"):
+        nn.Linear(2, 2)(torch.zeros(1, 2))  # the forward still runs
+    assert cpu_share.active_sharer() is None and torch.get_num_threads() == threads
