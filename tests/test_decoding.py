@@ -57,7 +57,7 @@ def tiny_transformer(seed: int) -> Transformer:
     torch.manual_seed(seed)
     model = Transformer(TransformerConfig(9, 10, d_model=16, num_heads=2, d_ff=32, dropout=0.0, tie_output=False))
     with torch.no_grad():
-        model.output.bias[EOS] -= 1.0  # longer outputs, so the test covers several steps
+        model.readout.bias[EOS] -= 1.0  # longer outputs, so the test covers several steps
     return model.eval()
 
 

@@ -64,7 +64,7 @@ def tiny_instances() -> dict:
     if not pending("attnbook.models.bert.Bert"):
         from attnbook.models.bert import Bert, BertConfig
         instances["attnbook.models.bert.Bert"] = Bert(BertConfig(
-            vocab_size=10, hidden_size=8, num_layers=1, num_heads=2, intermediate_size=16, max_positions=8))
+            vocab_size=10, d_model=8, num_layers=1, num_heads=2, d_ff=16, max_len=8))
     if not pending("attnbook.layers.patches.PatchEmbedding"):
         from attnbook.layers.patches import PatchEmbedding
         instances["attnbook.layers.patches.PatchEmbedding"] = PatchEmbedding(1, 2, 8)

@@ -6,7 +6,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook.layers.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention, to_torch_multihead
+from attnbook.layers.attention import KVCache, MultiHeadAttention, scaled_dot_product_attention
+from attnbook.layers.torch_bridge import to_torch_multihead
 from attnbook.layers.masks import causal_mask, token_mask
 
 

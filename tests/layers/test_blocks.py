@@ -8,8 +8,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnbook.layers import (
-    CausalBlock, DecoderBlock, Embeddings, EncoderBlock, FeedForward, LearnedPositionalEmbedding, key_mask,
-    to_torch_encoder_layer, token_mask,
+    CausalBlock, DecoderBlock, Embeddings, EncoderBlock, FeedForward, FeedForwardSpec, LearnedPositionalEmbedding,
+    key_mask, to_torch_encoder_layer, token_mask,
 )
 from attnbook.layers import blocks as blocks_module
 from conftest import perturb_layer_norms
@@ -51,7 +51,7 @@ def test_encoder_block_equals_a_hand_written_reference(activation, norm_first):
         else:  # LN(x + MHA(x)), then LN(z + FFN(z))
             z = block.norm1(x + _hand_attention(block.self_attn, x))
             expected = block.norm2(z + _hand_feed_forward(block.feed_forward, z, act))
-        torch.testing.assert_close(block(x), expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(block(x).hidden, expected, atol=1e-5, rtol=1e-5)
         assert block.norm1.eps == 1e-12
 
 
@@ -65,7 +65,7 @@ def test_a_wrongly_wired_block_fails_the_reference():
         for wrong in (dict(activation="gelu", norm_first=True), dict(activation="relu")):
             other = EncoderBlock(16, 4, 32, **wrong).eval()
             other.load_state_dict(post.state_dict())
-            assert not torch.allclose(other(x), expected, atol=1e-4)
+            assert not torch.allclose(other(x).hidden, expected, atol=1e-4)
 
 
 @pytest.mark.parametrize("norm_first", [False, True])
@@ -76,7 +76,7 @@ def test_encoder_block_equals_torch_encoder_layer(norm_first, activation):
     with torch.no_grad():
         x = torch.randn(3, 6, 16)
         tokens = token_mask(torch.tensor([6, 3, 1]), 6)
-        torch.testing.assert_close(block(x, key_mask(tokens))[tokens], ref(x, src_key_padding_mask=~tokens)[tokens],
+        torch.testing.assert_close(block(x, key_mask(tokens)).hidden[tokens], ref(x, src_key_padding_mask=~tokens)[tokens],
                                    atol=1e-5, rtol=1e-5)
 
 
@@ -101,8 +101,12 @@ def test_blocks_reject_bad_sizes():
         CausalBlock(16, 0, 64)
     with pytest.raises(ValueError, match="dropout"):
         DecoderBlock(16, 4, 64, dropout=1.5)
-    with pytest.raises(ValueError, match="layer_norm_eps"):
+    with pytest.raises(ValueError, match="eps must be > 0"):
         EncoderBlock(16, 4, 64, layer_norm_eps=0.0)
+    with pytest.raises(ValueError, match="d_ff"):
+        EncoderBlock(16, 4)
+    with pytest.raises(ValueError, match="not both"):
+        EncoderBlock(16, 4, 64, feed_forward=FeedForwardSpec(64))
 
 
 def _leaks(block, x, **kwargs):
@@ -110,7 +114,7 @@ def _leaks(block, x, **kwargs):
     y = x.clone()
     y[:, -1] = torch.randn_like(x[:, -1])  # a random change: a constant shift would vanish in a LayerNorm
     with torch.no_grad():
-        return (block(x, **kwargs)[0][:, :-1] - block(y, **kwargs)[0][:, :-1]).abs().max().item()
+        return (block(x, **kwargs).hidden[:, :-1] - block(y, **kwargs).hidden[:, :-1]).abs().max().item()
 
 
 def test_causal_block_does_not_leak_and_a_broken_mask_does(monkeypatch):
@@ -136,14 +140,15 @@ def test_causal_block_with_cache_equals_without(norm_first):
     block = _block(CausalBlock, norm_first=norm_first)
     x = torch.randn(2, 7, 16)
     with torch.no_grad():
-        full, full_cache = block(x)
-        out, cache = block(x[:, :3])
-        outs = [out]
+        full, full_cache = block(x).hidden, block(x).cache
+        first = block(x[:, :3])
+        outs, cache = [first.hidden], first.cache
         for t in range(3, 7):
             before = cache
-            out, cache = block(x[:, t : t + 1], past=cache)
+            step = block(x[:, t : t + 1], past=cache)
+            cache = step.cache
             assert len(before) == t and len(cache) == t + 1  # the past is not changed
-            outs.append(out)
+            outs.append(step.hidden)
     torch.testing.assert_close(torch.cat(outs, dim=1), full, atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(cache.key, full_cache.key, atol=1e-5, rtol=1e-5)
 
@@ -154,19 +159,20 @@ def test_causal_block_equals_torch_encoder_layer_with_a_causal_mask():
     with torch.no_grad():
         x = torch.randn(2, 6, 16)
         expected = ref(x, src_mask=nn.Transformer.generate_square_subsequent_mask(6), is_causal=True)
-        torch.testing.assert_close(block(x)[0], expected, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(block(x).hidden, expected, atol=1e-5, rtol=1e-5)
 
 
 def test_weights_only_when_asked():
     block = _block(CausalBlock)
     x = torch.randn(2, 4, 16)
-    assert len(block(x)) == 2
-    out, cache, weights = block(x, need_weights=True)
-    assert weights.shape == (2, 4, 4, 4)
-    assert torch.all(weights[..., 0, 1:] == 0)  # the first position sees only itself
-    torch.testing.assert_close(out, block(x)[0], atol=1e-6, rtol=1e-5)  # fused path == explicit path
+    assert block(x).attention is None
+    out = block(x, need_weights=True)
+    assert out.attention.shape == (2, 4, 4, 4)
+    assert torch.all(out.attention[..., 0, 1:] == 0)  # the first position sees only itself
+    torch.testing.assert_close(out.hidden, block(x).hidden, atol=1e-6, rtol=1e-5)  # fused path == explicit path
     enc = _block(EncoderBlock)
-    assert isinstance(enc(x), torch.Tensor) and enc(x, need_weights=True)[1].shape == (2, 4, 4, 4)
+    assert enc(x).attention is None and enc(x).cache is None
+    assert enc(x, need_weights=True).attention.shape == (2, 4, 4, 4)
 
 
 def test_embeddings_compose_tokens_positions_segments_and_norm():
@@ -197,4 +203,4 @@ def test_torch_bridge_rejects_tanh_gelu_and_a_wrong_copy_fails():
     with torch.no_grad():
         ref.norm2.weight.mul_(-1.0)  # one wrong tensor
         x = torch.randn(2, 5, 16)
-        assert not torch.allclose(block(x), ref(x), atol=1e-4)
+        assert not torch.allclose(block(x).hidden, ref(x), atol=1e-4)

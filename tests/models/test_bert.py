@@ -43,7 +43,7 @@ def test_parameter_counts_from_the_config():
     assert BertConfig.base().num_parameters() == 109_482_240
     assert BertConfig.large().num_parameters() == 335_141_888
     assert BertConfig.minilm_l6().num_parameters() == 22_713_216
-    for config in (BertConfig.base(), BertConfig.minilm_l6(), BertConfig(num_layers=2, hidden_size=64, num_heads=4)):
+    for config in (BertConfig.base(), BertConfig.minilm_l6(), BertConfig(num_layers=2, d_model=64, num_heads=4)):
         with torch.device("meta"):
             assert count_parameters(Bert(config)) == config.num_parameters()
 
@@ -54,10 +54,10 @@ def test_config_of_the_checkpoint_is_minilm():
 
 
 @pytest.mark.parametrize("bad, message", [
-    ({"hidden_size": 100, "num_heads": 12}, "divisible by num_heads"),
+    ({"d_model": 100, "num_heads": 12}, "divisible by num_heads"),
     ({"num_layers": 0}, "num_layers"),
     ({"dropout": 1.0}, "dropout must be in"),
-    ({"layer_norm_eps": 0.0}, "layer_norm_eps must be > 0"),
+    ({"layer_norm_eps": 0.0}, "eps must be > 0"),
 ])
 def test_config_validation(bad, message):
     with pytest.raises(ValueError, match=message):
@@ -99,7 +99,7 @@ def test_a_miswired_model_fails_the_parity_check(reference, batch):
     got = model(batch.input_ids, None, batch.token_mask)
     assert ((got - want) * batch.token_mask[..., None]).abs().max() > 1e-2
     model = load_pretrained_bert(minilm_dir(), MINILM_SHA256)
-    for layer in model.layers:
+    for layer in model.blocks:
         layer.norm_first = True  # the right weights in a pre-norm network
     got = model(batch.input_ids, None, batch.token_mask)
     assert ((got - want) * batch.token_mask[..., None]).abs().max() > 1e-2
@@ -107,11 +107,11 @@ def test_a_miswired_model_fails_the_parity_check(reference, batch):
 
 def test_a_wrong_size_checkpoint_is_refused():
     with pytest.raises(CheckpointError, match="shape mismatch: embeddings.tokens.weight"):
-        load_checkpoint(Bert(BertConfig(hidden_size=384, num_layers=6, num_heads=12,
-                                                               intermediate_size=1536, vocab_size=1000)),
+        load_checkpoint(Bert(BertConfig(d_model=384, num_layers=6, num_heads=12,
+                                                               d_ff=1536, vocab_size=1000)),
                         minilm_dir() / "model.safetensors", MINILM_SHA256, HF_RENAME, HF_IGNORE)
-    with pytest.raises(CheckpointError, match=r"no place in the model: layers.4.* \(32 in all\)"):
-        load_checkpoint(Bert(BertConfig(hidden_size=384, num_layers=4, num_heads=12, intermediate_size=1536)),
+    with pytest.raises(CheckpointError, match=r"no place in the model: blocks.4.* \(32 in all\)"):
+        load_checkpoint(Bert(BertConfig(d_model=384, num_layers=4, num_heads=12, d_ff=1536)),
                         minilm_dir() / "model.safetensors", MINILM_SHA256, HF_RENAME, HF_IGNORE)
 
 
@@ -137,8 +137,8 @@ def test_padding_does_not_change_real_tokens(ours, batch):
 
 def test_pretraining_heads():
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=50, hidden_size=16, num_layers=2, num_heads=2,
-                                          intermediate_size=32, max_positions=12, dropout=0.0)).eval()
+    model = BertForPreTraining(BertConfig(vocab_size=50, d_model=16, num_layers=2, num_heads=2,
+                                          d_ff=32, max_len=12, dropout=0.0)).eval()
     ids = torch.randint(5, 50, (3, 7))
     mask = torch.ones(3, 7, dtype=torch.bool)
     mlm, nsp = model(ids, None, mask)
@@ -147,13 +147,13 @@ def test_pretraining_heads():
     chosen[0, 2] = chosen[2, 5] = True
     some, _ = model(ids, None, mask, predict_at=chosen)
     torch.testing.assert_close(some, mlm[chosen])
-    assert model.mlm.decoder.weight is model.bert.embeddings.tokens.weight  # tied
+    assert model.mlm.readout.weight is model.bert.embeddings.tokens.weight  # tied
     with pytest.raises(ValueError, match="predict_at must be a bool tensor"):
         model(ids, None, mask, predict_at=chosen.long())
 
 
 def test_bad_inputs(ours):
-    with pytest.raises(ValueError, match=r"input_ids must be \(B, S\)"):
+    with pytest.raises(ValueError, match=r"input_ids must be \(B, T\)"):
         ours(torch.zeros(4, dtype=torch.long))
     with pytest.raises(ValueError, match="token_mask must be a bool tensor"):
         ours(torch.zeros(1, 4, dtype=torch.long), None, torch.ones(1, 4))

@@ -61,11 +61,11 @@ def test_equal_to_a_reference_built_from_pytorch_layers():
     layers = [to_torch_encoder_layer(block) for block in model.blocks]
     with torch.no_grad():
         tokens = torch.randint(V, (2, 11))
-        x = model.embed.tokens(tokens) + model.embed.positions.embedding.weight[:11]
+        x = model.embeddings.tokens(tokens) + model.embeddings.positions.embedding.weight[:11]
         mask = nn.Transformer.generate_square_subsequent_mask(11)
         for layer in layers:
             x = layer(x, src_mask=mask, is_causal=True)
-        expected = model.final_norm(x) @ model.embed.tokens.weight.T
+        expected = model.final_norm(x) @ model.embeddings.tokens.weight.T
         torch.testing.assert_close(model(tokens), expected, atol=1e-5, rtol=1e-5)
 
 
@@ -89,6 +89,6 @@ def test_errors_are_clear():
 
 def test_position_and_token_tables_start_equally_small():
     model = GPT(GPTConfig(V, max_len=64, d_model=64, num_heads=4, d_ff=64, num_layers=1))
-    tokens_std = model.embed.tokens.weight.std().item()
-    positions_std = model.embed.positions.embedding.weight.std().item()
+    tokens_std = model.embeddings.tokens.weight.std().item()
+    positions_std = model.embeddings.positions.embedding.weight.std().item()
     assert 0.015 < tokens_std < 0.025 and 0.015 < positions_std < 0.025

@@ -41,9 +41,9 @@ def test_equal_to_torch_transformer(norm_first, activation, make_transformer, se
     valid = token_mask(lengths, src.shape[1])
     with torch.no_grad():
         ours = model(src, lengths, tgt)
-        out = ref(model.src_embed(src), model.tgt_embed(tgt), tgt_mask=~causal_mask(tgt.shape[1]),
+        out = ref(model.src_embeddings(src), model.tgt_embeddings(tgt), tgt_mask=~causal_mask(tgt.shape[1]),
                   src_key_padding_mask=~valid, memory_key_padding_mask=~valid, tgt_is_causal=True)
-        theirs = model.output(out)
+        theirs = model.readout(out)
     torch.testing.assert_close(ours, theirs, atol=1e-5, rtol=1e-5)
 
 
@@ -57,9 +57,9 @@ def test_torch_transformer_differs_with_a_wrong_copy(make_transformer, seq2seq_b
         w = ref.encoder.layers[0].self_attn.in_proj_weight
         w.copy_(torch.cat([w[D:2 * D], w[:D], w[2 * D:]]))
         valid = token_mask(lengths, src.shape[1])
-        out = ref(model.src_embed(src), model.tgt_embed(tgt), tgt_mask=~causal_mask(tgt.shape[1]),
+        out = ref(model.src_embeddings(src), model.tgt_embeddings(tgt), tgt_mask=~causal_mask(tgt.shape[1]),
                   src_key_padding_mask=~valid, memory_key_padding_mask=~valid)
-        assert not torch.allclose(model(src, lengths, tgt), model.output(out), atol=1e-4)
+        assert not torch.allclose(model(src, lengths, tgt), model.readout(out), atol=1e-4)
 
 
 def test_padding_does_not_change_the_output(make_transformer, seq2seq_batch):
@@ -118,9 +118,9 @@ def test_dropout_is_on_in_training_and_off_in_eval(make_transformer, seq2seq_bat
 
 def test_tied_output_shares_the_embedding(make_transformer):
     model = make_transformer(tie_output=True)
-    assert model.output.weight.data_ptr() == model.tgt_embed.tokens.weight.data_ptr()
+    assert model.readout.weight.data_ptr() == model.tgt_embeddings.tokens.weight.data_ptr()
     untied = make_transformer(tie_output=False)
-    assert untied.output.weight.data_ptr() != untied.tgt_embed.tokens.weight.data_ptr()
+    assert untied.readout.weight.data_ptr() != untied.tgt_embeddings.tokens.weight.data_ptr()
 
 
 def test_attention_maps_shapes(make_transformer, seq2seq_batch):

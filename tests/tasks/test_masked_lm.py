@@ -111,8 +111,8 @@ def test_pretraining_learns_a_tiny_repeating_corpus():
     common = dict(special_ids=[0, 1, 2, 3], cls_id=1, sep_id=2, pad_id=0, mask_id=3, vocab_size=30, max_len=12,
                   random_low=10)
     torch.manual_seed(0)
-    model = BertForPreTraining(BertConfig(vocab_size=30, hidden_size=32, num_layers=1, num_heads=2,
-                                          intermediate_size=64, max_positions=12, dropout=0.0))
+    model = BertForPreTraining(BertConfig(vocab_size=30, d_model=32, num_layers=1, num_heads=2,
+                                          d_ff=64, max_len=12, dropout=0.0))
     batches = pair_batches(docs, 32, seed=0, **common)
     before = pretraining_loss(model, next(pair_batches(docs, 32, seed=9, **common))).item()
     history = pretrain(model, batches, steps=300, lr=1e-2, warmup=10, progress=False)

@@ -65,7 +65,7 @@ def test_probe_accuracies_compare_feature_sets_on_the_same_splits():
 
 def test_encode_texts_keeps_the_order(tokenizer):
     torch.manual_seed(0)
-    model = Bert(BertConfig(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32)).eval()
+    model = Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32)).eval()
     texts = ["a much longer verse than the others here", "short", "medium length verse"]
     together = encode_texts(model, tokenizer, texts, batch_size=2)
     for i, t in enumerate(texts):

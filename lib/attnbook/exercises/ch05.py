@@ -79,7 +79,7 @@ def check_encoder_layer(fn: Callable) -> CheckResult:
         x = torch.randn(B, S, D, generator=torch.Generator().manual_seed(seed))
         mask = token_mask(torch.tensor(lengths), S)[:, None, :]  # (B, 1, S)
         with torch.no_grad():
-            expected = layer(x, mask)
+            expected = layer(x, mask).hidden
         cases.append(Case(
             f"B={B}, S={S}, D={D}, H={H}, lengths {lengths}", (layer, x, mask), expected,
             hint="post-norm: add the sublayer's output to its input, THEN apply the LayerNorm "
@@ -153,7 +153,7 @@ def _decoding_model(seed: int, eos_bias: float) -> Transformer:
     torch.manual_seed(seed)
     model = Transformer(TransformerConfig(9, 10, d_model=16, num_heads=2, d_ff=32, dropout=0.0, tie_output=False))
     with torch.no_grad():
-        model.output.bias[2] += eos_bias  # tuned so that rows end at different steps (<eos> is id 2)
+        model.readout.bias[2] += eos_bias  # tuned so that rows end at different steps (<eos> is id 2)
     return model.eval()
 
 

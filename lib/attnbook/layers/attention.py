@@ -1,9 +1,13 @@
-"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017).
+"""Scaled dot-product attention and multi-head attention (Vaswani et al., 2017), with the options
+later models change: grouped-query attention (Ainslie et al., 2023; multi-query: Shazeer, 2019),
+an additive float bias on the scores (T5's relative positions, ALiBi), another scale than 1/√Dh
+(T5 uses 1), and a position transform of queries and keys (rotary embeddings, Su et al., 2021).
 
-Legend: B batch, H heads, T query length, S key/value length, D model width, Dh head width.
-Masks are boolean, ``True`` = may attend (see ``attnbook.layers.masks``). Tokens are rows: a sequence
-is a ``(T, D)`` matrix, so every formula here reads ``softmax(Q Kᵀ / √Dh) V`` with the softmax
-over the last dimension (over the keys of one query).
+Legend: B batch, H heads (query heads), Hkv key/value heads, T query length, S key/value length,
+D model width, Dh head width. Masks are boolean, ``True`` = may attend (see
+``attnbook.layers.masks``); a float bias is its own argument. Tokens are rows: a sequence is a
+``(T, D)`` matrix, so every formula here reads ``softmax(Q Kᵀ / √Dh) V`` with the softmax over
+the last dimension (over the keys of one query).
 """
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from attnbook.layers.masks import masked_softmax, validate_mask
-from attnbook.layers.validation import check_dropout, check_heads
+from attnbook.layers.masks import masked_softmax, validate_bias, validate_mask
+from attnbook.layers.rotary import RotaryEmbedding
+from attnbook.layers.validation import check_dropout, check_heads, check_positive
 
 
 def scaled_dot_product_attention(
@@ -48,13 +53,13 @@ class KVCache:
     (Appending costs the same either way: ``torch.cat`` copies into a new tensor.)
     """
 
-    key: torch.Tensor  # (B, H, S, Dh)
-    value: torch.Tensor  # (B, H, S, Dh)
+    key: torch.Tensor  # (B, Hkv, S, Dh): with grouped-query attention, only the key/value heads
+    value: torch.Tensor  # (B, Hkv, S, Dh)
 
     def __post_init__(self) -> None:
         if self.key.dim() != 4 or self.key.shape != self.value.shape:
             raise ValueError(
-                f"key and value must both be (B, H, S, Dh) with the same shape, "
+                f"key and value must both be (B, Hkv, S, Dh) with the same shape, "
                 f"got {tuple(self.key.shape)} and {tuple(self.value.shape)}"
             )
 
@@ -62,7 +67,7 @@ class KVCache:
         return self.key.shape[-2]
 
     def extend(self, key: torch.Tensor, value: torch.Tensor) -> KVCache:
-        """A new cache holding these positions followed by the new ones ``(B, H, S_new, Dh)``."""
+        """A new cache holding these positions followed by the new ones ``(B, Hkv, S_new, Dh)``."""
         if key.shape[:2] != self.key.shape[:2] or key.shape[-1] != self.key.shape[-1]:
             raise ValueError(
                 f"new keys {tuple(key.shape)} do not continue a cache of shape {tuple(self.key.shape)}"
@@ -78,26 +83,38 @@ class MultiHeadAttention(nn.Module):
     """Multi-head attention: H heads of width Dh = D / H computed in one batched product.
 
     Head h uses columns ``h*Dh:(h+1)*Dh`` of each projection's output, the same layout as
-    ``nn.MultiheadAttention``, so weights copy across (see ``to_torch_multihead``).
+    ``nn.MultiheadAttention``, so weights copy across (see ``attnbook.layers.torch_bridge``).
     ``forward`` = ``project_kv`` (keys and values into heads) then ``attend`` (queries against
     them); a block that decodes with a cache calls the two halves itself.
+
+    Options (the defaults are the 2017 paper's attention):
+    ``num_kv_heads`` Hkv < H shares each key/value head among H / Hkv query heads (GQA; 1 = MQA),
+    and the cache holds only the Hkv heads; ``scale`` multiplies ``Q Kᵀ`` instead of 1/√Dh;
+    ``rotary`` (e.g. ``RotaryEmbedding(Dh, max_len)``) turns queries and keys by their positions.
     """
 
-    def __init__(self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True) -> None:
+    def __init__(
+        self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, *,
+        num_kv_heads: int | None = None, scale: float | None = None, rotary: nn.Module | None = None,
+    ) -> None:
         super().__init__()
-        check_heads(d_model, num_heads)
+        check_heads(d_model, num_heads, num_kv_heads)
         check_dropout(dropout)
         self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
+        self.num_kv_heads = num_heads if num_kv_heads is None else num_kv_heads
+        self.scale = scale
+        kv_width = self.num_kv_heads * self.head_dim
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.k_proj = nn.Linear(d_model, d_model, bias=bias)
-        self.v_proj = nn.Linear(d_model, d_model, bias=bias)
+        self.k_proj = nn.Linear(d_model, kv_width, bias=bias)
+        self.v_proj = nn.Linear(d_model, kv_width, bias=bias)
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
+        self.rotary = rotary
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
-        """``(B, T, D)`` -> ``(B, H, T, Dh)``."""
-        B, T, _ = x.shape
-        return x.view(B, T, self.num_heads, self.head_dim).transpose(1, 2)  # (B, H, T, Dh)
+        """``(B, T, heads * Dh)`` -> ``(B, heads, T, Dh)`` (heads = H for queries, Hkv for keys/values)."""
+        B, T, width = x.shape
+        return x.view(B, T, width // self.head_dim, self.head_dim).transpose(1, 2)  # (B, heads, T, Dh)
 
     def merge_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, H, T, Dh)`` -> ``(B, T, D)``; ``contiguous()`` because transpose only permutes strides."""
@@ -108,46 +125,94 @@ class MultiHeadAttention(nn.Module):
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"{name} must have shape (B, len, {self.d_model}), got {tuple(x.shape)}")
 
-    def project_kv(self, key: torch.Tensor, value: torch.Tensor) -> KVCache:
-        """key/value ``(B, S, D)`` -> their projections split into heads, ``(B, H, S, Dh)`` each."""
+    def _turn(self, x: torch.Tensor, offset: int) -> torch.Tensor:
+        """Queries or keys ``(B, heads, T, Dh)`` at positions ``offset ..``, through ``rotary`` if any."""
+        return x if self.rotary is None else self.rotary(x, offset)
+
+    def project_kv(self, key: torch.Tensor, value: torch.Tensor, offset: int = 0) -> KVCache:
+        """key/value ``(B, S, D)`` -> their projections split into heads, ``(B, Hkv, S, Dh)`` each.
+
+        ``offset`` is the position of the first key (it matters only with ``rotary``).
+        """
         self._check_input("key", key)
         self._check_input("value", value)
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(f"key and value need the same (B, S), got {tuple(key.shape)} and {tuple(value.shape)}")
-        return KVCache(self.split_heads(self.k_proj(key)), self.split_heads(self.v_proj(value)))
+        keys = self._turn(self.split_heads(self.k_proj(key)), offset)  # (B, Hkv, S, Dh)
+        return KVCache(keys, self.split_heads(self.v_proj(value)))
+
+    def _check_kv(self, query: torch.Tensor, kv: KVCache) -> None:
+        if kv.key.shape[0] != query.shape[0] or kv.key.shape[1] != self.num_kv_heads:
+            raise ValueError(
+                f"keys/values of shape {tuple(kv.key.shape)} do not match a batch of {query.shape[0]} "
+                f"queries and {self.num_kv_heads} key/value heads"
+            )
+
+    def _scores(self, q: torch.Tensor, key: torch.Tensor) -> torch.Tensor:
+        """``Q Kᵀ`` scaled: ``/ √Dh`` by default, ``* scale`` when one was given."""
+        raw = q @ key.transpose(-2, -1)  # (B, H, T, S)
+        return raw / math.sqrt(self.head_dim) if self.scale is None else raw * self.scale
 
     def attend(
         self, query: torch.Tensor, kv: KVCache, mask: torch.Tensor | None = None, need_weights: bool = False,
+        *, bias: torch.Tensor | None = None, offset: int = 0,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
-        """query ``(B, T, D)`` against projected keys/values ``(B, H, S, Dh)``.
+        """query ``(B, T, D)`` against projected keys/values ``(B, Hkv, S, Dh)``.
 
-        mask broadcastable to ``(B, T, S)`` or ``(B, H, T, S)``. Returns ``(B, T, D)``, plus the
-        weights ``(B, H, T, S)`` if ``need_weights``. Without ``need_weights`` the core runs in
-        PyTorch's fused ``F.scaled_dot_product_attention`` (same mathematics, no ``(T, S)``
-        weights kept for backward); with it, in the explicit ``softmax(Q Kᵀ / √Dh) V``.
+        mask (bool) broadcastable to ``(B, T, S)`` or ``(B, H, T, S)``; bias (float) added to the
+        scores, broadcastable to ``(B, H, T, S)``; ``offset`` the position of the first query
+        (for ``rotary``). Returns ``(B, T, D)``, plus the weights ``(B, H, T, S)`` if
+        ``need_weights``. Without ``need_weights`` the core runs in PyTorch's fused
+        ``F.scaled_dot_product_attention`` (same mathematics, no ``(T, S)`` weights kept for
+        backward); with it, in the explicit ``softmax(Q Kᵀ / √Dh + bias) V``.
         """
         self._check_input("query", query)
-        if kv.key.shape[0] != query.shape[0] or kv.key.shape[1] != self.num_heads:
-            raise ValueError(
-                f"keys/values of shape {tuple(kv.key.shape)} do not match a batch of {query.shape[0]} "
-                f"queries and {self.num_heads} heads"
-            )
-        q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)
+        self._check_kv(query, kv)
+        q = self._turn(self.split_heads(self.q_proj(query)), offset)  # (B, H, T, Dh)
+        scores_shape = q.shape[:-1] + kv.key.shape[-2:-1]  # (B, H, T, S)
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
                 mask = mask[:, None]  # (B, 1, T, S): the same mask for every head
-            validate_mask(mask, q.shape[:-1] + kv.key.shape[-2:-1])  # (B, H, T, S)
+            validate_mask(mask, scores_shape)
+        if bias is not None:
+            validate_bias(bias, scores_shape)
         if need_weights:
-            scores = q @ kv.key.transpose(-2, -1) / math.sqrt(self.head_dim)  # (B, H, T, S)
-            weights = masked_softmax(scores, mask)  # (B, H, T, S)
-            heads = self.dropout(weights) @ kv.value  # (B, H, T, Dh)
+            heads, weights = self._explicit(q, kv, mask, bias)
         else:
-            p = self.dropout.p if self.training else 0.0
-            heads = F.scaled_dot_product_attention(q, kv.key, kv.value, attn_mask=mask, dropout_p=p)  # (B, H, T, Dh)
-            if mask is not None:  # a query with no allowed key outputs zeros, as in masked_softmax
-                heads = heads.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+            heads = self._fused(q, kv, mask, bias)  # (B, H, T, Dh)
         out = self.out_proj(self.merge_heads(heads))  # (B, T, D)
         return (out, weights) if need_weights else out
+
+    def _explicit(
+        self, q: torch.Tensor, kv: KVCache, mask: torch.Tensor | None, bias: torch.Tensor | None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """``softmax(scores + bias) V`` written out, keeping the weights ``(B, H, T, S)``."""
+        group = self.num_heads // self.num_kv_heads
+        key, value = kv.key, kv.value
+        if group > 1:  # query head h reads key/value head h // group
+            key, value = key.repeat_interleave(group, dim=1), value.repeat_interleave(group, dim=1)  # (B, H, S, Dh)
+        scores = self._scores(q, key)  # (B, H, T, S)
+        if bias is not None:
+            scores = scores + bias
+        weights = masked_softmax(scores, mask)  # (B, H, T, S)
+        return self.dropout(weights) @ value, weights  # (B, H, T, Dh)
+
+    def _fused(
+        self, q: torch.Tensor, kv: KVCache, mask: torch.Tensor | None, bias: torch.Tensor | None
+    ) -> torch.Tensor:
+        """The same in ``F.scaled_dot_product_attention``; a bias and a mask become one float mask."""
+        attn_mask = mask
+        if bias is not None:
+            bias = bias.to(q.dtype)
+            attn_mask = bias if mask is None else torch.where(mask, bias, float("-inf"))
+        p = self.dropout.p if self.training else 0.0
+        heads = F.scaled_dot_product_attention(
+            q, kv.key, kv.value, attn_mask=attn_mask, dropout_p=p, scale=self.scale,
+            enable_gqa=self.num_kv_heads != self.num_heads,
+        )  # (B, H, T, Dh)
+        if mask is not None:  # a query with no allowed key outputs zeros, as in masked_softmax
+            heads = heads.masked_fill(~mask.any(-1, keepdim=True), 0.0)
+        return heads
 
     def forward(
         self,
@@ -156,40 +221,45 @@ class MultiHeadAttention(nn.Module):
         value: torch.Tensor,
         mask: torch.Tensor | None = None,
         need_weights: bool = False,
+        *,
+        bias: torch.Tensor | None = None,
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """query ``(B, T, D)``, key/value ``(B, S, D)``; mask broadcastable to ``(B, T, S)`` or
-        ``(B, H, T, S)``. Returns ``(B, T, D)``, plus weights ``(B, H, T, S)`` if ``need_weights``.
+        ``(B, H, T, S)``; bias (float) added to the scores. Returns ``(B, T, D)``, plus weights
+        ``(B, H, T, S)`` if ``need_weights``. Positions start at 0 for queries and keys alike.
         """
         if key.shape[0] != query.shape[0]:
             raise ValueError(f"query and key need the same batch size, got {query.shape[0]} and {key.shape[0]}")
-        return self.attend(query, self.project_kv(key, value), mask, need_weights)
+        return self.attend(query, self.project_kv(key, value), mask, need_weights, bias=bias)
 
 
-@torch.no_grad()
-def copy_to_torch_multihead(mha: MultiHeadAttention, torch_mha: nn.MultiheadAttention) -> None:
-    """Copy ``mha``'s weights into ``torch_mha``, which keeps W^Q, W^K, W^V stacked in one
-    ``(3D, D)`` ``in_proj_weight``."""
-    if (torch_mha.embed_dim, torch_mha.num_heads) != (mha.d_model, mha.num_heads):
-        raise ValueError(
-            f"nn.MultiheadAttention has embed_dim={torch_mha.embed_dim}, num_heads={torch_mha.num_heads}; "
-            f"expected {mha.d_model} and {mha.num_heads}"
-        )
-    torch_mha.in_proj_weight.copy_(torch.cat([mha.q_proj.weight, mha.k_proj.weight, mha.v_proj.weight]))
-    torch_mha.out_proj.weight.copy_(mha.out_proj.weight)
-    if mha.q_proj.bias is not None:
-        torch_mha.in_proj_bias.copy_(torch.cat([mha.q_proj.bias, mha.k_proj.bias, mha.v_proj.bias]))
-        torch_mha.out_proj.bias.copy_(mha.out_proj.bias)
+@dataclass(frozen=True)
+class AttentionSpec:
+    """The options a block builds its attention with (defaults: the 2017 paper's).
 
-
-def to_torch_multihead(mha: MultiHeadAttention) -> nn.MultiheadAttention:
-    """An ``nn.MultiheadAttention`` (``batch_first=True``) holding the same weights as ``mha``.
-
-    PyTorch's masks mean the opposite of the book's: pass ``attn_mask=~mask`` and
-    ``key_padding_mask=~token_mask``.
+    ``num_kv_heads``: key/value heads (None: one per query head; fewer: grouped-query attention);
+    ``scale``: multiplies ``Q Kᵀ`` (None: 1/√Dh); ``bias``: biases in the four projections;
+    ``rotary_max_len``: rotary position embeddings over that many positions (None: none),
+    with ``rotary_base`` the θ of their slowest pair.
     """
-    bias = mha.q_proj.bias is not None
-    torch_mha = nn.MultiheadAttention(mha.d_model, mha.num_heads, dropout=mha.dropout.p, bias=bias,
-                                      batch_first=True)
-    torch_mha = torch_mha.to(device=mha.q_proj.weight.device, dtype=mha.q_proj.weight.dtype)
-    copy_to_torch_multihead(mha, torch_mha)
-    return torch_mha.train(mha.training)
+
+    num_kv_heads: int | None = None
+    scale: float | None = None
+    bias: bool = True
+    rotary_max_len: int | None = None
+    rotary_base: float = 10000.0
+
+    def __post_init__(self) -> None:
+        if self.num_kv_heads is not None:
+            check_positive(num_kv_heads=self.num_kv_heads)
+        if self.rotary_max_len is not None:
+            check_positive(rotary_max_len=self.rotary_max_len)
+
+    def __call__(self, d_model: int, num_heads: int, dropout: float = 0.0) -> MultiHeadAttention:
+        """A new ``MultiHeadAttention`` with these options."""
+        check_heads(d_model, num_heads, self.num_kv_heads)
+        rotary = None
+        if self.rotary_max_len is not None:
+            rotary = RotaryEmbedding(d_model // num_heads, self.rotary_max_len, self.rotary_base)
+        return MultiHeadAttention(d_model, num_heads, dropout, self.bias, num_kv_heads=self.num_kv_heads,
+                                  scale=self.scale, rotary=rotary)

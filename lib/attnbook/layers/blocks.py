@@ -1,28 +1,40 @@
-"""Transformer blocks: an encoder block, a decoder block with cross-attention, and the causal
-block of a decoder-only model. Every sublayer sits in the same residual idiom:
+"""Transformer blocks: an encoder block, the causal block of a decoder-only model, and a decoder
+block with cross-attention. Every sublayer sits in the same residual idiom:
 
 - post-norm (the 2017 paper, BERT):  ``x = norm(x + sublayer(x))``
-- pre-norm (GPT-2, ViT):             ``x = x + sublayer(norm(x))``
+- pre-norm (GPT-2, ViT, T5, Llama):  ``x = x + sublayer(norm(x))``
 
 ``ResidualBlock.sublayer_input`` and ``ResidualBlock.residual`` are those two lines; each block's
 ``forward`` is a sequence of them, as in PyTorch's ``_sa_block``/``_ff_block`` and nanoGPT's
-``Block``. A pre-norm stack needs one final LayerNorm after its last block (the model adds it).
+``Block``. A pre-norm stack needs one final norm after its last block (the model adds it).
 Submodule names follow ``nn.TransformerEncoderLayer`` (``self_attn``, ``norm1``, ...).
 
+What later models change is an argument, never an edit here: ``norm`` (a ``Norm``: LayerNorm with
+or without bias, RMSNorm), ``feed_forward`` (a ``FeedForwardSpec``: MLP or gated SwiGLU/GeGLU, with
+or without biases) and ``attention`` (an ``AttentionSpec``: grouped-query heads, scale, rotary
+positions). Given ``d_ff``/``activation``/``layer_norm_eps`` instead, a block is the 2017 paper's.
+
+**One interface.** Every block is called as ``block(x, mask, *, bias, past, memory_kv, memory_mask,
+need_weights)`` (each block reads the inputs it has a use for and rejects the others) and returns
+a ``BlockOutput``; ``run_blocks`` runs a stack and is the one place that collects caches and
+attention maps.
+
 Legend: B batch, S source length, T target length (new positions), P positions in a cache,
-D model width, H heads, F feed-forward width. Masks: boolean, ``True`` = may attend.
+D model width, H heads, F feed-forward width. Masks: boolean, ``True`` = may attend; a float
+``bias`` is added to the self-attention scores.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
-from attnbook.layers.attention import KVCache, MultiHeadAttention, copy_to_torch_multihead
-from attnbook.layers.feedforward import FeedForward
+from attnbook.layers.attention import AttentionSpec, KVCache, MultiHeadAttention
+from attnbook.layers.feedforward import FeedForwardSpec
 from attnbook.layers.masks import causal_mask
-from attnbook.layers.validation import check_dropout, check_heads, check_positive
+from attnbook.layers.norms import Norm
+from attnbook.layers.validation import check_dropout, check_heads
 
 
 @dataclass(frozen=True)
@@ -33,6 +45,50 @@ class DecoderAttentionMaps:
     cross_attn: torch.Tensor
 
 
+@dataclass(frozen=True)
+class BlockOutput:
+    """What every block returns.
+
+    ``hidden`` ``(B, T, D)``; ``cache`` the self-attention keys and values of all P + T positions
+    (causal and decoder blocks; None for an encoder block); ``attention`` the weights, only when
+    asked: ``(B, H, T, S)`` (``DecoderAttentionMaps`` for a decoder block).
+    """
+
+    hidden: torch.Tensor
+    cache: KVCache | None = None
+    attention: torch.Tensor | DecoderAttentionMaps | None = None
+
+
+@dataclass(frozen=True)
+class StackOutput:
+    """What ``run_blocks`` returns: the last block's ``hidden``, each block's ``cache`` (None for
+    encoder blocks), and when asked, each block's ``attention`` and the stream before the first
+    block and after each (``hidden_states``, L + 1 tensors ``(B, T, D)``); else None."""
+
+    hidden: torch.Tensor
+    caches: tuple[KVCache | None, ...]
+    attention: tuple[torch.Tensor | DecoderAttentionMaps, ...] | None
+    hidden_states: tuple[torch.Tensor, ...] | None = None
+
+
+def _parts(
+    d_ff: int | None, activation: str | None, layer_norm_eps: float | None, norm: Norm | None,
+    feed_forward: FeedForwardSpec | None, default_activation: str,
+) -> tuple[Norm, FeedForwardSpec]:
+    """The block's norm and feed-forward recipes, from the 2017-style sizes or from the specs."""
+    if feed_forward is None:
+        if d_ff is None:
+            raise ValueError("a block needs d_ff (with activation) or a feed_forward spec")
+        feed_forward = FeedForwardSpec(d_ff, activation or default_activation)
+    elif d_ff is not None or activation is not None:
+        raise ValueError("give a block either d_ff/activation or a feed_forward spec, not both")
+    if norm is None:
+        norm = Norm("layernorm", 1e-5 if layer_norm_eps is None else layer_norm_eps)
+    elif layer_norm_eps is not None:
+        raise ValueError("give a block either layer_norm_eps or a norm spec, not both")
+    return norm, feed_forward
+
+
 class ResidualBlock(nn.Module):
     """What every block shares: post-norm or pre-norm residual connections."""
 
@@ -40,104 +96,137 @@ class ResidualBlock(nn.Module):
         super().__init__()
         self.norm_first = norm_first
 
-    def sublayer_input(self, x: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+    def sublayer_input(self, x: torch.Tensor, norm: nn.Module) -> torch.Tensor:
         """Pre-norm normalises what goes into the sublayer; post-norm passes ``x`` as it is."""
         return norm(x) if self.norm_first else x
 
-    def residual(self, x: torch.Tensor, update: torch.Tensor, norm: nn.LayerNorm) -> torch.Tensor:
+    def residual(self, x: torch.Tensor, update: torch.Tensor, norm: nn.Module) -> torch.Tensor:
         """Add the sublayer's output to the stream; post-norm then normalises the sum."""
         return x + update if self.norm_first else norm(x + update)
 
-
-def _check_sizes(d_model: int, num_heads: int, d_ff: int, dropout: float, layer_norm_eps: float) -> None:
-    check_positive(d_ff=d_ff)
-    check_heads(d_model, num_heads)
-    check_dropout(dropout)
-    if layer_norm_eps <= 0:
-        raise ValueError(f"layer_norm_eps must be > 0, got {layer_norm_eps}")
+    @staticmethod
+    def _reject(block: str, **unused: object) -> None:
+        given = [name for name, value in unused.items() if value is not None]
+        if given:
+            raise ValueError(f"{block} has no use for {', '.join(given)}")
 
 
 def _attend(
-    attn: MultiHeadAttention, query: torch.Tensor, kv: KVCache, mask: torch.Tensor | None, need_weights: bool
+    attn: MultiHeadAttention, query: torch.Tensor, kv: KVCache, mask: torch.Tensor | None, need_weights: bool,
+    bias: torch.Tensor | None = None, offset: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
     """``attn.attend`` that always returns ``(out, weights or None)``; weights cost extra only if asked."""
     if need_weights:
-        return attn.attend(query, kv, mask, need_weights=True)
-    return attn.attend(query, kv, mask), None
+        return attn.attend(query, kv, mask, need_weights=True, bias=bias, offset=offset)
+    return attn.attend(query, kv, mask, bias=bias, offset=offset), None
 
 
 def causal_self_attention(
-    attn: MultiHeadAttention, x: torch.Tensor, past: KVCache | None, need_weights: bool
+    attn: MultiHeadAttention, x: torch.Tensor, past: KVCache | None, need_weights: bool,
+    mask: torch.Tensor | None = None, bias: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, KVCache, torch.Tensor | None]:
     """Self-attention over the cached positions and the new ones, never into the future.
 
     x ``(B, T, D)`` holds the T new positions; ``past`` the keys and values of the P before
-    them. Returns the output ``(B, T, D)``, the cache of all P + T positions (a new object;
-    ``past`` is unchanged) and the weights ``(B, H, T, P+T)`` if asked.
+    them. ``mask`` (bool, broadcastable to ``(B, T, P+T)``) may forbid more keys (padding);
+    ``bias`` (float) is added to the ``(B, H, T, P+T)`` scores. Returns the output ``(B, T, D)``,
+    the cache of all P + T positions (a new object; ``past`` is unchanged) and the weights
+    ``(B, H, T, P+T)`` if asked.
     """
-    kv = attn.project_kv(x, x)  # (B, H, T, Dh) each
+    P = 0 if past is None else len(past)
+    kv = attn.project_kv(x, x, offset=P)  # (B, Hkv, T, Dh) each
     if past is not None:
-        kv = past.extend(kv.key, kv.value)  # (B, H, P+T, Dh)
+        kv = past.extend(kv.key, kv.value)  # (B, Hkv, P+T, Dh)
     T = x.shape[1]
-    mask = causal_mask(T, len(kv), device=x.device) if T > 1 else None  # one new position sees all
-    out, weights = _attend(attn, x, kv, mask, need_weights)
+    causal = causal_mask(T, len(kv), device=x.device) if T > 1 else None  # one new position sees all
+    if mask is not None:
+        mask = mask if causal is None else mask & causal  # (B, T, P+T)
+    else:
+        mask = causal
+    out, weights = _attend(attn, x, kv, mask, need_weights, bias, offset=P)
     return out, kv, weights
 
 
-class EncoderBlock(ResidualBlock):
+class _SelfAttentionBlock(ResidualBlock):
+    """The layers an encoder block and a causal block share: self-attention, then the feed-forward
+    network, each with its norm and dropout."""
+
+    def __init__(
+        self, d_model: int, num_heads: int, d_ff: int | None, dropout: float, activation: str | None,
+        norm_first: bool, layer_norm_eps: float | None, norm: Norm | None, feed_forward: FeedForwardSpec | None,
+        attention: AttentionSpec, default_activation: str,
+    ) -> None:
+        super().__init__(norm_first)
+        check_heads(d_model, num_heads)
+        check_dropout(dropout)
+        norm, feed_forward = _parts(d_ff, activation, layer_norm_eps, norm, feed_forward, default_activation)
+        self.self_attn = attention(d_model, num_heads, dropout)
+        self.feed_forward = feed_forward(d_model, dropout)
+        self.norm1, self.norm2 = norm(d_model), norm(d_model)
+        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+
+    def _feed_forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.sublayer_input(x, self.norm2)
+        return self.residual(x, self.dropout2(self.feed_forward(h)), self.norm2)  # (B, T, D)
+
+
+class EncoderBlock(_SelfAttentionBlock):
     """Self-attention over the whole sequence, then the feed-forward network."""
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
-        norm_first: bool = False, layer_norm_eps: float = 1e-5,
+        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+        activation: str | None = None, norm_first: bool = False, layer_norm_eps: float | None = None, *,
+        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
+        attention: AttentionSpec = AttentionSpec(),
     ) -> None:
-        super().__init__(norm_first)
-        _check_sizes(d_model, num_heads, d_ff, dropout, layer_norm_eps)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.dropout1, self.dropout2 = nn.Dropout(dropout), nn.Dropout(dropout)
+        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, norm,
+                         feed_forward, attention, default_activation="relu")
 
     def forward(
-        self, x: torch.Tensor, mask: torch.Tensor | None = None, need_weights: bool = False
-    ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+        past: KVCache | None = None, memory_kv: KVCache | None = None, memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> BlockOutput:
         """x ``(B, S, D)``, mask broadcastable to ``(B, S, S)`` (e.g. ``key_mask``'s ``(B, 1, S)``).
 
-        Returns ``(B, S, D)``, plus the weights ``(B, H, S, S)`` if ``need_weights``.
+        Returns ``BlockOutput(hidden (B, S, D), cache None, attention (B, H, S, S) if asked)``.
         """
+        self._reject("an encoder block", past=past, memory_kv=memory_kv, memory_mask=memory_mask)
         h = self.sublayer_input(x, self.norm1)
-        attended, weights = _attend(self.self_attn, h, self.self_attn.project_kv(h, h), mask, need_weights)
+        attended, weights = _attend(self.self_attn, h, self.self_attn.project_kv(h, h), mask, need_weights, bias)
         x = self.residual(x, self.dropout1(attended), self.norm1)
-        h = self.sublayer_input(x, self.norm2)
-        x = self.residual(x, self.dropout2(self.feed_forward(h)), self.norm2)  # (B, S, D)
-        return (x, weights) if need_weights else x
+        return BlockOutput(self._feed_forward(x), None, weights)
 
 
-class CausalBlock(EncoderBlock):
-    """A decoder-only (GPT) block: the layers of an ``EncoderBlock``, but its self-attention is
-    causal and decodes with a KV cache. Defaults are GPT-2's: pre-norm, GELU."""
+class CausalBlock(_SelfAttentionBlock):
+    """A decoder-only (GPT) block: self-attention that never looks ahead and decodes with a KV
+    cache, then the feed-forward network. Defaults are GPT-2's: pre-norm, GELU."""
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0, activation: str = "gelu",
-        norm_first: bool = True, layer_norm_eps: float = 1e-5,
+        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+        activation: str | None = None, norm_first: bool = True, layer_norm_eps: float | None = None, *,
+        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
+        attention: AttentionSpec = AttentionSpec(),
     ) -> None:
-        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps)
+        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, norm,
+                         feed_forward, attention, default_activation="gelu")
 
     def forward(
-        self, x: torch.Tensor, past: KVCache | None = None, need_weights: bool = False
-    ) -> tuple[torch.Tensor, KVCache] | tuple[torch.Tensor, KVCache, torch.Tensor]:
-        """x ``(B, T, D)``: the new positions, after the P in ``past`` (None: P = 0).
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+        past: KVCache | None = None, memory_kv: KVCache | None = None, memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> BlockOutput:
+        """x ``(B, T, D)``: the new positions, after the P in ``past`` (None: P = 0); ``mask``
+        (optional) forbids more keys than the future ones.
 
-        Returns ``(B, T, D)`` and the cache of all P + T positions (``past`` is not changed),
-        plus the weights ``(B, H, T, P+T)`` if ``need_weights``.
+        Returns ``BlockOutput(hidden (B, T, D), cache of all P + T positions, attention
+        (B, H, T, P+T) if asked)``; ``past`` is not changed.
         """
+        self._reject("a causal block", memory_kv=memory_kv, memory_mask=memory_mask)
         h = self.sublayer_input(x, self.norm1)
-        attended, present, weights = causal_self_attention(self.self_attn, h, past, need_weights)
+        attended, present, weights = causal_self_attention(self.self_attn, h, past, need_weights, mask, bias)
         x = self.residual(x, self.dropout1(attended), self.norm1)
-        h = self.sublayer_input(x, self.norm2)
-        x = self.residual(x, self.dropout2(self.feed_forward(h)), self.norm2)  # (B, T, D)
-        return (x, present, weights) if need_weights else (x, present)
+        return BlockOutput(self._feed_forward(x), present, weights)
 
 
 class DecoderBlock(ResidualBlock):
@@ -145,17 +234,19 @@ class DecoderBlock(ResidualBlock):
     the encoder's output), then the feed-forward network."""
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int, dropout: float = 0.0, activation: str = "relu",
-        norm_first: bool = False, layer_norm_eps: float = 1e-5,
+        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+        activation: str | None = None, norm_first: bool = False, layer_norm_eps: float | None = None, *,
+        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
+        attention: AttentionSpec = AttentionSpec(),
     ) -> None:
         super().__init__(norm_first)
-        _check_sizes(d_model, num_heads, d_ff, dropout, layer_norm_eps)
-        self.self_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, num_heads, dropout=dropout)
-        self.feed_forward = FeedForward(d_model, d_ff, activation, dropout)
-        self.norm1 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm2 = nn.LayerNorm(d_model, eps=layer_norm_eps)
-        self.norm3 = nn.LayerNorm(d_model, eps=layer_norm_eps)
+        check_heads(d_model, num_heads)
+        check_dropout(dropout)
+        norm, feed_forward = _parts(d_ff, activation, layer_norm_eps, norm, feed_forward, "relu")
+        self.self_attn = attention(d_model, num_heads, dropout)
+        self.cross_attn = replace(attention, rotary_max_len=None)(d_model, num_heads, dropout)  # no positions
+        self.feed_forward = feed_forward(d_model, dropout)
+        self.norm1, self.norm2, self.norm3 = norm(d_model), norm(d_model), norm(d_model)
         self.dropout1, self.dropout2, self.dropout3 = nn.Dropout(dropout), nn.Dropout(dropout), nn.Dropout(dropout)
 
     def project_memory(self, memory: torch.Tensor) -> KVCache:
@@ -163,49 +254,78 @@ class DecoderBlock(ResidualBlock):
 
         Computed once per source: decoding step by step reuses it at every step.
         """
-        return self.cross_attn.project_kv(memory, memory)  # (B, H, S, Dh) each
+        return self.cross_attn.project_kv(memory, memory)  # (B, Hkv, S, Dh) each
 
     def forward(
-        self, x: torch.Tensor, memory_kv: KVCache, memory_mask: torch.Tensor | None = None,
-        past: KVCache | None = None, need_weights: bool = False,
-    ) -> tuple[torch.Tensor, KVCache] | tuple[torch.Tensor, KVCache, DecoderAttentionMaps]:
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+        past: KVCache | None = None, memory_kv: KVCache | None = None, memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> BlockOutput:
         """x ``(B, T, D)``: new target positions after the P in ``past``; ``memory_kv`` from
-        ``project_memory``; ``memory_mask`` broadcastable to ``(B, T, S)``.
+        ``project_memory`` (required); ``memory_mask`` broadcastable to ``(B, T, S)``; ``mask`` and
+        ``bias`` act on the self-attention as in ``CausalBlock``.
 
-        Returns ``(B, T, D)`` and the self-attention cache of all P + T positions (``past`` is
-        not changed), plus ``DecoderAttentionMaps`` if ``need_weights``.
+        Returns ``BlockOutput(hidden (B, T, D), self-attention cache of all P + T positions,
+        DecoderAttentionMaps if asked)``; ``past`` is not changed.
         """
+        if memory_kv is None:
+            raise ValueError("a decoder block needs memory_kv: the encoder output through project_memory()")
         h = self.sublayer_input(x, self.norm1)
-        attended, present, self_weights = causal_self_attention(self.self_attn, h, past, need_weights)
+        attended, present, self_weights = causal_self_attention(self.self_attn, h, past, need_weights, mask, bias)
         x = self.residual(x, self.dropout1(attended), self.norm1)
         h = self.sublayer_input(x, self.norm2)
         attended, cross_weights = _attend(self.cross_attn, h, memory_kv, memory_mask, need_weights)
         x = self.residual(x, self.dropout2(attended), self.norm2)
         h = self.sublayer_input(x, self.norm3)
         x = self.residual(x, self.dropout3(self.feed_forward(h)), self.norm3)  # (B, T, D)
-        if need_weights:
-            return x, present, DecoderAttentionMaps(self_weights, cross_weights)
-        return x, present
+        maps = DecoderAttentionMaps(self_weights, cross_weights) if need_weights else None
+        return BlockOutput(x, present, maps)
 
 
-@torch.no_grad()
-def to_torch_encoder_layer(block: EncoderBlock) -> nn.TransformerEncoderLayer:
-    """An ``nn.TransformerEncoderLayer`` (batch_first, dropout 0, eval mode) holding ``block``'s weights.
+class AttentionOnlyBlock(ResidualBlock):
+    """``x + causal_self_attention(x)``: no norm, no feed-forward (Elhage et al., 2021). The block
+    of an attention-only Transformer, small enough to read off what each head does."""
 
-    Works for a ``CausalBlock`` too (pass PyTorch a causal mask). PyTorch has ReLU and exact GELU
-    only, so a ``gelu_tanh`` block has no equivalent.
+    def __init__(self, d_model: int, num_heads: int, *, attention: AttentionSpec = AttentionSpec()) -> None:
+        super().__init__(norm_first=True)
+        self.self_attn = attention(d_model, num_heads)
+
+    def forward(
+        self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
+        past: KVCache | None = None, memory_kv: KVCache | None = None, memory_mask: torch.Tensor | None = None,
+        need_weights: bool = False,
+    ) -> BlockOutput:
+        """As ``CausalBlock.forward``: x ``(B, T, D)`` after the P positions in ``past``."""
+        self._reject("an attention-only block", memory_kv=memory_kv, memory_mask=memory_mask)
+        attended, present, weights = causal_self_attention(self.self_attn, x, past, need_weights, mask, bias)
+        return BlockOutput(x + attended, present, weights)  # (B, T, D)
+
+
+def run_blocks(
+    blocks: nn.ModuleList, x: torch.Tensor, mask: torch.Tensor | None = None, *,
+    bias: torch.Tensor | None = None, pasts: tuple[KVCache, ...] | None = None,
+    memory_kvs: tuple[KVCache, ...] | None = None, memory_mask: torch.Tensor | None = None,
+    need_weights: bool = False, all_hidden: bool = False,
+) -> StackOutput:
+    """Run ``x`` ``(B, T, D)`` through every block in turn: the one loop of every model.
+
+    ``mask``, ``bias`` and ``memory_mask`` are the same for every block; ``pasts`` and
+    ``memory_kvs`` hold one entry per block. Returns the last hidden state, each block's cache,
+    each block's attention weights if ``need_weights``, and every hidden state if ``all_hidden``.
     """
-    ff = block.feed_forward
-    if ff.activation not in ("relu", "gelu"):
-        raise ValueError(f"nn.TransformerEncoderLayer has no {ff.activation!r} activation; only 'relu' and 'gelu'")
-    attn = block.self_attn
-    ref = nn.TransformerEncoderLayer(
-        attn.d_model, attn.num_heads, ff.linear1.out_features, dropout=0.0, activation=ff.activation,
-        layer_norm_eps=block.norm1.eps, batch_first=True, norm_first=block.norm_first,
-    ).to(attn.q_proj.weight.device)
-    copy_to_torch_multihead(attn, ref.self_attn)
-    for name in ("linear1", "linear2"):
-        getattr(ref, name).load_state_dict(getattr(ff, name).state_dict())
-    ref.norm1.load_state_dict(block.norm1.state_dict())
-    ref.norm2.load_state_dict(block.norm2.state_dict())
-    return ref.eval()
+    for name, per_block in (("pasts", pasts), ("memory_kvs", memory_kvs)):
+        if per_block is not None and len(per_block) != len(blocks):
+            raise ValueError(f"{name} must hold one entry per block ({len(blocks)}), got {len(per_block)}")
+    caches, maps, hidden_states = [], [], [x]
+    for i, block in enumerate(blocks):
+        out = block(
+            x, mask, bias=bias, past=None if pasts is None else pasts[i],
+            memory_kv=None if memory_kvs is None else memory_kvs[i], memory_mask=memory_mask,
+            need_weights=need_weights,
+        )
+        x = out.hidden  # (B, T, D)
+        caches.append(out.cache)
+        maps.append(out.attention)
+        hidden_states.append(x)
+    return StackOutput(x, tuple(caches), tuple(maps) if need_weights else None,
+                       tuple(hidden_states) if all_hidden else None)

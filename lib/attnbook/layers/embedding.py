@@ -15,6 +15,8 @@ from __future__ import annotations
 import torch
 from torch import nn
 
+from attnbook.layers.validation import check_dropout
+
 
 class Embeddings(nn.Module):
     """Token (or patch) embedding + positions + optional segments, then optional norm and dropout.
@@ -29,8 +31,7 @@ class Embeddings(nn.Module):
         scale: float = 1.0, norm: nn.Module | None = None, dropout: float = 0.0,
     ) -> None:
         super().__init__()
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+        check_dropout(dropout)
         self.tokens = tokens
         self.positions = positions
         self.segments = segments

@@ -55,6 +55,15 @@ def key_mask(tokens: torch.Tensor) -> torch.Tensor:
     return tokens[:, None, :]  # (B, 1, S)
 
 
+def _fits(shape: torch.Size, scores_shape: tuple[int, ...]) -> bool:
+    """Each trailing dimension equals the scores' or is 1; the last (the keys) equals S exactly."""
+    return (
+        2 <= len(shape) <= len(scores_shape)
+        and shape[-1] == scores_shape[-1]
+        and all(m in (1, s) for m, s in zip(reversed(shape), reversed(scores_shape)))
+    )
+
+
 def validate_mask(mask: torch.Tensor, scores_shape: torch.Size | tuple[int, ...]) -> None:
     """Raise a clear error unless ``mask`` is a boolean attention mask for ``scores_shape``.
 
@@ -68,19 +77,32 @@ def validate_mask(mask: torch.Tensor, scores_shape: torch.Size | tuple[int, ...]
     if mask.dtype != torch.bool:
         raise TypeError(
             f"mask must be boolean (True = may attend), got dtype {mask.dtype}; "
-            "if you have an additive float mask, convert it with `mask == 0`"
+            "pass an additive float mask as `bias=` instead, or convert it with `mask == 0`"
         )
     scores_shape = tuple(scores_shape)
-    fits = (
-        2 <= mask.dim() <= len(scores_shape)
-        and mask.shape[-1] == scores_shape[-1]
-        and all(m in (1, s) for m, s in zip(reversed(mask.shape), reversed(scores_shape)))
-    )
-    if not fits:
+    if not _fits(mask.shape, scores_shape):
         raise ValueError(
             f"mask of shape {tuple(mask.shape)} does not fit scores of shape {scores_shape}: expected "
             f"(T, S), (B, T, S) or (B, H, T, S) with S={scores_shape[-1]} and other sizes equal or 1; "
             "turn a (B, S) token mask into an attention mask with key_mask()"
+        )
+
+
+def validate_bias(bias: torch.Tensor, scores_shape: torch.Size | tuple[int, ...]) -> None:
+    """Raise a clear error unless ``bias`` is a float tensor that can be added to ``scores_shape``.
+
+    An attention bias (T5's relative positions, ALiBi) is added to the scores before the softmax;
+    it is not a mask: what may not be attended to is said by the boolean mask.
+    """
+    if not isinstance(bias, torch.Tensor) or not bias.dtype.is_floating_point:
+        got = bias.dtype if isinstance(bias, torch.Tensor) else type(bias).__name__
+        raise TypeError(f"an attention bias must be a floating-point tensor, got {got}; "
+                        "a boolean tensor says where attention is allowed: pass it as `mask=`")
+    scores_shape = tuple(scores_shape)
+    if not _fits(bias.shape, scores_shape):
+        raise ValueError(
+            f"bias of shape {tuple(bias.shape)} does not fit scores of shape {scores_shape}: expected "
+            f"(T, S), (H, T, S), (B, T, S) or (B, H, T, S) with S={scores_shape[-1]} and other sizes equal or 1"
         )
 
 

@@ -9,6 +9,8 @@ import math
 import torch
 from torch import nn
 
+from attnbook.layers.validation import check_positive
+
 
 def sinusoidal_encoding(max_len: int, d_model: int) -> torch.Tensor:
     """``(T, D)`` table with PE[pos, 2i] = sin(pos / 10000^(2i/D)), PE[pos, 2i+1] = cos(...)."""
@@ -63,13 +65,26 @@ class SinusoidalPositionalEncoding(nn.Module):
 
 
 class LearnedPositionalEmbedding(nn.Module):
-    """Adds a learned vector per position (as BERT, GPT and ViT do)."""
+    """Adds a learned vector per position (as BERT, GPT and ViT do).
 
-    def __init__(self, d_model: int, max_len: int) -> None:
+    ``init_std``: the table starts as N(0, init_std²) (GPT-2 and ViT: 0.02, as small as the token
+    table); None keeps ``nn.Embedding``'s N(0, 1), which makes positions about 50 times larger
+    than 0.02-sized tokens. ``reset_parameters`` draws the table again with the same rule.
+    """
+
+    def __init__(self, d_model: int, max_len: int, init_std: float | None = None) -> None:
         super().__init__()
-        if d_model < 1 or max_len < 1:
-            raise ValueError(f"d_model and max_len must be >= 1, got {d_model} and {max_len}")
+        check_positive(d_model=d_model, max_len=max_len)
+        if init_std is not None and not init_std > 0:
+            raise ValueError(f"init_std must be > 0 (or None for N(0, 1)), got {init_std}")
+        self.init_std = init_std
         self.embedding = nn.Embedding(max_len, d_model)
+        if init_std is not None:
+            self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Draw the table again: N(0, init_std²), or N(0, 1) when ``init_std`` is None."""
+        nn.init.normal_(self.embedding.weight, std=1.0 if self.init_std is None else self.init_std)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """x ``(B, T, D)`` -> x + E[offset : offset + T] with E a trained ``(max_len, D)`` table."""

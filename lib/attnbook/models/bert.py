@@ -19,32 +19,32 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnbook.checkpoints import load_checkpoint
-from attnbook.layers import Embeddings, EncoderBlock, LearnedPositionalEmbedding, key_mask
-from attnbook.layers.validation import check_transformer_sizes
+from attnbook.layers import Embeddings, EncoderBlock, LearnedPositionalEmbedding, key_mask, run_blocks
+from attnbook.layers.validation import check_token_ids, check_transformer_sizes
 
 
 @dataclass(frozen=True)
 class BertConfig:
-    """Sizes of a BERT. Defaults are BERT-base (uncased vocabulary)."""
+    """Sizes of a BERT, in the book's names (a checkpoint's ``hidden_size``, ``intermediate_size``
+    and ``max_position_embeddings`` are ``d_model``, ``d_ff`` and ``max_len``, read by
+    ``from_hf_config``). Defaults are BERT-base (uncased vocabulary)."""
 
     vocab_size: int = 30522
-    hidden_size: int = 768           # D
+    d_model: int = 768               # D
     num_layers: int = 12             # L
     num_heads: int = 12              # H
-    intermediate_size: int = 3072    # F
-    max_positions: int = 512
+    d_ff: int = 3072                 # F
+    max_len: int = 512
     num_segments: int = 2
     dropout: float = 0.1
     layer_norm_eps: float = 1e-12
 
     def __post_init__(self) -> None:
         check_transformer_sizes(
-            self.hidden_size, self.num_heads, self.intermediate_size, self.dropout, "gelu",
-            vocab_size=self.vocab_size, num_layers=self.num_layers, max_positions=self.max_positions,
+            self.d_model, self.num_heads, self.d_ff, self.dropout, "gelu", self.layer_norm_eps,
+            vocab_size=self.vocab_size, num_layers=self.num_layers, max_len=self.max_len,
             num_segments=self.num_segments,
         )
-        if self.layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps must be > 0, got {self.layer_norm_eps}")
 
     @classmethod
     def base(cls) -> BertConfig:
@@ -54,12 +54,12 @@ class BertConfig:
     @classmethod
     def large(cls) -> BertConfig:
         """BERT-large: 24 layers, D = 1024, 16 heads."""
-        return cls(hidden_size=1024, num_layers=24, num_heads=16, intermediate_size=4096)
+        return cls(d_model=1024, num_layers=24, num_heads=16, d_ff=4096)
 
     @classmethod
     def minilm_l6(cls) -> BertConfig:
         """all-MiniLM-L6-v2: 6 layers, D = 384, 12 heads of 32."""
-        return cls(hidden_size=384, num_layers=6, num_heads=12, intermediate_size=1536)
+        return cls(d_model=384, num_layers=6, num_heads=12, d_ff=1536)
 
     @classmethod
     def from_hf_config(cls, config: dict) -> BertConfig:
@@ -70,17 +70,17 @@ class BertConfig:
         if config.get("position_embedding_type", "absolute") != "absolute":
             raise ValueError(f"only absolute positions are supported, got {config['position_embedding_type']!r}")
         return cls(
-            vocab_size=config["vocab_size"], hidden_size=config["hidden_size"],
+            vocab_size=config["vocab_size"], d_model=config["hidden_size"],
             num_layers=config["num_hidden_layers"], num_heads=config["num_attention_heads"],
-            intermediate_size=config["intermediate_size"], max_positions=config["max_position_embeddings"],
+            d_ff=config["intermediate_size"], max_len=config["max_position_embeddings"],
             num_segments=config["type_vocab_size"], dropout=config["hidden_dropout_prob"],
             layer_norm_eps=config["layer_norm_eps"],
         )
 
     def num_parameters(self, pooler: bool = True) -> int:
         """The parameter count, from the sizes alone (no model is built)."""
-        D, F_, L = self.hidden_size, self.intermediate_size, self.num_layers
-        embeddings = (self.vocab_size + self.max_positions + self.num_segments) * D + 2 * D  # tables + LayerNorm
+        D, F_, L = self.d_model, self.d_ff, self.num_layers
+        embeddings = (self.vocab_size + self.max_len + self.num_segments) * D + 2 * D  # tables + LayerNorm
         attention = 4 * (D * D + D)                       # W^Q, W^K, W^V, W^O with biases
         feed_forward = (D * F_ + F_) + (F_ * D + D)
         norms = 2 * 2 * D
@@ -97,22 +97,22 @@ class BertOutput:
 
 
 class Bert(nn.Module):
-    """The encoder: ``embeddings`` -> ``layers`` (post-norm blocks) -> hidden states; ``pooler``
+    """The encoder: ``embeddings`` -> ``blocks`` (post-norm) -> hidden states; ``pooler``
     (a tanh layer on [CLS]) is what the next-sentence head reads."""
 
     def __init__(self, config: BertConfig) -> None:
         super().__init__()
-        D = config.hidden_size
+        D = config.d_model
         self.config = config
         self.embeddings = Embeddings(
             tokens=nn.Embedding(config.vocab_size, D),
-            positions=LearnedPositionalEmbedding(D, config.max_positions),
+            positions=LearnedPositionalEmbedding(D, config.max_len),
             segments=nn.Embedding(config.num_segments, D),
             norm=nn.LayerNorm(D, eps=config.layer_norm_eps),
             dropout=config.dropout,
         )
-        self.layers = nn.ModuleList([
-            EncoderBlock(D, config.num_heads, config.intermediate_size, dropout=config.dropout,
+        self.blocks = nn.ModuleList([
+            EncoderBlock(D, config.num_heads, config.d_ff, dropout=config.dropout,
                          activation="gelu", norm_first=False, layer_norm_eps=config.layer_norm_eps)
             for _ in range(config.num_layers)
         ])
@@ -137,27 +137,22 @@ class Bert(nn.Module):
         """input_ids ``(B, S)``; segment_ids ``(B, S)`` (None: all 0); token_mask ``(B, S)`` bool
         (None: no padding). Returns the last hidden states ``(B, S, D)``, or a :class:`BertOutput`
         with every layer's hidden states (``all_layers``) and attention weights (``need_weights``)."""
-        if input_ids.dim() != 2:
-            raise ValueError(f"input_ids must be (B, S), got shape {tuple(input_ids.shape)}")
+        check_token_ids("input_ids", input_ids, self.config.vocab_size, self.config.max_len)
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
+        elif segment_ids.shape != input_ids.shape:
+            raise ValueError(f"segment_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
+                             f"got {tuple(segment_ids.shape)}")
+        check_token_ids("segment_ids", segment_ids, self.config.num_segments)
         if token_mask is not None and (token_mask.shape != input_ids.shape or token_mask.dtype != torch.bool):
             raise ValueError(f"token_mask must be a bool tensor of shape {tuple(input_ids.shape)}, "
                              f"got {token_mask.dtype} {tuple(token_mask.shape)}")
         mask = key_mask(token_mask) if token_mask is not None else None  # (B, 1, S)
         x = self.embeddings(input_ids, segment_ids)  # (B, S, D)
-        hidden_states, attentions = [x], []
-        for layer in self.layers:
-            if need_weights:
-                x, weights = layer(x, mask, need_weights=True)  # (B, S, D), (B, H, S, S)
-                attentions.append(weights)
-            else:
-                x = layer(x, mask)  # (B, S, D)
-            hidden_states.append(x)
+        out = run_blocks(self.blocks, x, mask, need_weights=need_weights, all_hidden=all_layers)
         if not (need_weights or all_layers):
-            return x
-        return BertOutput(x, tuple(hidden_states) if all_layers else None,
-                          tuple(attentions) if need_weights else None)
+            return out.hidden  # (B, S, D)
+        return BertOutput(out.hidden, out.hidden_states, out.attention)
 
     def pool(self, hidden: torch.Tensor) -> torch.Tensor:
         """BERT's pooled output: ``tanh(W h_[CLS] + b)``, ``(B, S, D) -> (B, D)``."""
@@ -180,19 +175,19 @@ def sentence_embeddings(model: Bert, input_ids: torch.Tensor, segment_ids: torch
 
 
 class MaskedLMHead(nn.Module):
-    """BERT's MLM head: dense + GELU + LayerNorm, then scores against the (tied) token table."""
+    """BERT's MLM head: dense + GELU + LayerNorm, then ``readout``: scores against the (tied) token table."""
 
     def __init__(self, config: BertConfig, token_embedding: nn.Embedding) -> None:
         super().__init__()
-        D = config.hidden_size
+        D = config.d_model
         self.dense = nn.Linear(D, D)
         self.norm = nn.LayerNorm(D, eps=config.layer_norm_eps)
-        self.decoder = nn.Linear(D, config.vocab_size)
-        self.decoder.weight = token_embedding.weight  # tied: one (V, D) table reads and writes tokens
+        self.readout = nn.Linear(D, config.vocab_size)
+        self.readout.weight = token_embedding.weight  # tied: one (V, D) table reads and writes tokens
 
     def forward(self, hidden: torch.Tensor) -> torch.Tensor:
         """``(..., D) -> (..., V)`` logits."""
-        return self.decoder(self.norm(F.gelu(self.dense(hidden))))
+        return self.readout(self.norm(F.gelu(self.dense(hidden))))
 
 
 class BertForPreTraining(nn.Module):
@@ -202,10 +197,10 @@ class BertForPreTraining(nn.Module):
         super().__init__()
         self.bert = Bert(config)
         self.mlm = MaskedLMHead(config, self.bert.embeddings.tokens)
-        self.nsp = nn.Linear(config.hidden_size, 2)  # 0 = IsNext, 1 = NotNext: one softmax over two classes
+        self.nsp = nn.Linear(config.d_model, 2)  # 0 = IsNext, 1 = NotNext: one softmax over two classes
         nn.init.normal_(self.mlm.dense.weight, std=0.02)
         nn.init.zeros_(self.mlm.dense.bias)
-        nn.init.zeros_(self.mlm.decoder.bias)
+        nn.init.zeros_(self.mlm.readout.bias)
         nn.init.normal_(self.nsp.weight, std=0.02)
         nn.init.zeros_(self.nsp.bias)
 
@@ -234,14 +229,14 @@ HF_RENAME: tuple[tuple[str, str], ...] = (
     (r"embeddings\.position_embeddings\.weight", "embeddings.positions.embedding.weight"),
     (r"embeddings\.token_type_embeddings\.weight", "embeddings.segments.weight"),
     (r"embeddings\.LayerNorm\.(weight|bias)", r"embeddings.norm.\1"),
-    (_LAYER + r"attention\.self\.query\.(weight|bias)", r"layers.\1.self_attn.q_proj.\2"),
-    (_LAYER + r"attention\.self\.key\.(weight|bias)", r"layers.\1.self_attn.k_proj.\2"),
-    (_LAYER + r"attention\.self\.value\.(weight|bias)", r"layers.\1.self_attn.v_proj.\2"),
-    (_LAYER + r"attention\.output\.dense\.(weight|bias)", r"layers.\1.self_attn.out_proj.\2"),
-    (_LAYER + r"attention\.output\.LayerNorm\.(weight|bias)", r"layers.\1.norm1.\2"),
-    (_LAYER + r"intermediate\.dense\.(weight|bias)", r"layers.\1.feed_forward.linear1.\2"),
-    (_LAYER + r"output\.dense\.(weight|bias)", r"layers.\1.feed_forward.linear2.\2"),
-    (_LAYER + r"output\.LayerNorm\.(weight|bias)", r"layers.\1.norm2.\2"),
+    (_LAYER + r"attention\.self\.query\.(weight|bias)", r"blocks.\1.self_attn.q_proj.\2"),
+    (_LAYER + r"attention\.self\.key\.(weight|bias)", r"blocks.\1.self_attn.k_proj.\2"),
+    (_LAYER + r"attention\.self\.value\.(weight|bias)", r"blocks.\1.self_attn.v_proj.\2"),
+    (_LAYER + r"attention\.output\.dense\.(weight|bias)", r"blocks.\1.self_attn.out_proj.\2"),
+    (_LAYER + r"attention\.output\.LayerNorm\.(weight|bias)", r"blocks.\1.norm1.\2"),
+    (_LAYER + r"intermediate\.dense\.(weight|bias)", r"blocks.\1.feed_forward.linear1.\2"),
+    (_LAYER + r"output\.dense\.(weight|bias)", r"blocks.\1.feed_forward.linear2.\2"),
+    (_LAYER + r"output\.LayerNorm\.(weight|bias)", r"blocks.\1.norm2.\2"),
     (r"pooler\.dense\.(weight|bias)", r"pooler.\1"),
 )
 """Hugging Face BERT tensor names (regular expressions, full match) -> this module's names."""

@@ -1,7 +1,7 @@
 """A decoder-only Transformer (GPT; Radford et al., 2018, 2019), built from the library's blocks.
 
 tokens ``(B, T)`` -> token embedding + learned positions -> ``CausalBlock`` x L (pre-norm,
-GELU) -> final LayerNorm -> logits ``(B, T, V)`` through the token table again (tied output).
+GELU) -> final LayerNorm -> ``readout`` to logits ``(B, T, V)``, tied to the token table.
 Each position sees itself and the positions before it, never after.
 
 It decodes through ``attnbook.decoding.PromptDecoder``: ``start(prompt) -> (logits, state)`` reads
@@ -18,14 +18,18 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.layers import CausalBlock, Embeddings, KVCache, LearnedPositionalEmbedding
-from attnbook.layers.validation import check_transformer_sizes
+from attnbook.layers import CausalBlock, Embeddings, KVCache, LearnedPositionalEmbedding, run_blocks
+from attnbook.layers.validation import check_token_ids, check_transformer_sizes
 
 
 @dataclass(frozen=True)
 class GPTConfig:
     """Sizes of a ``GPT``. GPT-2 small: ``vocab_size=50257, max_len=1024, d_model=768,
-    num_heads=12, d_ff=3072, num_layers=12, activation="gelu_tanh"``."""
+    num_heads=12, d_ff=3072, num_layers=12, activation="gelu_tanh"``.
+
+    ``position_init_std``: the position table starts as N(0, std²); GPT-2's 0.02 is as small as
+    the token table (PyTorch's default would be 1.0, about 50 times larger).
+    """
 
     vocab_size: int
     max_len: int = 128
@@ -36,12 +40,15 @@ class GPTConfig:
     dropout: float = 0.0
     activation: str = "gelu"
     layer_norm_eps: float = 1e-5
+    position_init_std: float = 0.02
 
     def __post_init__(self) -> None:
         check_transformer_sizes(
-            self.d_model, self.num_heads, self.d_ff, self.dropout, self.activation,
+            self.d_model, self.num_heads, self.d_ff, self.dropout, self.activation, self.layer_norm_eps,
             vocab_size=self.vocab_size, max_len=self.max_len, num_layers=self.num_layers,
         )
+        if not self.position_init_std > 0:
+            raise ValueError(f"position_init_std must be > 0, got {self.position_init_std}")
 
 
 @dataclass(frozen=True)
@@ -63,51 +70,44 @@ class GPT(nn.Module):
         self.config = c = config
         tokens = nn.Embedding(c.vocab_size, c.d_model)
         nn.init.normal_(tokens.weight, std=0.02)  # GPT-2's initialisation
-        self.embed = Embeddings(tokens, LearnedPositionalEmbedding(c.d_model, c.max_len), dropout=c.dropout)
+        positions = LearnedPositionalEmbedding(c.d_model, c.max_len)  # drawn again below, with its std
+        self.embeddings = Embeddings(tokens, positions, dropout=c.dropout)
         self.blocks = nn.ModuleList(
             CausalBlock(c.d_model, c.num_heads, c.d_ff, c.dropout, c.activation, norm_first=True,
                         layer_norm_eps=c.layer_norm_eps)
             for _ in range(c.num_layers)
         )
         self.final_norm = nn.LayerNorm(c.d_model, eps=c.layer_norm_eps)  # pre-norm stacks end with one
-        # GPT-2 starts the position table as small as the token table. PyTorch's default N(0, 1)
-        # would make positions ~50x larger than tokens: the first LayerNorm would see little else.
-        nn.init.normal_(self.embed.positions.embedding.weight, std=0.02)
-
-    def logits(self, x: torch.Tensor) -> torch.Tensor:
-        """Final norm, then scores against every token's embedding (the tied output layer)."""
-        return self.final_norm(x) @ self.embed.tokens.weight.T  # (B, T, V)
+        self.readout = nn.utils.skip_init(nn.Linear, c.d_model, c.vocab_size, bias=False)
+        self.readout.weight = tokens.weight  # tied: one (V, D) table reads and writes tokens
+        # The position table is drawn last, as in the book's earlier versions, so a seed still
+        # gives the weights (and the results) stored in the chapters.
+        positions.init_std = c.position_init_std
+        positions.reset_parameters()
 
     def _run(
         self, tokens: torch.Tensor, caches: tuple[KVCache, ...] | None, need_weights: bool
-    ) -> tuple[torch.Tensor, tuple[KVCache, ...], list[torch.Tensor]]:
-        if tokens.dim() != 2:
-            raise ValueError(f"tokens must be (B, T) ids, got shape {tuple(tokens.shape)}")
+    ) -> tuple[torch.Tensor, tuple[KVCache, ...], tuple[torch.Tensor, ...] | None]:
         past_len = 0 if caches is None else len(caches[0])
+        check_token_ids("tokens", tokens, self.config.vocab_size)
         if past_len + tokens.shape[1] > self.config.max_len:
             raise ValueError(
                 f"{past_len} cached + {tokens.shape[1]} new positions exceed max_len={self.config.max_len}"
             )
-        x = self.embed(tokens, offset=past_len)  # (B, T, D)
-        presents, maps = [], []
-        for i, block in enumerate(self.blocks):
-            out = block(x, past=None if caches is None else caches[i], need_weights=need_weights)
-            x, present = out[0], out[1]  # (B, T, D), cache of P + T positions
-            presents.append(present)
-            if need_weights:
-                maps.append(out[2])  # (B, H, T, P+T)
-        return self.logits(x), tuple(presents), maps
+        x = self.embeddings(tokens, offset=past_len)  # (B, T, D)
+        out = run_blocks(self.blocks, x, pasts=caches, need_weights=need_weights)
+        return self.readout(self.final_norm(out.hidden)), out.caches, out.attention  # (B, T, V)
 
     def forward(
         self, tokens: torch.Tensor, need_weights: bool = False
-    ) -> torch.Tensor | tuple[torch.Tensor, list[torch.Tensor]]:
+    ) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         """tokens ``(B, T)`` -> logits ``(B, T, V)``; with ``need_weights``, also each block's
         ``(B, H, T, T)`` attention weights."""
         logits, _, maps = self._run(tokens, None, need_weights)
         return (logits, maps) if need_weights else logits
 
     def start(self, prompt: torch.Tensor) -> tuple[torch.Tensor, GPTState]:
-        """Read the prompt ``(B, T)`` once: logits ``(B, V)`` of the token after it, and the state."""
+        """Read the prompt ``(B, T)``, T >= 1, once: logits ``(B, V)`` of the token after it, and the state."""
         logits, caches, _ = self._run(prompt, None, need_weights=False)
         return logits[:, -1], GPTState(caches)
 

@@ -3,7 +3,7 @@
 An image ``(B, C, H, W)`` becomes ``N`` patch tokens (flatten + linear), a learned class token is
 put in front, learned position embeddings are added, and a stack of pre-norm encoder blocks
 with GELU (as in the paper) mixes the ``1 + N`` tokens. A final LayerNorm (pre-norm stacks need
-one) and a linear head read the class token's output: ``(B, classes)`` logits.
+one) and a linear read-out read the class token's output: ``(B, classes)`` logits.
 
 ``to_torch_reference`` copies the weights into a model made of PyTorch's own pieces
 (``nn.Conv2d`` patches, ``nn.TransformerEncoder`` with ``norm_first=True`` and GELU) that must
@@ -16,7 +16,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding, to_torch_encoder_layer
+from attnbook.layers import EncoderBlock, Embeddings, LearnedPositionalEmbedding, run_blocks, to_torch_encoder_layer
+from attnbook.layers.validation import check_dropout, check_eps, check_heads, check_positive
 from attnbook.layers.patches import PatchTokens, num_patches
 
 
@@ -36,18 +37,13 @@ class ViTConfig:
     layer_norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
-        for name in ("image_size", "patch_size", "in_channels", "num_classes", "d_model", "num_heads",
-                     "num_layers", "d_ff"):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)}")
+        check_positive(image_size=self.image_size, patch_size=self.patch_size, in_channels=self.in_channels,
+                       num_classes=self.num_classes, num_layers=self.num_layers, d_ff=self.d_ff)
         if self.image_size % self.patch_size:
             raise ValueError(f"image_size {self.image_size} is not divisible by patch_size {self.patch_size}")
-        if self.d_model % self.num_heads:
-            raise ValueError(f"d_model {self.d_model} is not divisible by num_heads {self.num_heads}")
-        if not 0.0 <= self.dropout < 1.0:
-            raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if self.layer_norm_eps <= 0:
-            raise ValueError(f"layer_norm_eps must be > 0, got {self.layer_norm_eps}")
+        check_heads(self.d_model, self.num_heads)
+        check_dropout(self.dropout)
+        check_eps(self.layer_norm_eps)
 
     @property
     def num_patches(self) -> int:
@@ -67,31 +63,25 @@ class ViT(nn.Module):
         self.config = config
         cfg = config
         tokens = PatchTokens(cfg.image_size, cfg.patch_size, cfg.in_channels, cfg.d_model)
-        positions = LearnedPositionalEmbedding(cfg.d_model, max_len=tokens.num_tokens)
-        nn.init.normal_(positions.embedding.weight, std=0.02)  # as the paper's code; nn.Embedding's N(0, 1) would drown the patches
+        # N(0, 0.02²) as the paper's code; nn.Embedding's N(0, 1) would drown the patches
+        positions = LearnedPositionalEmbedding(cfg.d_model, max_len=tokens.num_tokens, init_std=0.02)
         self.embeddings = Embeddings(tokens, positions, dropout=cfg.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, dropout=cfg.dropout, activation="gelu",
                          norm_first=True, layer_norm_eps=cfg.layer_norm_eps)
             for _ in range(cfg.num_layers)
         )
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.head = nn.Linear(cfg.d_model, cfg.num_classes)
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.readout = nn.Linear(cfg.d_model, cfg.num_classes)
 
     def forward(
         self, images: torch.Tensor, need_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, tuple[torch.Tensor, ...]]:
         """``need_weights=True`` also returns a tuple with one ``(B, H, 1 + N, 1 + N)`` map per layer."""
         x = self.embeddings(images)  # (B, 1 + N, D): class token + patches, positions added
-        maps = []
-        for block in self.blocks:
-            if need_weights:
-                x, weights = block(x, need_weights=True)  # weights: (B, H, 1 + N, 1 + N)
-                maps.append(weights)
-            else:
-                x = block(x)  # (B, 1 + N, D)
-        logits = self.head(self.norm(x[:, 0]))  # the class token's output -> (B, classes)
-        return (logits, tuple(maps)) if need_weights else logits
+        out = run_blocks(self.blocks, x, need_weights=need_weights)  # (B, 1 + N, D)
+        logits = self.readout(self.final_norm(out.hidden[:, 0]))  # the class token's output -> (B, classes)
+        return (logits, out.attention) if need_weights else logits
 
     @property
     def position_embeddings(self) -> torch.Tensor:
@@ -112,13 +102,13 @@ class TorchReferenceViT(nn.Module):
                                            activation="gelu", layer_norm_eps=cfg.layer_norm_eps,
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, cfg.num_layers, enable_nested_tensor=False)
-        self.norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.head = nn.Linear(cfg.d_model, cfg.num_classes)
+        self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
+        self.readout = nn.Linear(cfg.d_model, cfg.num_classes)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         patches = self.patches(images).flatten(2).transpose(1, 2)  # (B, D, rows, cols) -> (B, N, D)
         x = torch.cat([self.cls_token.expand(len(images), -1, -1), patches], dim=1) + self.positions
-        return self.head(self.norm(self.encoder(x)[:, 0]))  # (B, classes)
+        return self.readout(self.final_norm(self.encoder(x)[:, 0]))  # (B, classes)
 
 
 @torch.no_grad()
@@ -131,7 +121,7 @@ def to_torch_reference(model: ViT) -> TorchReferenceViT:
     reference.positions.copy_(model.position_embeddings[None])
     # each block becomes an nn.TransformerEncoderLayer(norm_first=True, GELU) with the same weights
     reference.encoder.layers = nn.ModuleList(to_torch_encoder_layer(block) for block in model.blocks)
-    reference.norm.load_state_dict(model.norm.state_dict())
-    reference.head.load_state_dict(model.head.state_dict())
-    param = model.head.weight
+    reference.final_norm.load_state_dict(model.final_norm.state_dict())
+    reference.readout.load_state_dict(model.readout.state_dict())
+    param = model.readout.weight
     return reference.to(param.device, param.dtype).train(model.training)

@@ -60,7 +60,7 @@ def encode_texts(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str
     length (less padding), returned in the order of ``texts``."""
     model.eval()
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out = torch.empty(len(texts), model.config.hidden_size)
+    out = torch.empty(len(texts), model.config.d_model)
     for start in range(0, len(order), batch_size):
         rows = order[start:start + batch_size]
         inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
