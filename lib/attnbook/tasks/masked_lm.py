@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from attnbook.data.wordpiece import BertInputs, build_inputs, pad_encodings
 from attnbook.models.bert import BertForPreTraining
 from attnbook.schedules import warmup_linear_scheduler
-from attnbook.train import History, fit
+from attnbook.train import History, evaluating, fit
 
 T = TypeVar("T")
 IS_NEXT, NOT_NEXT = 0, 1
@@ -214,18 +214,19 @@ def pretraining_loss(model: BertForPreTraining, batch: PretrainBatch) -> torch.T
 
 @torch.no_grad()
 def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[PretrainBatch]) -> dict[str, float]:
-    """MLM accuracy over all chosen positions and NSP accuracy over all pairs of ``batches``."""
-    model.eval()
+    """MLM accuracy over all chosen positions and NSP accuracy over all pairs of ``batches``,
+    in eval mode (each submodule's mode restored after)."""
     right = total = nsp_right = nsp_total = 0
-    for batch in batches:
-        mlm_logits, nsp_logits = model(batch.masked.input_ids, batch.inputs.segment_ids, batch.inputs.token_mask,
-                                       predict_at=batch.masked.chosen)
-        targets = batch.masked.targets[batch.masked.chosen]
-        right += int((mlm_logits.argmax(-1) == targets).sum())
-        total += targets.numel()
-        if batch.nsp_labels is not None:
-            nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
-            nsp_total += batch.nsp_labels.numel()
+    with evaluating(model):
+        for batch in batches:
+            mlm_logits, nsp_logits = model(batch.masked.input_ids, batch.inputs.segment_ids,
+                                           batch.inputs.token_mask, predict_at=batch.masked.chosen)
+            targets = batch.masked.targets[batch.masked.chosen]
+            right += int((mlm_logits.argmax(-1) == targets).sum())
+            total += targets.numel()
+            if batch.nsp_labels is not None:
+                nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
+                nsp_total += batch.nsp_labels.numel()
     results = {"mlm accuracy": right / total}
     if nsp_total:
         results["nsp accuracy"] = nsp_right / nsp_total
