@@ -14,6 +14,7 @@ from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, BertConfig, BertForPreTraining
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.models.tagger import SelfAttentionTagger
+from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
 from attnbook.tasks import tagging, text_classification, token_stream
 
@@ -25,9 +26,12 @@ def _gpt() -> nn.Module:
     return GPT(GPTConfig(23, max_len=32, d_model=16, num_heads=2, d_ff=32, num_layers=1, dropout=0.1))
 
 
-def _seq2seq(make_transformer):
-    model = make_transformer(dropout=0.1)
-    return model, Vocab("abcdefg"), Vocab("ABCDEFGHI")  # 11 and 13 ids: the fixture's sizes
+LETTERS, PHONEMES = Vocab("abcdefg"), Vocab("ABCDEFGHI")
+
+
+def _seq2seq() -> nn.Module:
+    return Transformer(TransformerConfig(len(LETTERS), len(PHONEMES), d_model=16, num_heads=2, d_ff=32,
+                                         num_encoder_layers=1, num_decoder_layers=1, dropout=0.1))
 
 
 def _bert_for_pretraining():
@@ -50,8 +54,9 @@ def _image_model() -> nn.Module:
 
 # name -> (make the model, call the helper on it). Each helper in tasks/ that evaluates a model.
 HELPERS = {
-    "g2p.predict": ("seq2seq", lambda m, v: g2p.predict(m, ["abc", "fed"], *v)),
-    "g2p.evaluate_g2p": ("seq2seq", lambda m, v: g2p.evaluate_g2p(m, [("abc", "AB"), ("gf", "C")], *v)),
+    "g2p.predict": (_seq2seq, lambda m: g2p.predict(m, ["abc", "fed"], LETTERS, PHONEMES)),
+    "g2p.evaluate_g2p": (
+        _seq2seq, lambda m: g2p.evaluate_g2p(m, [("abc", "AB"), ("gf", "C")], LETTERS, PHONEMES)),
     "image_classification.predict": (_image_model, lambda m: image_classification.predict(m, _images().images)),
     "image_classification.accuracy": (_image_model, lambda m: image_classification.accuracy(m, _images())),
     "image_classification.shifted_accuracy": (
@@ -93,22 +98,16 @@ def _modes(model: nn.Module) -> list[bool]:
 
 @pytest.mark.parametrize("mode", ["train", "eval", "mixed"])
 @pytest.mark.parametrize("name", sorted(HELPERS))
-def test_a_helper_evaluates_in_eval_mode_and_restores_every_mode(name, mode, make_transformer):
+def test_a_helper_evaluates_in_eval_mode_and_restores_every_mode(name, mode):
     make, call = HELPERS[name]
     torch.manual_seed(0)
-    if make == "seq2seq":
-        model, *vocabs = _seq2seq(make_transformer)
-        run = lambda: call(model, vocabs)  # noqa: E731
-    else:
-        model = make()
-        run = lambda: call(model)  # noqa: E731
-    _set_mode(model, mode)
+    model = _set_mode(make(), mode)
     before = _modes(model)
     if mode == "mixed":
         assert len(set(before)) == 2, f"{name}: the mixed-mode model is not mixed"
     seen = []
     hooks = [m.register_forward_pre_hook(lambda m, args: seen.append(m.training)) for m in model.modules()]
-    run()
+    call(model)
     for hook in hooks:
         hook.remove()
     assert seen and not any(seen), f"{name} ran some submodule in train mode"
