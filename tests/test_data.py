@@ -1,6 +1,10 @@
+import re
+from pathlib import Path
+
 import pytest
 import torch
 
+import attnbook.data
 from attnbook.data import BOS, EOS, PAD, UNK, Vocab, build_vocabs, iterate_batches, load_g2p, make_batch, pad_sequences
 from attnbook.data.g2p import parse_cmudict, split_of
 
@@ -100,3 +104,10 @@ def test_iterate_batches_is_seeded_and_trims_padding(data):
     one_pass = list(iterate_batches(pairs, src_vocab, tgt_vocab, 64))
     assert sum(len(b.src) for b in one_pass) == 300
     assert make_batch(pairs[:64], src_vocab, tgt_vocab).src.tolist() == one_pass[0].src.tolist()
+
+
+def test_the_data_package_docstring_names_every_data_module():
+    folder = Path(attnbook.data.__file__).parent
+    modules = {p.stem for p in folder.glob("*.py")} - {"__init__"}
+    named = set(re.findall(r"``(\w+)``", attnbook.data.__doc__))
+    assert modules <= named, f"attnbook/data/__init__.py does not describe {sorted(modules - named)}"

@@ -1,16 +1,20 @@
 """The package's layers cannot rot: no import from a lower layer to a higher one, no cycle.
 
-Groups, lowest first: the foundation modules (env, cpu_share, progress, checks, metrics,
-schedules, losses, train, decoding, plot, checkpoints) -> layers -> models -> tasks -> exercises, tools. ``data``
-sits beside ``models``: tasks join the two, so models never import data and data never imports
-models or layers.
+This file is the single source of the layer map: ``ALLOWED`` says, group by group (lowest
+first), which groups each may import. The foundation is every top-level module of
+``attnbook`` (and the ``FOUNDATION_FOLDERS``); each other group is a folder. ``data`` sits beside
+``models``: tasks join the two, so models never import data and data never imports models or
+layers. README.md points here; the layer maps in ``attnbook/__init__.py`` and CONTRIBUTING.md
+are checked against this one by the tests at the end of this file.
 """
 import ast
+import re
 from pathlib import Path
 
 import pytest
 
-PACKAGE = Path(__file__).resolve().parents[1] / "lib" / "attnbook"
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "lib" / "attnbook"
 
 # What each group may import from the package (besides itself).
 ALLOWED = {
@@ -22,6 +26,7 @@ ALLOWED = {
     "exercises": {"foundation", "layers", "models", "data", "tasks", "exercises"},
     "tools": {"foundation", "layers", "models", "data", "tasks", "exercises", "tools"},
 }
+FOUNDATION_FOLDERS = {"results"}  # packages that belong to the foundation (committed results and their loader)
 
 
 def module_name(path: Path) -> str:
@@ -85,9 +90,18 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def test_the_package_has_the_layered_folders():
-    for folder in ("layers", "models", "tasks", "data", "exercises", "tools"):
-        assert (PACKAGE / folder / "__init__.py").is_file(), f"missing package attnbook.{folder}"
+def folder_groups() -> set[str]:
+    return set(ALLOWED) - {"foundation"}
+
+
+def foundation_modules() -> set[str]:
+    return {p.stem for p in PACKAGE.glob("*.py")} - {"__init__"} | FOUNDATION_FOLDERS
+
+
+def test_every_folder_of_the_package_is_a_group_and_every_group_a_folder():
+    folders = {p.parent.name for p in PACKAGE.glob("*/__init__.py")}
+    assert folders == folder_groups() | FOUNDATION_FOLDERS, (
+        f"folders {sorted(folders)} vs groups {sorted(folder_groups())} + foundation {sorted(FOUNDATION_FOLDERS)}")
 
 
 def test_no_import_goes_up_a_layer():
@@ -115,3 +129,47 @@ def test_the_checker_catches_a_cycle():
     graph = {"attnbook.a": {"attnbook.b"}, "attnbook.b": {"attnbook.c"}, "attnbook.c": {"attnbook.a"}}
     assert find_cycle(graph) == ["attnbook.a", "attnbook.b", "attnbook.c", "attnbook.a"]
     assert find_cycle({"attnbook.a": {"attnbook.b"}, "attnbook.b": set()}) is None
+
+
+# --- The other layer maps, checked against this one ------------------------------------------
+
+def named_folders(text: str) -> set[str]:
+    """Folder names written alone as ``name/`` (with or without backticks), not inside a path."""
+    return set(re.findall(r"(?<![\w/.])`{0,2}([a-z_]+)/(?![\w.])", text))
+
+
+def package_docstring() -> str:
+    return ast.get_docstring(ast.parse((PACKAGE / "__init__.py").read_text(encoding="utf-8")))
+
+
+def contributing_map() -> str:
+    """The ``text`` block under "## The library" in CONTRIBUTING.md."""
+    text = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
+    return text.split("## The library", 1)[1].split("```text", 1)[1].split("```", 1)[0]
+
+
+def test_the_package_docstring_names_every_group_and_foundation_module():
+    doc = package_docstring()
+    assert named_folders(doc) == folder_groups(), "attnbook/__init__.py: fix the folders it names"
+    bullets = [b for b in doc.split("\n- ") if b.startswith("the foundation")]
+    assert len(bullets) == 1, "attnbook/__init__.py needs one bullet starting '- the foundation'"
+    foundation = bullets[0]
+    assert set(re.findall(r"``(\w+)``", foundation)) == foundation_modules(), (
+        f"attnbook/__init__.py's foundation bullet must name exactly {sorted(foundation_modules())}")
+
+
+def test_contributing_draws_every_group_and_foundation_module():
+    drawing = contributing_map()
+    assert named_folders(drawing) == folder_groups(), "CONTRIBUTING.md: fix the folders the layer map draws"
+    foundation = re.sub(r"\(.*?\)", "", drawing.split("foundation:", 1)[1])
+    assert set(re.findall(r"\w+", foundation)) == foundation_modules(), (
+        f"CONTRIBUTING.md's foundation line must name exactly {sorted(foundation_modules())}")
+
+
+def test_readme_points_to_the_layer_map():
+    assert "tests/test_layering.py" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_named_folders_reads_folder_names_only():
+    text = "``layers/`` and models/ -> `tasks/`; lib/attnbook/, tests/test_layering.py and 1/2"
+    assert named_folders(text) == {"layers", "models", "tasks"}

@@ -3,7 +3,7 @@ import torch
 from torch import nn
 
 from attnbook.losses import sequence_cross_entropy
-from attnbook.train import History, fit
+from attnbook.train import History, evaluating, fit
 
 
 def _batches():
@@ -27,6 +27,57 @@ def test_fit_reduces_the_loss_and_records_history():
     assert [s for s, _ in history.metrics["w0"]] == [20, 40, 60]
     assert evals == [False, False, False], "eval_fn must run in eval mode"
     assert history.seconds > 0 and not model.training
+
+
+def test_fit_trains_again_after_each_evaluation():
+    model = nn.Linear(2, 1)
+    modes = []
+    fit(model, _batches(), lambda m, b: modes.append(m.training) or nn.functional.mse_loss(m(b[0]), b[1]),
+        torch.optim.SGD(model.parameters(), lr=0.1), steps=6, eval_fn=lambda m: {}, eval_every=2, progress=False)
+    assert modes == [True] * 6, "a step after an evaluation ran outside train mode"
+
+
+def _mixed_mode_model() -> nn.Module:
+    """Train mode at the top, a frozen (eval) encoder inside, and a train-mode layer inside that."""
+    model = nn.Sequential(nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)), nn.Dropout(0.5), nn.Linear(2, 1))
+    model[0].eval()
+    model[0][1].train()
+    return model
+
+
+def _modes(model: nn.Module) -> list[bool]:
+    return [m.training for m in model.modules()]
+
+
+def test_evaluating_puts_every_submodule_in_eval_and_restores_each_exactly():
+    model = _mixed_mode_model()
+    before = _modes(model)
+    assert len(set(before)) == 2, "the fixture must mix modes"
+    with evaluating(model) as inside:
+        assert inside is model and not any(_modes(model))
+    assert _modes(model) == before
+
+
+def test_evaluating_restores_the_modes_after_an_exception():
+    model = _mixed_mode_model()
+    before = _modes(model)
+    with pytest.raises(RuntimeError, match="boom"), evaluating(model):
+        raise RuntimeError("boom")
+    assert _modes(model) == before
+
+
+@pytest.mark.parametrize("mode", [True, False])
+def test_evaluating_keeps_a_uniform_mode(mode):
+    model = nn.Sequential(nn.Linear(2, 2), nn.Dropout(0.5)).train(mode)
+    with evaluating(model):
+        assert not model[1].training
+    assert _modes(model) == [mode] * 3
+
+
+def test_evaluating_rejects_what_is_not_a_module():
+    with pytest.raises(TypeError, match="expects a torch.nn.Module, got function"):
+        with evaluating(lambda x: x):
+            pass
 
 
 def test_fit_rejects_bad_arguments_and_non_finite_loss():

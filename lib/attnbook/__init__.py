@@ -1,15 +1,20 @@
 """attnbook: the shared library of the book *Attention and the Transformer, rebuilt step by step*.
 
-Every chapter rebuilds an idea inline, then imports the reviewed version from here. The folders
-are layers, each importing only from those below it (``tests/test_layering.py`` enforces it):
+Every chapter rebuilds an idea inline, then imports the reviewed version from here. The package
+is in layers, each importing only from those below it. ``tests/test_layering.py`` holds the map
+(which group may import which), enforces it, and checks that this list names its groups:
 
+- the foundation, top-level modules that import only each other: ``env``, ``cpu_share``,
+  ``progress``, ``checks``, ``metrics``, ``schedules``, ``losses``, ``train``, ``decoding``,
+  ``plot``, ``checkpoints``, ``package_data``, ``attention_maps``, ``results``;
 - ``layers/``: masks, attention (``MultiHeadAttention``, ``KVCache``), scores, positions,
-  feed-forward, embeddings, and the encoder / decoder / causal blocks;
-- ``models/``: one readable file per model (``rnn``, ``transformer``, ``tagger``, ...);
-- ``tasks/``: one module per task with its loss, recipe and evaluation (``g2p``, ``tagging``);
-- ``data/`` (datasets, vocabularies, batches) sits beside ``models/``: only tasks join them;
-- foundation modules: ``env``, ``train``, ``losses``, ``decoding``, ``schedules``, ``metrics``,
-  ``plot``, ``checks``, ``progress``; and on top, ``exercises/`` and ``tools/``.
+  feed-forward, embeddings, patches, and the encoder / decoder / causal blocks;
+- ``models/``: one readable file per model (``rnn``, ``transformer``, ``tagger``, ``bert``, ...);
+- ``data/`` (corpora, tokenisers, vocabularies, batches) sits beside ``models/``: only tasks
+  join them;
+- ``tasks/``: one module per task with its loss, recipe and evaluation (``g2p``, ``tagging``,
+  ``language_modeling``, ...);
+- on top, ``exercises/`` (the exercise checkers) and ``tools/`` (the notebook runner, diagrams).
 
 Shape legend used in every docstring and comment (``chapters/notation.md`` has the full table):
 B batch, S source length, T target (or query) length, D model width, H heads,

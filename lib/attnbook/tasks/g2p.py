@@ -19,7 +19,7 @@ from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode
 from attnbook.losses import sequence_cross_entropy
 from attnbook.metrics import phoneme_error_rate, wer_by_bucket, word_error_rate
-from attnbook.train import History, fit
+from attnbook.train import History, evaluating, fit
 
 
 @dataclass(frozen=True)
@@ -97,24 +97,23 @@ def predict(
     batch_size: int = 512,
     decode: Decoder | None = None,
 ) -> list[tuple[str, ...]]:
-    """Phonemes for each word. Words are batched by length; ``decode`` defaults to greedy."""
+    """Phonemes for each word, decoded in eval mode (each submodule's mode restored after).
+    Words are batched by length; ``decode`` defaults to greedy."""
     if len(words) == 0:
         raise ValueError("no words to predict")
     device = next(model.parameters()).device
     if decode is None:
         def decode(m, src, lengths, max_len):
             return greedy_decode(m, src, lengths, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)
-    was_training = model.training
-    model.eval()
     order = sorted(range(len(words)), key=lambda i: len(words[i]))
     predictions: list[tuple[str, ...]] = [()] * len(words)
-    for start in range(0, len(order), batch_size):
-        chunk = order[start : start + batch_size]
-        src, lengths = pad_sequences([src_vocab.encode(list(words[i])) for i in chunk], src_vocab.pad_id)
-        ids = decode(model, src.to(device), lengths.to(device), src.shape[1] + 5)
-        for i, row in zip(chunk, ids):
-            predictions[i] = tuple(tgt_vocab.decode(row))
-    model.train(was_training)
+    with evaluating(model):
+        for start in range(0, len(order), batch_size):
+            chunk = order[start : start + batch_size]
+            src, lengths = pad_sequences([src_vocab.encode(list(words[i])) for i in chunk], src_vocab.pad_id)
+            ids = decode(model, src.to(device), lengths.to(device), src.shape[1] + 5)
+            for i, row in zip(chunk, ids):
+                predictions[i] = tuple(tgt_vocab.decode(row))
     return predictions
 
 

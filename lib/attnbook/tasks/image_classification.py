@@ -13,7 +13,7 @@ from torch import nn
 
 from attnbook.data.digits import ImageSet, image_batches, shift_images
 from attnbook.schedules import warmup_linear_scheduler
-from attnbook.train import History, fit
+from attnbook.train import History, evaluating, fit
 
 
 @dataclass(frozen=True)
@@ -79,15 +79,12 @@ def train_classifier(
 
 @torch.no_grad()
 def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
-    """Predicted classes ``(N,)`` for ``images`` ``(N, C, H, W)``, in eval mode (mode restored)."""
-    was_training = model.training
-    model.eval()
+    """Predicted classes ``(N,)`` for ``images`` ``(N, C, H, W)``, in eval mode (each submodule's
+    mode restored after)."""
     device = next(model.parameters()).device
-    try:
+    with evaluating(model):
         out = [model(images[i:i + batch_size].to(device)).argmax(dim=-1).cpu()
                for i in range(0, len(images), batch_size)]
-    finally:
-        model.train(was_training)
     return torch.cat(out) if out else torch.empty(0, dtype=torch.long)
 
 

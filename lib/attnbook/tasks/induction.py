@@ -11,8 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from attnbook.tasks.language_modeling import next_token_cross_entropy
+from attnbook.train import evaluating
 
 
 def repeated_segments(batch_size: int, length: int, vocab_size: int, min_segment: int, max_segment: int,
@@ -62,10 +64,10 @@ def induction_scores(weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tenso
 @torch.no_grad()
 def half_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[float, float]:
     """Mean next-token loss on the first copy of each segment (targets 1 .. L-1) and on the
-    repeated copy (targets L+1 .. 2L-1; its first token L follows nothing it could copy)."""
-    model.eval()
-    logits = model(tokens[:, :-1])  # (B, T-1, V)
-    losses = F.cross_entropy(logits.transpose(1, 2), tokens[:, 1:], reduction="none")  # (B, T-1)
+    repeated copy (targets L+1 .. 2L-1; its first token L follows nothing it could copy).
+    The model runs in eval mode; each submodule's mode is restored after."""
+    with evaluating(model):
+        losses = next_token_cross_entropy(model, tokens, reduction="none")  # (B, T-1)
     target = torch.arange(1, tokens.shape[1])  # (T-1,): the position each loss predicts
     first = target < lengths[:, None]  # (B, T-1)
     second = (target > lengths[:, None]) & (target < 2 * lengths[:, None])

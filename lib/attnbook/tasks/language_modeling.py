@@ -1,5 +1,6 @@
-"""Language modelling with a decoder-only model (Chapter 8): the next-token loss, perplexity,
-and generation — greedy, temperature, top-k and top-p (nucleus) sampling — with or without a
+"""Language modelling with a decoder-only model (Chapter 8): the next-token cross-entropy
+(the one definition that training, ``token_stream`` and ``induction`` all use), perplexity, and
+generation — greedy, temperature, top-k and top-p (nucleus) sampling — with or without a
 key–value cache.
 
 A model here is ``model(tokens (B, T)) -> logits (B, T, V)`` that also decodes through
@@ -9,20 +10,37 @@ A model here is ``model(tokens (B, T)) -> logits (B, T, V)`` that also decodes t
 from __future__ import annotations
 
 import math
+from typing import Literal
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from attnbook.decoding import PromptDecoder
+from attnbook.train import evaluating
+
+Reduction = Literal["mean", "sum", "none"]
+
+
+def next_token_cross_entropy(model: nn.Module, tokens: torch.Tensor, reduction: Reduction = "mean") -> torch.Tensor:
+    """Cross-entropy (nats) of predicting ``tokens[:, t+1]`` from ``tokens[:, :t+1]``, all t at
+    once: ``model`` reads ``tokens[:, :-1]`` ``(B, T-1)`` and is scored on ``tokens[:, 1:]``.
+
+    ``reduction``: ``"mean"`` or ``"sum"`` over every target (a scalar), or ``"none"``: one loss
+    per target, ``(B, T-1)`` (column t scores the prediction of ``tokens[:, t+1]``).
+    """
+    if tokens.dim() != 2 or tokens.shape[1] < 2:
+        raise ValueError(f"tokens must be (B, T) with T >= 2, got shape {tuple(tokens.shape)}")
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    logits = model(tokens[:, :-1])  # (B, T-1, V)
+    losses = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1), reduction=reduction)
+    return losses.view(tokens.shape[0], -1) if reduction == "none" else losses  # (B, T-1) or ()
 
 
 def next_token_loss(model: nn.Module, tokens: torch.Tensor) -> torch.Tensor:
-    """Mean cross-entropy of predicting ``tokens[:, t+1]`` from ``tokens[:, :t+1]``, all t at once."""
-    if tokens.dim() != 2 or tokens.shape[1] < 2:
-        raise ValueError(f"tokens must be (B, T) with T >= 2, got shape {tuple(tokens.shape)}")
-    logits = model(tokens[:, :-1])  # (B, T-1, V)
-    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
+    """Mean next-token cross-entropy of ``tokens (B, T)``: the training loss (a ``loss_fn`` for ``fit``)."""
+    return next_token_cross_entropy(model, tokens)
 
 
 def perplexity(mean_loss: float) -> float:
@@ -70,16 +88,18 @@ def generate(
     model: PromptDecoder, prompt: torch.Tensor, max_new_tokens: int, temperature: float = 0.0,
     top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
 ) -> torch.Tensor:
-    """Continue ``prompt (B, T)`` by ``max_new_tokens`` tokens with the cache: ``(B, T + L)``."""
+    """Continue ``prompt (B, T)`` by ``max_new_tokens`` tokens with the cache: ``(B, T + L)``.
+    The model runs in eval mode; each submodule's mode is restored after."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-    logits, state = model.start(prompt)  # (B, V)
     out = [prompt]
-    for i in range(max_new_tokens):
-        tokens = choose_next(logits, temperature, top_k, top_p, generator)  # (B,)
-        out.append(tokens[:, None])
-        if i + 1 < max_new_tokens:
-            logits, state = model.step(tokens, state)
+    with evaluating(model):
+        logits, state = model.start(prompt)  # (B, V)
+        for i in range(max_new_tokens):
+            tokens = choose_next(logits, temperature, top_k, top_p, generator)  # (B,)
+            out.append(tokens[:, None])
+            if i + 1 < max_new_tokens:
+                logits, state = model.step(tokens, state)
     return torch.cat(out, dim=1)  # (B, T + L)
 
 
@@ -89,11 +109,13 @@ def generate_uncached(
     top_k: int | None = None, top_p: float | None = None, generator: torch.Generator | None = None,
 ) -> torch.Tensor:
     """The same as ``generate`` the slow way: the whole sequence so far through ``model`` at
-    every step. The reference that cached generation must reproduce token for token."""
+    every step. The reference that cached generation must reproduce token for token (eval mode,
+    each submodule's mode restored after)."""
     if max_new_tokens < 1:
         raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
     tokens = prompt
-    for _ in range(max_new_tokens):
-        nxt = choose_next(model(tokens)[:, -1], temperature, top_k, top_p, generator)  # (B,)
-        tokens = torch.cat([tokens, nxt[:, None]], dim=1)
+    with evaluating(model):
+        for _ in range(max_new_tokens):
+            nxt = choose_next(model(tokens)[:, -1], temperature, top_k, top_p, generator)  # (B,)
+            tokens = torch.cat([tokens, nxt[:, None]], dim=1)
     return tokens

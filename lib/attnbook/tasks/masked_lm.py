@@ -23,7 +23,7 @@ import torch.nn.functional as F
 from attnbook.data.wordpiece import BertInputs, build_inputs, pad_encodings
 from attnbook.models.bert import BertForPreTraining
 from attnbook.schedules import warmup_linear_scheduler
-from attnbook.train import History, fit
+from attnbook.train import History, evaluating, fit
 
 T = TypeVar("T")
 IS_NEXT, NOT_NEXT = 0, 1
@@ -196,10 +196,9 @@ def pretrain_batch(pairs: Sequence[tuple[Sequence[int], Sequence[int], int]], sp
                    cls_id: int, sep_id: int, pad_id: int, mask_id: int, vocab_size: int, max_len: int,
                    generator: torch.Generator, random_low: int = 0) -> PretrainBatch:
     """Encode id pairs as ``[CLS] a [SEP] b [SEP]`` (truncated to ``max_len``), pad, and mask."""
-    inputs = pad_encodings([build_inputs(a, b, cls_id, sep_id, max_len) for a, b, _ in pairs], pad_id)
-    maskable = inputs.token_mask & ~torch.isin(inputs.input_ids, torch.tensor(list(special_ids)))
-    masked = mask_tokens(inputs.input_ids, maskable, mask_id, vocab_size, generator, random_low=random_low)
-    return PretrainBatch(inputs, masked, torch.tensor([label for _, _, label in pairs]))
+    encodings = [build_inputs(a, b, cls_id, sep_id, max_len) for a, b, _ in pairs]
+    labels = torch.tensor([label for _, _, label in pairs])
+    return _pad_and_mask(encodings, labels, special_ids, pad_id, mask_id, vocab_size, generator, random_low)
 
 
 def pretraining_loss(model: BertForPreTraining, batch: PretrainBatch) -> torch.Tensor:
@@ -214,18 +213,19 @@ def pretraining_loss(model: BertForPreTraining, batch: PretrainBatch) -> torch.T
 
 @torch.no_grad()
 def evaluate_pretraining(model: BertForPreTraining, batches: Sequence[PretrainBatch]) -> dict[str, float]:
-    """MLM accuracy over all chosen positions and NSP accuracy over all pairs of ``batches``."""
-    model.eval()
+    """MLM accuracy over all chosen positions and NSP accuracy over all pairs of ``batches``,
+    in eval mode (each submodule's mode restored after)."""
     right = total = nsp_right = nsp_total = 0
-    for batch in batches:
-        mlm_logits, nsp_logits = model(batch.masked.input_ids, batch.inputs.segment_ids, batch.inputs.token_mask,
-                                       predict_at=batch.masked.chosen)
-        targets = batch.masked.targets[batch.masked.chosen]
-        right += int((mlm_logits.argmax(-1) == targets).sum())
-        total += targets.numel()
-        if batch.nsp_labels is not None:
-            nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
-            nsp_total += batch.nsp_labels.numel()
+    with evaluating(model):
+        for batch in batches:
+            mlm_logits, nsp_logits = model(batch.masked.input_ids, batch.inputs.segment_ids,
+                                           batch.inputs.token_mask, predict_at=batch.masked.chosen)
+            targets = batch.masked.targets[batch.masked.chosen]
+            right += int((mlm_logits.argmax(-1) == targets).sum())
+            total += targets.numel()
+            if batch.nsp_labels is not None:
+                nsp_right += int((nsp_logits.argmax(-1) == batch.nsp_labels).sum())
+                nsp_total += batch.nsp_labels.numel()
     results = {"mlm accuracy": right / total}
     if nsp_total:
         results["nsp accuracy"] = nsp_right / nsp_total
@@ -236,10 +236,18 @@ def sentence_batch(sentences: Sequence[Sequence[int]], special_ids: Sequence[int
                    pad_id: int, mask_id: int, vocab_size: int, max_len: int, generator: torch.Generator,
                    random_low: int = 0) -> PretrainBatch:
     """Single sentences as ``[CLS] a [SEP]`` (truncated to ``max_len``), padded and masked: MLM only."""
-    inputs = pad_encodings([build_inputs(a, None, cls_id, sep_id, max_len) for a in sentences], pad_id)
+    encodings = [build_inputs(a, None, cls_id, sep_id, max_len) for a in sentences]
+    return _pad_and_mask(encodings, None, special_ids, pad_id, mask_id, vocab_size, generator, random_low)
+
+
+def _pad_and_mask(encodings: Sequence[tuple[list[int], list[int]]], nsp_labels: torch.Tensor | None,
+                  special_ids: Sequence[int], pad_id: int, mask_id: int, vocab_size: int,
+                  generator: torch.Generator, random_low: int) -> PretrainBatch:
+    """Pad the encoded sequences and mask them; special tokens and padding are never chosen."""
+    inputs = pad_encodings(encodings, pad_id)
     maskable = inputs.token_mask & ~torch.isin(inputs.input_ids, torch.tensor(list(special_ids)))
     masked = mask_tokens(inputs.input_ids, maskable, mask_id, vocab_size, generator, random_low=random_low)
-    return PretrainBatch(inputs, masked, None)
+    return PretrainBatch(inputs, masked, nsp_labels)
 
 
 def sentence_batches(sentences: Sequence[Sequence[int]], batch_size: int, special_ids: Sequence[int],

@@ -10,6 +10,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from attnbook.data.synthetic import IGNORE
+from attnbook.train import evaluating
 
 
 def tagging_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -22,8 +23,10 @@ def tagging_loss(model: nn.Module, batch: tuple[torch.Tensor, torch.Tensor]) -> 
 @torch.no_grad()
 def tagging_accuracy(model: nn.Module, tokens: torch.Tensor, targets: torch.Tensor) -> dict[str, float]:
     """Accuracy on a fixed set: ``answer`` (share of answers right), ``position`` (share of
-    positions with all R answers right) and ``output0``, ``output1``, ... (each answer alone)."""
-    logits = model(tokens)  # (B, T, R, V)
+    positions with all R answers right) and ``output0``, ``output1``, ... (each answer alone).
+    The model runs in eval mode; each submodule's mode is restored after."""
+    with evaluating(model):
+        logits = model(tokens)  # (B, T, R, V)
     scored = targets != IGNORE  # (B, T, R): answers that count
     right = (logits.argmax(-1) == targets) | ~scored  # (B, T, R)
     has_answer = scored.any(-1)  # (B, T)

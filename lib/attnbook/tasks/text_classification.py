@@ -24,6 +24,7 @@ from torch import nn
 from attnbook.data.bible import Verse
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, sentence_embeddings
+from attnbook.train import evaluating
 
 
 @dataclass(frozen=True)
@@ -57,14 +58,15 @@ def genre_sample(verses: Sequence[Verse], token_counts: Sequence[int], per_genre
 def encode_texts(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], batch_size: int = 64,
                  device: torch.device | str = "cpu") -> torch.Tensor:
     """Sentence embeddings ``(N, D)`` (mean-pooled, normalised), computed in batches of similar
-    length (less padding), returned in the order of ``texts``."""
-    model.eval()
+    length (less padding), returned in the order of ``texts``. The model runs in eval mode;
+    each submodule's mode is restored after."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
     out = torch.empty(len(texts), model.config.d_model)
-    for start in range(0, len(order), batch_size):
-        rows = order[start:start + batch_size]
-        inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
-        out[rows] = sentence_embeddings(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu()
+    with evaluating(model):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
+            out[rows] = sentence_embeddings(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu()
     return out
 
 
@@ -131,7 +133,9 @@ class Standardise(nn.Module):
 
 @torch.no_grad()
 def accuracy(probe: nn.Module, features: torch.Tensor, labels: torch.Tensor) -> float:
-    return float((probe(features).argmax(-1) == labels).float().mean())
+    """Share of ``features`` (N, D) that ``probe`` puts in their ``labels`` (N,) class, in eval mode."""
+    with evaluating(probe):
+        return float((probe(features).argmax(-1) == labels).float().mean())
 
 
 def probe_accuracies(features: dict[str, torch.Tensor], labels: torch.Tensor, train_per_class: int,

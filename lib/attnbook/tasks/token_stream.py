@@ -6,15 +6,19 @@ A held-out stream of N tokens is cut into non-overlapping windows of ``window + 
 that overlap by one (``held_out_windows``); every token after the first of a window is a
 target, predicted from the tokens before it *in its window*. ``held_out_targets`` lists those
 targets with the token just before each, which is all a bigram needs, so the three numbers
-are mean cross-entropies over the same tokens. Legend: B batch, T window length, V vocabulary.
+are mean cross-entropies over the same tokens. The model's loss is
+``language_modeling.next_token_cross_entropy``, the same definition training uses.
+Legend: B batch, T window length, V vocabulary.
 """
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import torch
-import torch.nn.functional as F
 from torch import nn
+
+from attnbook.tasks.language_modeling import next_token_cross_entropy
+from attnbook.train import evaluating
 
 
 def lm_batches(
@@ -49,17 +53,15 @@ def held_out_targets(stream: torch.Tensor, window: int) -> tuple[torch.Tensor, t
 
 @torch.no_grad()
 def model_loss(model: nn.Module, stream: torch.Tensor, window: int, batch_size: int = 64) -> float:
-    """Mean next-token cross-entropy (nats) of ``model`` over the held-out windows of ``stream``."""
-    model.eval()
+    """Mean next-token cross-entropy (nats) of ``model`` over the held-out windows of ``stream``,
+    in eval mode (each submodule's mode restored after)."""
     windows = held_out_windows(stream, window)
     device = next(model.parameters()).device
     total, count = 0.0, 0
-    for chunk in windows.split(batch_size):
-        chunk = chunk.to(device)
-        logits = model(chunk[:, :-1])  # (B, T, V)
-        total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]), chunk[:, 1:].reshape(-1),
-                                 reduction="sum").item()
-        count += chunk[:, 1:].numel()
+    with evaluating(model):
+        for chunk in windows.split(batch_size):
+            total += next_token_cross_entropy(model, chunk.to(device), reduction="sum").item()
+            count += chunk[:, 1:].numel()
     return total / count
 
 
