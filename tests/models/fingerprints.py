@@ -62,10 +62,7 @@ def bert_outputs() -> dict[str, torch.Tensor]:
 
     torch.manual_seed(0)
     sizes = dict(vocab_size=23, num_layers=2, num_heads=4)
-    try:
-        config = bert.BertConfig(d_model=32, d_ff=64, max_len=16, **sizes)
-    except TypeError:  # before library v3
-        config = bert.BertConfig(hidden_size=32, intermediate_size=64, max_positions=16, **sizes)
+    config = bert.BertConfig(d_model=32, d_ff=64, max_len=16, **sizes)
     model = bert.BertForPreTraining(config)
     g = torch.Generator().manual_seed(3)
     ids, segments = torch.randint(0, 23, (3, 10), generator=g), torch.randint(0, 2, (3, 10), generator=g)

@@ -35,8 +35,8 @@ def _seq2seq() -> nn.Module:
 
 
 def _bert_for_pretraining():
-    return BertForPreTraining(BertConfig(vocab_size=30, hidden_size=16, num_layers=1, num_heads=2,
-                                         intermediate_size=32, max_positions=12))
+    return BertForPreTraining(BertConfig(vocab_size=30, d_model=16, num_layers=1, num_heads=2,
+                                         d_ff=32, max_len=12))
 
 
 def _pretraining_batch():
@@ -73,7 +73,7 @@ HELPERS = {
     "masked_lm.evaluate_pretraining": (
         _bert_for_pretraining, lambda m: masked_lm.evaluate_pretraining(m, [_pretraining_batch()])),
     "text_classification.encode_texts": (
-        lambda: Bert(BertConfig(hidden_size=16, num_layers=1, num_heads=2, intermediate_size=32)),
+        lambda: Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32)),
         lambda m: text_classification.encode_texts(
             m, WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt"), ["in the beginning", "amen"])),
     "text_classification.accuracy": (

@@ -15,28 +15,33 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnbook.layers.masks import key_mask, token_mask
 from attnbook.layers.scores import WEIGHTINGS, Score, attend, make_score
+from attnbook.layers.validation import check_positive, check_token_ids
 
 
 def _check_sizes(config) -> None:
-    """Every size of an RNN config must be a positive integer."""
-    sizes = {name: value for name, value in vars(config).items() if isinstance(value, int) and name != "pad_id"}
-    bad = {name: value for name, value in sizes.items() if value < 1}
-    if bad:
-        raise ValueError(f"sizes must be >= 1, got {bad}")
+    """Every size of an RNN config must be a positive integer; ``pad_id`` a token of both vocabularies."""
+    check_positive(**{name: value for name, value in vars(config).items()
+                      if isinstance(value, int) and name != "pad_id"})
     if not 0 <= config.pad_id < min(config.src_vocab_size, config.tgt_vocab_size):
         raise ValueError(f"pad_id {config.pad_id} is outside the vocabularies")
 
 
-def _check_batch(src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> None:
-    if src.dim() != 2 or tgt_in.dim() != 2 or src.shape[0] != tgt_in.shape[0]:
-        raise ValueError(
-            f"src (B, S) and tgt_in (B, T) need the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}"
-        )
+def _check_batch(config, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor | None = None) -> None:
+    check_token_ids("src", src, config.src_vocab_size)
+    if src_lengths.shape != (src.shape[0],):
+        raise ValueError(f"src_lengths must have shape ({src.shape[0]},), got {tuple(src_lengths.shape)}")
+    if tgt_in is not None:
+        check_token_ids("tgt_in", tgt_in, config.tgt_vocab_size)
+        if src.shape[0] != tgt_in.shape[0]:
+            raise ValueError(
+                f"src (B, S) and tgt_in (B, T) need the same batch size, got {tuple(src.shape)} and {tuple(tgt_in.shape)}"
+            )
 
 
-def _check_tokens(tokens: torch.Tensor, batch_size: int) -> None:
+def _check_tokens(config, tokens: torch.Tensor, batch_size: int) -> None:
     if tokens.shape != (batch_size,):
         raise ValueError(f"tokens must have shape ({batch_size},), got {tuple(tokens.shape)}")
+    check_token_ids("tokens", tokens[:, None], config.tgt_vocab_size)
 
 
 @dataclass(frozen=True)
@@ -117,19 +122,20 @@ class RNNSeq2Seq(nn.Module):
 
     def forward(self, src: torch.Tensor, src_lengths: torch.Tensor, tgt_in: torch.Tensor) -> torch.Tensor:
         """Teacher forcing: logits ``(B, T, V)`` for every target position at once."""
-        _check_batch(src, src_lengths, tgt_in)
+        _check_batch(self.config, src, src_lengths, tgt_in)
         _, context = self.encoder(src, src_lengths)  # (B, 2He)
         logits, _ = self.decoder(tgt_in, context, self.decoder.initial_hidden(context))
         return logits  # (B, T, V)
 
     def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> RNNDecoderState:
         """Encode the source once; return the decoder's initial state."""
+        _check_batch(self.config, src, src_lengths)
         _, context = self.encoder(src, src_lengths)
         return RNNDecoderState(self.decoder.initial_hidden(context), context)
 
     def step(self, tokens: torch.Tensor, state: RNNDecoderState) -> tuple[torch.Tensor, RNNDecoderState]:
         """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state."""
-        _check_tokens(tokens, state.context.shape[0])
+        _check_tokens(self.config, tokens, state.context.shape[0])
         logits, hidden = self.decoder(tokens[:, None], state.context, state.hidden)  # (B, 1, V)
         return logits[:, 0], RNNDecoderState(hidden, state.context)
 
@@ -214,6 +220,7 @@ class RNNAttentionSeq2Seq(nn.Module):
 
     def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> AttentionDecoderState:
         """Encode the source once; return the decoder's initial state."""
+        _check_batch(self.config, src, src_lengths)
         memory, summary = self.encoder(src, src_lengths)  # (B, S, 2He), (B, 2He)
         return self.decoder.start(memory, summary, token_mask(src_lengths, src.shape[1]))
 
@@ -222,7 +229,7 @@ class RNNAttentionSeq2Seq(nn.Module):
 
         ``state.weights`` ``(B, S)`` holds the attention weights this step used.
         """
-        _check_tokens(tokens, state.memory.shape[0])
+        _check_tokens(self.config, tokens, state.memory.shape[0])
         hidden, state = self.decoder.step(tokens, state)
         return self.decoder.out(hidden), state  # (B, V)
 
@@ -232,7 +239,7 @@ class RNNAttentionSeq2Seq(nn.Module):
         The decoder runs step by step (s_{i-1} is needed to score step i); the output layer
         runs once on all the states.
         """
-        _check_batch(src, src_lengths, tgt_in)
+        _check_batch(self.config, src, src_lengths, tgt_in)
         B, T = tgt_in.shape
         state = self.start(src, src_lengths)
         hiddens, weights = [], []

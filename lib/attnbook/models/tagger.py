@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 from attnbook.layers import LearnedPositionalEmbedding, MultiHeadAttention, SinusoidalPositionalEncoding
+from attnbook.layers.validation import check_positive, check_token_ids
 
 POSITIONAL = ("none", "sinusoidal", "learned")
 
@@ -29,10 +30,7 @@ class SelfAttentionTagger(nn.Module):
         super().__init__()
         if positional not in POSITIONAL:
             raise ValueError(f"positional must be one of {POSITIONAL}, got {positional!r}")
-        if min(vocab_size, max_len, num_outputs) < 1:
-            raise ValueError(
-                f"vocab_size, max_len and num_outputs must be >= 1, got {vocab_size}, {max_len}, {num_outputs}"
-            )
+        check_positive(vocab_size=vocab_size, max_len=max_len, num_outputs=num_outputs)
         self.vocab_size, self.num_outputs = vocab_size, num_outputs
         self.embedding = nn.Embedding(vocab_size, d_model)
         if positional == "sinusoidal":
@@ -48,8 +46,7 @@ class SelfAttentionTagger(nn.Module):
         self, tokens: torch.Tensor, need_weights: bool = False
     ) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
         """tokens ``(B, T)`` -> logits ``(B, T, R, V)`` (and weights ``(B, H, T, T)`` if asked)."""
-        if tokens.dim() != 2:
-            raise ValueError(f"tokens must have shape (B, T), got {tuple(tokens.shape)}")
+        check_token_ids("tokens", tokens, self.vocab_size)
         B, T = tokens.shape
         x = self.position(self.embedding(tokens))  # (B, T, D)
         if need_weights:
