@@ -8,7 +8,7 @@ Usage::
     python benchmarks/chapters_side_by_side.py 04 --beside busy   # beside a one-core busy loop
 
 Runs each notebook alone, then both at the same time, then each alone again, every run as
-``python -m attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched),
+``python -m tools.execute --no-write`` (its own kernel; stored outputs untouched),
 and prints wall times (kernel start included) and each side-by-side time over the mean of
 its two alone times (before and after, so a drift in the machine's speed shows). ``--beside busy`` puts a
 plain Python busy loop (one core, no PyTorch) beside the chapter instead: other work on a laptop. ``--no-share`` sets
@@ -26,7 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+ROOT = Path(__file__).resolve().parents[1]
+CHAPTERS = ROOT / "chapters"
 
 
 def chapter_path(number: str) -> Path:
@@ -38,11 +39,11 @@ def chapter_path(number: str) -> Path:
 
 def start(path: Path, share: bool) -> subprocess.Popen:
     env = dict(os.environ, ATTNBOOK_SHARE_CPU="1" if share else "0")
-    command = [sys.executable, "-m", "attnbook.tools.execute", "--no-write", str(path)]
+    command = [sys.executable, "-m", "tools.execute", "--no-write", str(path)]  # from the repository root
     log = tempfile.TemporaryFile()  # not a pipe: a full pipe would stall the run
     # its own session, so that stopping it stops its children (the kernel notices its parent
     # is gone and exits about a second later)
-    run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
+    run = subprocess.Popen(command, env=env, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=log,
                            start_new_session=True)
     run.log = log
     return run

@@ -1,9 +1,9 @@
 """The package's layers cannot rot: no import from a lower layer to a higher one, no cycle.
 
 Groups, lowest first: the foundation modules (env, cpu_share, progress, checks, metrics,
-schedules, losses, train, decoding, plot, checkpoints) -> layers -> models -> tasks -> exercises, tools. ``data``
+schedules, losses, train, decoding, plot, checkpoints) -> layers -> models -> tasks -> exercises. ``data``
 sits beside ``models``: tasks join the two, so models never import data and data never imports
-models or layers.
+models or layers. Developer tooling is not in the package (``tools/``, ``benchmarks/``).
 """
 import ast
 from pathlib import Path
@@ -20,7 +20,6 @@ ALLOWED = {
     "models": {"foundation", "layers", "models"},
     "tasks": {"foundation", "layers", "models", "data", "tasks"},
     "exercises": {"foundation", "layers", "models", "data", "tasks", "exercises"},
-    "tools": {"foundation", "layers", "models", "data", "tasks", "exercises", "tools"},
 }
 
 
@@ -86,7 +85,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
 
 def test_the_package_has_the_layered_folders():
-    for folder in ("layers", "models", "tasks", "data", "exercises", "tools"):
+    for folder in ("layers", "models", "tasks", "data", "exercises"):
         assert (PACKAGE / folder / "__init__.py").is_file(), f"missing package attnbook.{folder}"
 
 

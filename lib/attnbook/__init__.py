@@ -9,7 +9,10 @@ are layers, each importing only from those below it (``tests/test_layering.py`` 
 - ``tasks/``: one module per task with its loss, recipe and evaluation (``g2p``, ``tagging``);
 - ``data/`` (datasets, vocabularies, batches) sits beside ``models/``: only tasks join them;
 - foundation modules: ``env``, ``train``, ``losses``, ``decoding``, ``schedules``, ``metrics``,
-  ``plot``, ``checks``, ``progress``; and on top, ``exercises/`` and ``tools/``.
+  ``plot``, ``checks``, ``progress``, ``results``; and on top, ``exercises/``.
+
+Developer tooling (the notebook runner, the diagram script) lives outside the package, in the
+repository's ``tools/``; the benchmark scripts in ``benchmarks/``.
 
 Shape legend used in every docstring and comment (``chapters/notation.md`` has the full table):
 B batch, S source length, T target (or query) length, D model width, H heads,
