@@ -68,6 +68,11 @@ def fmt(value: float) -> str:
     return text[:-2] if text.endswith(".0") else text
 
 
+def attributes(*pairs: tuple[str, str | None]) -> str:
+    """``name="value"`` for every pair that has a value, in the order given."""
+    return " ".join(f'{name}="{value}"' for name, value in pairs if value)
+
+
 def rich(text: str) -> str:
     """``s_{i-1}`` and ``W^{Q}`` as tspans (sub- and superscripts), everything else escaped."""
     out, level = [], 0
@@ -111,33 +116,16 @@ class Figure:
     # -- primitives --
     def text(self, x: float, y: float, label: str, cls: str = "", anchor: str = "middle",
              size: float | None = None, colour: str | None = None, weight: str | None = None) -> None:
-        attrs = f'x="{fmt(x)}" y="{fmt(y)}"'
-        if anchor != "start":
-            attrs += f' text-anchor="{anchor}"'
-        if cls:
-            attrs += f' class="{cls}"'
-        if size:
-            attrs += f' font-size="{fmt(size + FONT_BUMP)}"'
-        if colour:
-            attrs += f' fill="{colour}"'
-        if weight:
-            attrs += f' font-weight="{weight}"'
+        attrs = attributes(("x", fmt(x)), ("y", fmt(y)), ("text-anchor", anchor if anchor != "start" else None),
+                           ("class", cls), ("font-size", fmt(size + FONT_BUMP) if size else None), ("fill", colour),
+                           ("font-weight", weight))
         self.parts.append(f"<text {attrs}>{rich(label)}</text>")
 
     def rect(self, x: float, y: float, w: float, h: float, cls: str = "", fill: str | None = None,
              stroke: str | None = None, rx: float = 0, extra: str = "") -> None:
-        attrs = f'x="{fmt(x)}" y="{fmt(y)}" width="{fmt(w)}" height="{fmt(h)}"'
-        if rx:
-            attrs += f' rx="{fmt(rx)}"'
-        if cls:
-            attrs += f' class="{cls}"'
-        if fill:
-            attrs += f' fill="{fill}"'
-        if stroke:
-            attrs += f' stroke="{stroke}"'
-        if extra:
-            attrs += " " + extra
-        self.parts.append(f"<rect {attrs}/>")
+        attrs = attributes(("x", fmt(x)), ("y", fmt(y)), ("width", fmt(w)), ("height", fmt(h)),
+                           ("rx", fmt(rx) if rx else None), ("class", cls), ("fill", fill), ("stroke", stroke))
+        self.parts.append(f"<rect {attrs} {extra}/>" if extra else f"<rect {attrs}/>")
 
     def line(self, points: list[tuple[float, float]], role: str, arrow: bool = True, dashed: bool = False,
              width: float = 1.6) -> None:
