@@ -44,17 +44,17 @@ def run(kind: str, train_docs, held_docs, vocab_size: int, steps: int, eval_ever
         seed: int) -> dict:
     n_special = len(SPECIAL_TOKENS)
     PAD, UNK, CLS, SEP, MASK = range(n_special)
-    common = dict(special_ids=list(range(n_special)), cls_id=CLS, sep_id=SEP, pad_id=PAD, mask_id=MASK,
-                  vocab_size=vocab_size, random_low=n_special)
+    ids = dict(special_ids=list(range(n_special)), cls_id=CLS, sep_id=SEP, pad_id=PAD, mask_id=MASK,
+               vocab_size=vocab_size, random_low=n_special)  # the token ids every batch stream needs
     train_sentences = [s for doc in train_docs for s in doc]
     if kind == "mlm":
         held = [s for doc in held_docs for s in doc]
-        stream = mlm.sentence_batches(train_sentences, 64, seed=seed, max_len=32, **common)
-        evaluation = mlm.sentence_batches(held, 256, seed=123, max_len=32, **common)
+        stream = mlm.sentence_batches(train_sentences, 64, seed=seed, max_len=32, **ids)
+        evaluation = mlm.sentence_batches(held, 256, seed=123, max_len=32, **ids)
         max_positions = 32
     else:
-        stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **common)
-        evaluation = mlm.pair_batches(held_docs, 256, seed=123, max_len=64, **common)
+        stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **ids)
+        evaluation = mlm.pair_batches(held_docs, 256, seed=123, max_len=64, **ids)
         max_positions = 64
     eval_batches = [next(evaluation) for _ in range(4)]
     chosen = sum(int(b.masked.chosen.sum()) for b in eval_batches)
