@@ -15,18 +15,14 @@ for the same number of steps, with three seeds. Scored by phoneme error rate (PE
 """
 from __future__ import annotations
 
-import argparse
 import json
 import os
-import platform
 import random
 import statistics
-import time
-from concurrent.futures import ProcessPoolExecutor
-from pathlib import Path
 
 import torch
 
+import common
 from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs, load_g2p
 from attnbook.data.g2p import G2PSplit
@@ -42,7 +38,6 @@ SEEDS = (0, 1, 2)
 TRAIN_PER_BUCKET, TEST_PER_BUCKET = 10_000, 150
 RECIPE = G2PRecipe(steps=2000, batch_size=64)
 BOOTSTRAP = 2000
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "bahdanau_length.json"
 
 
 def joined_split(pairs, per_bucket: int, seed: int) -> list[tuple[str, tuple[str, ...]]]:
@@ -77,9 +72,9 @@ def run_one(kind: str, seed: int, steps: int, smoke: bool) -> dict:
     seed_everything(seed)
     model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
     recipe = G2PRecipe(steps=steps, batch_size=RECIPE.batch_size, lr=RECIPE.lr, clip_norm=RECIPE.clip_norm, seed=seed)
-    start = time.perf_counter()
-    history = train_g2p(model, G2PSplit(train, [], []), src_vocab, tgt_vocab, recipe, progress=False)
-    seconds = time.perf_counter() - start
+    seconds, history = common.timed(
+        lambda: train_g2p(model, G2PSplit(train, [], []), src_vocab, tgt_vocab, recipe, progress=False),
+        torch.device("cpu"))
     predictions = predict(model, [w for w, _ in test], src_vocab, tgt_vocab)
     row = {"model": kind, "seed": seed, "steps": steps, "parameters": count_parameters(model),
            "train_seconds": round(seconds, 1), "final_loss": round(statistics.mean(history.losses[-50:]), 4),
@@ -130,29 +125,18 @@ def summarize(rows: list[dict], test) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny models, a few steps: seconds")
-    parser.add_argument("--out", type=Path, default=None, help="where to write the JSON")
-    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
+    parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
-    parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
-    parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
-    done = {}
-    for path in args.resume:
-        for line in path.read_text().splitlines():
-            if line.startswith("{"):
-                row = json.loads(line)
-                done[(row["model"], row["seed"], row["steps"])] = row
+    done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume)}
     todo = [(m, s) for s in seeds for m in MODELS if (m, s, steps) not in done]
-    with ProcessPoolExecutor(max_workers=args.jobs) as pool:
-        new = [f.result() for f in [pool.submit(run_one, m, s, steps, args.smoke) for m, s in todo]]
+    new = common.run_jobs(run_one, [(m, s, steps, args.smoke) for m, s in todo], args.jobs)
     done.update({(r["model"], r["seed"], r["steps"]): r for r in new})
     rows = [done[(m, s, steps)] for m in MODELS for s in seeds]
-    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    out = common.out_path(args, "bahdanau_length.json")
     if out is None:
         return
     _, train, test = datasets(args.smoke)
@@ -164,15 +148,12 @@ def main() -> None:
                   "train_inputs": len(train), "test_inputs": len(test), "steps": steps,
                   "batch_size": RECIPE.batch_size, "lr": RECIPE.lr, "clip_norm": RECIPE.clip_norm,
                   "seeds": list(seeds), "bootstrap_resamples": BOOTSTRAP},
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-                   f"1 thread per run, {args.jobs} runs at a time",
+        "machine": common.machine(args.jobs),
         "conditions": args.conditions,
         "by_length": summarize(rows, test),
         "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    common.write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """Chapter 6's tiny BERT, pretrained longer than the notebook can afford: MLM alone vs MLM + NSP.
 
 Usage (from the repository root):
-``python benchmarks/bert_pretraining.py [--steps 3000] [--eval-every 500] [--json PATH]``
+``python benchmarks/bert_pretraining.py [--steps 3000] [--eval-every 500] [--json [PATH]]``
+(``--json`` alone writes the committed ``lib/attnbook/results/bert_pretraining.json``)
 
 The same model as the chapter (one layer, D = 64, 2 heads, the 1,000 most frequent WordPiece
 tokens of the World English Bible, masked 15% / 80-10-10), trained with AdamW, linear warm-up
@@ -17,15 +18,12 @@ baseline, and NSP accuracy for the pair model, at every ``--eval-every`` steps.
 """
 from __future__ import annotations
 
-import argparse
-import json
-import random
 import sys
-import time
 from pathlib import Path
 
 import torch
 
+import common
 from attnbook.checkpoints import minilm_dir
 from attnbook.data.bible import load_bible
 from attnbook.data.wordpiece import SPECIAL_TOKENS, WordPieceTokenizer
@@ -46,17 +44,17 @@ def run(kind: str, train_docs, held_docs, vocab_size: int, steps: int, eval_ever
         seed: int) -> dict:
     n_special = len(SPECIAL_TOKENS)
     PAD, UNK, CLS, SEP, MASK = range(n_special)
-    common = dict(special_ids=list(range(n_special)), cls_id=CLS, sep_id=SEP, pad_id=PAD, mask_id=MASK,
-                  vocab_size=vocab_size, random_low=n_special)
+    ids = dict(special_ids=list(range(n_special)), cls_id=CLS, sep_id=SEP, pad_id=PAD, mask_id=MASK,
+               vocab_size=vocab_size, random_low=n_special)  # the token ids every batch stream needs
     train_sentences = [s for doc in train_docs for s in doc]
     if kind == "mlm":
         held = [s for doc in held_docs for s in doc]
-        stream = mlm.sentence_batches(train_sentences, 64, seed=seed, max_len=32, **common)
-        evaluation = mlm.sentence_batches(held, 256, seed=123, max_len=32, **common)
+        stream = mlm.sentence_batches(train_sentences, 64, seed=seed, max_len=32, **ids)
+        evaluation = mlm.sentence_batches(held, 256, seed=123, max_len=32, **ids)
         max_positions = 32
     else:
-        stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **common)
-        evaluation = mlm.pair_batches(held_docs, 256, seed=123, max_len=64, **common)
+        stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **ids)
+        evaluation = mlm.pair_batches(held_docs, 256, seed=123, max_len=64, **ids)
         max_positions = 64
     eval_batches = [next(evaluation) for _ in range(4)]
     chosen = sum(int(b.masked.chosen.sum()) for b in eval_batches)
@@ -67,27 +65,29 @@ def run(kind: str, train_docs, held_docs, vocab_size: int, steps: int, eval_ever
                                           intermediate_size=256, max_positions=max_positions, dropout=0.0))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear_scheduler(optimizer, max(1, steps // 10), steps)
-    start = time.perf_counter()
-    history = fit(model, stream, mlm.pretraining_loss, optimizer, steps, clip_norm=1.0, scheduler=scheduler,
-                  eval_fn=lambda m: mlm.evaluate_pretraining(m, eval_batches), eval_every=eval_every, progress=False)
+    seconds, history = common.timed(
+        lambda: fit(model, stream, mlm.pretraining_loss, optimizer, steps, clip_norm=1.0, scheduler=scheduler,
+                    eval_fn=lambda m: mlm.evaluate_pretraining(m, eval_batches), eval_every=eval_every,
+                    progress=False), torch.device("cpu"))
     curve = []
     for name, points in history.metrics.items():
         for step, value in points:
             curve.append({"step": step, "metric": name, "value": value})
-    return {"kind": kind, "steps": steps, "lr": lr, "seed": seed, "seconds": time.perf_counter() - start,
+    return {"kind": kind, "steps": steps, "lr": lr, "seed": seed, "seconds": seconds,
             "held_out_masked_positions": chosen, "unigram_accuracy": unigram, "curve": curve,
             "final": {name: points[-1][1] for name, points in history.metrics.items()},
             "parameters": sum(p.numel() for p in model.parameters())}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--steps", type=int, default=3000)
     parser.add_argument("--eval-every", type=int, default=500)
     parser.add_argument("--lr", type=float, default=1e-2)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--kinds", nargs="+", default=["mlm", "mlm+nsp"], choices=["mlm", "mlm+nsp"])
-    parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument("--json", type=Path, nargs="?", const=common.RESULTS / "bert_pretraining.json", default=None,
+                        help="write the results to this JSON file (alone: the committed one in lib/attnbook/results/)")
     args = parser.parse_args(argv)
     tokenizer = WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt")
     verses = load_bible()
@@ -106,8 +106,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{kind:8s} {r['steps']} steps in {r['seconds']:.0f} s: unigram {100 * r['unigram_accuracy']:.1f}%; "
               + ", ".join(f"{p['metric']} {100 * p['value']:.1f}% @ {p['step']}" for p in r["curve"]))
     if args.json:
-        args.json.write_text(json.dumps({"torch": torch.__version__, "threads": torch.get_num_threads(),
-                                         "runs": results}, indent=2) + "\n")
+        common.write_result(args.json, {"torch": torch.__version__, "threads": torch.get_num_threads(),
+                                        "runs": results}, indent=2)
     return 0
 
 

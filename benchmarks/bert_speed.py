@@ -1,7 +1,8 @@
 """Time the book's BERT forward against transformers' BertModel, same weights, same batch.
 
 Usage (from the repository root):
-``python benchmarks/bert_speed.py [--device cpu] [--batch 32] [--repeats 15] [--json PATH]``
+``python benchmarks/bert_speed.py [--device cpu] [--batch 32] [--repeats 15] [--json [PATH]]``
+(``--json`` alone writes the committed ``lib/attnbook/results/bert_speed.json``)
 
 Both models hold all-MiniLM-L6-v2's weights (the book's loaded through its rename table, the
 reference through ``from_pretrained``) and encode the same padded batch of real verses from the
@@ -14,29 +15,18 @@ Timings on a shared machine are noisy: run it on a quiet one for numbers you quo
 """
 from __future__ import annotations
 
-import argparse
-import json
 import os
 import random
-import statistics
 import sys
-import time
 from pathlib import Path
 
 import torch
 
+import common
 from attnbook.checkpoints import MINILM_SHA256, minilm_dir
 from attnbook.data.bible import load_bible
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import load_pretrained_bert
-
-
-def _time(fn, device: torch.device) -> float:
-    start = time.perf_counter()
-    fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
 
 
 @torch.no_grad()
@@ -66,27 +56,22 @@ def benchmark(batch: int, repeats: int, warmup: int, device: torch.device, seed:
     for _ in range(warmup):
         run_ours()
         run_theirs()
-    t_ours, t_theirs, ratios = [], [], []
-    for r in range(repeats):
-        order = (True, False) if r % 2 == 0 else (False, True)  # alternate who goes first
-        times = {is_ours: _time(run_ours if is_ours else run_theirs, device) for is_ours in order}
-        t_ours.append(times[True])
-        t_theirs.append(times[False])
-        ratios.append(times[True] / times[False])
+    ours_ms, reference_ms, ratio = common.interleaved(run_ours, run_theirs, repeats, device)
     return {"batch": batch, "seq_len": int(inputs.input_ids.shape[1]), "real_tokens": int(inputs.token_mask.sum()),
             "repeats": repeats, "max_abs_diff_real_tokens": diff,
-            "ours_ms": 1e3 * statistics.median(t_ours), "reference_ms": 1e3 * statistics.median(t_theirs),
-            "median_ratio": statistics.median(ratios)}
+            "ours_ms": ours_ms, "reference_ms": reference_ms, "median_ratio": ratio}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=15)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--target", type=float, default=1.1, help="exit 1 if the median ratio is above this")
-    parser.add_argument("--json", type=Path, default=None, help="also write the figures to this JSON file")
+    parser.add_argument("--json", type=Path, nargs="?", const=common.RESULTS / "bert_speed.json", default=None,
+                        help="also write the figures to this JSON file (alone: the committed one in "
+                             "lib/attnbook/results/)")
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     import transformers
@@ -103,9 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"attnbook Bert {r['ours_ms']:8.1f} ms   transformers BertModel {r['reference_ms']:8.1f} ms   "
           f"median ratio {r['median_ratio']:.2f}x (max abs diff on real tokens {r['max_abs_diff_real_tokens']:.1e})")
     ok = r["median_ratio"] <= args.target
-    print(f"{'within' if ok else 'ABOVE'} the target of {args.target:.2f}x")
+    print(common.verdict(r["median_ratio"], args.target))
     if args.json:
-        args.json.write_text(json.dumps(r, indent=2) + "\n")
+        common.write_result(args.json, r, indent=2)
     return 0 if ok else 1
 
 

@@ -8,16 +8,16 @@ Usage::
     python benchmarks/chapters_side_by_side.py 04 --beside busy   # beside a one-core busy loop
 
 Runs each notebook alone, then both at the same time, then each alone again, every run as
-``python -m attnbook.tools.execute --no-write`` (its own kernel; stored outputs untouched),
+``python -m tools.execute --no-write`` (its own kernel; stored outputs untouched),
 and prints wall times (kernel start included) and each side-by-side time over the mean of
 its two alone times (before and after, so a drift in the machine's speed shows). ``--beside busy`` puts a
 plain Python busy loop (one core, no PyTorch) beside the chapter instead: other work on a laptop. ``--no-share`` sets
 ``ATTNBOOK_SHARE_CPU=0``, so the chapters keep PyTorch's default thread count throughout.
-Run it on an otherwise idle machine: anything else running is a third program.
+Run it on an otherwise idle machine: anything else running is a third program. It writes no file;
+the committed measurements are its output, kept in ``lib/attnbook/results/chapters_side_by_side.log``.
 """
 from __future__ import annotations
 
-import argparse
 import os
 import signal
 import subprocess
@@ -26,7 +26,9 @@ import tempfile
 import time
 from pathlib import Path
 
-CHAPTERS = Path(__file__).resolve().parents[1] / "chapters"
+import common
+
+CHAPTERS = common.ROOT / "chapters"
 
 
 def chapter_path(number: str) -> Path:
@@ -38,11 +40,11 @@ def chapter_path(number: str) -> Path:
 
 def start(path: Path, share: bool) -> subprocess.Popen:
     env = dict(os.environ, ATTNBOOK_SHARE_CPU="1" if share else "0")
-    command = [sys.executable, "-m", "attnbook.tools.execute", "--no-write", str(path)]
+    command = [sys.executable, "-m", "tools.execute", "--no-write", str(path)]  # from the repository root
     log = tempfile.TemporaryFile()  # not a pipe: a full pipe would stall the run
     # its own session, so that stopping it stops its children (the kernel notices its parent
     # is gone and exits about a second later)
-    run = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=log,
+    run = subprocess.Popen(command, env=env, cwd=common.ROOT, stdout=subprocess.DEVNULL, stderr=log,
                            start_new_session=True)
     run.log = log
     return run
@@ -112,7 +114,7 @@ def side_by_side(paths: list[Path], share: bool, limit_s: float) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("chapter", help="chapter number, e.g. 04")
     parser.add_argument("--beside", required=True,
                         help="the chapter run at the same time, or 'busy' for a busy loop")

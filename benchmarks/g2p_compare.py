@@ -25,18 +25,16 @@ A run prints one JSON line; ``--resume`` reads such lines back so finished runs 
 """
 from __future__ import annotations
 
-import argparse
 import itertools
 import json
 import os
-import platform
 import statistics
 import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
+import common
 from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs, iterate_batches, load_g2p
 from attnbook.env import seed_everything
@@ -60,7 +58,6 @@ PEAK_LR, WARMUP, BATCH, CLIP = 3e-3, 100, 128, 1.0
 BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 8000, 1000
 SEEDS = (0, 1, 2)
 PHASES = ("tune", "seeds", "equal_time", "converge")
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "g2p_compare.json"
 
 
 def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
@@ -161,14 +158,11 @@ def measure_speeds(smoke: bool, rounds: int = 4, steps: int = 10) -> dict[str, f
 def read_rows(paths: list[Path]) -> tuple[dict[tuple, dict], dict[str, float] | None]:
     """Runs and the speed measurement printed by earlier invocations (JSON lines), to reuse."""
     rows, speed = {}, None
-    for path in paths:
-        for line in path.read_text().splitlines():
-            if line.startswith("{"):
-                row = json.loads(line)
-                if "speed_steps_per_second" in row:
-                    speed = row["speed_steps_per_second"]
-                else:
-                    rows[key_of(row)] = row
+    for row in common.log_rows(paths):
+        if "speed_steps_per_second" in row:
+            speed = row["speed_steps_per_second"]
+        else:
+            rows[key_of(row)] = row
     return rows, speed
 
 
@@ -179,12 +173,7 @@ def key_of(row: dict) -> tuple:
 def run_all(specs: list[tuple], smoke: bool, jobs: int, done: dict[tuple, dict]) -> list[dict]:
     """Run every ``(phase, model, recipe, seed, steps)`` not in ``done``; rows in the order asked."""
     todo = [s for s in specs if s not in done]
-    args = [(m, r, seed, steps, phase, smoke) for phase, m, r, seed, steps in todo]
-    if jobs == 1:
-        new = [run_one(*a) for a in args]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            new = [f.result() for f in [pool.submit(run_one, *a) for a in args]]
+    new = common.run_jobs(run_one, [(m, r, seed, steps, phase, smoke) for phase, m, r, seed, steps in todo], jobs)
     done.update({key_of(r): r for r in new})
     return [done[s] for s in specs]
 
@@ -214,16 +203,10 @@ def summarize(rows: list[dict], phase: str) -> dict[str, dict]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny models, a few steps: seconds")
-    parser.add_argument("--out", type=Path, default=None, help="where to write the JSON")
-    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each")
+    parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--phase", nargs="+", choices=PHASES, default=list(PHASES), help="phases to run")
-    parser.add_argument("--resume", type=Path, nargs="*", default=[], help="logs of earlier runs to reuse")
-    parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
     args = parser.parse_args()
-    if args.jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    common.check_jobs(parser, args)
     budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
     seeds = SEEDS[:2] if args.smoke else SEEDS
     done, speed = read_rows(args.resume)
@@ -246,7 +229,7 @@ def main() -> None:
                         args.smoke, args.jobs, done)
     if "converge" in args.phase:
         rows += run_all([("converge", m, best[m], 0, converge) for m in MODELS], args.smoke, args.jobs, done)
-    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    out = common.out_path(args, "g2p_compare.json")
     if out is None:
         return
     result = {
@@ -259,8 +242,7 @@ def main() -> None:
                   "seeds": list(seeds), "labels": LABELS},
         "speed": {"steps_per_second": speed, "how": SPEED_HOW, "equal_time_seconds": round(equal_seconds, 1),
                   "equal_time_steps": steps},
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
-                   f"1 thread per run, {args.jobs} runs at a time",
+        "machine": common.machine(args.jobs),
         "conditions": args.conditions,
         "best_recipe": best,
         "budget": summarize(seeded, "budget"),
@@ -268,9 +250,7 @@ def main() -> None:
         "converged": {r["model"]: r for r in rows if r["phase"] == "converge"},
         "runs": rows,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(result, indent=1) + "\n")
-    print(f"wrote {out}")
+    common.write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
-import time
 
 import torch
 
+import common
 from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs, load_g2p
 from attnbook.tasks.g2p import evaluate_g2p
@@ -48,27 +48,26 @@ def run(name: str) -> dict:
         "linear": lambda: warmup_linear_scheduler(optimizer, warmup, recipe.steps),
         "constant": lambda: None,
     }[schedule]()
-    start = time.perf_counter()
-    history = train_g2p(model, data, src_vocab, tgt_vocab, recipe, optimizer=optimizer, scheduler=scheduler,
-                        progress=False)
-    seconds = time.perf_counter() - start
+    seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, optimizer=optimizer,
+                                                      scheduler=scheduler, progress=False), torch.device("cpu"))
     result = evaluate_g2p(model, data.dev, src_vocab, tgt_vocab)
     return {"variant": name, "parameters": count_parameters(model), "train_seconds": round(seconds, 1),
             "final_loss": round(sum(history.losses[-50:]) / 50, 3),
             "dev_wer": round(result.wer, 4), "dev_per": round(result.per, 4)}
 
 
-def main(argv: list[str]) -> int:
-    torch.set_num_threads(1)
-    names = argv or list(VARIANTS)
+def main(argv: list[str] | None = None) -> int:
+    parser = common.parser(__doc__)
+    parser.add_argument("names", nargs="*", metavar="NAME", help=f"variants (default: all): {list(VARIANTS)}")
+    names = parser.parse_args(argv).names or list(VARIANTS)
     unknown = [n for n in names if n not in VARIANTS]
     if unknown:
-        print(f"unknown variants {unknown}; known: {list(VARIANTS)}", file=sys.stderr)
-        return 2
+        parser.error(f"unknown variants {unknown}; known: {list(VARIANTS)}")
+    torch.set_num_threads(1)
     for name in names:
         print(json.dumps(run(name)), flush=True)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    sys.exit(main())

@@ -9,12 +9,11 @@ the model at every step), asserts the tokens are identical, and prints the media
 """
 from __future__ import annotations
 
-import argparse
 import statistics
-import time
 
 import torch
 
+import common
 from attnbook.decoding import greedy_decode, greedy_decode_uncached
 from attnbook.env import get_device
 from attnbook.models.transformer import Transformer, TransformerConfig
@@ -22,18 +21,8 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 NEVER = -1  # an <eos> id no model can produce: decoding runs for exactly max_len tokens
 
 
-def timed(fn, device: torch.device) -> tuple[float, list[list[int]]]:
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start, out
-
-
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=64)
@@ -51,8 +40,8 @@ def main() -> None:
     cached(), uncached()  # warm-up
     times = {"cached": [], "recomputed": []}
     for _ in range(args.repeats):
-        t_cached, out_cached = timed(cached, device)
-        t_uncached, out_uncached = timed(uncached, device)
+        t_cached, out_cached = common.timed(cached, device)
+        t_uncached, out_uncached = common.timed(uncached, device)
         if out_cached != out_uncached:
             raise AssertionError("the KV cache changed the decoded tokens")
         assert all(len(row) == args.new_tokens for row in out_cached)

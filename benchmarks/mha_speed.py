@@ -10,13 +10,11 @@ Timings on a shared machine are noisy: run it on a quiet one for numbers you quo
 """
 from __future__ import annotations
 
-import argparse
-import statistics
 import sys
-import time
 
 import torch
 
+import common
 from attnbook.layers.attention import MultiHeadAttention, to_torch_multihead
 from attnbook.layers.masks import causal_mask
 
@@ -27,14 +25,6 @@ def _step(module, x, mask, ours: bool) -> None:
     else:
         out = module(x, x, x, attn_mask=None if mask is None else ~mask, need_weights=False)[0]
     out.sum().backward()
-
-
-def _time(fn, device: torch.device) -> float:
-    start = time.perf_counter()
-    fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start
 
 
 def benchmark(batch: int, length: int, d_model: int, heads: int, repeats: int, warmup: int,
@@ -51,22 +41,13 @@ def benchmark(batch: int, length: int, d_model: int, heads: int, repeats: int, w
     for _ in range(warmup):
         _step(ours, x, mask, True)
         _step(theirs, x, mask, False)
-    t_ours, t_theirs, ratios = [], [], []
-    for r in range(repeats):
-        order = (True, False) if r % 2 == 0 else (False, True)  # alternate who goes first
-        times = {}
-        for is_ours in order:
-            module = ours if is_ours else theirs
-            times[is_ours] = _time(lambda: _step(module, x, mask, is_ours), device)
-        t_ours.append(times[True])
-        t_theirs.append(times[False])
-        ratios.append(times[True] / times[False])
-    return {"ours_ms": 1e3 * statistics.median(t_ours), "torch_ms": 1e3 * statistics.median(t_theirs),
-            "ratio": statistics.median(ratios)}
+    ours_ms, torch_ms, ratio = common.interleaved(lambda: _step(ours, x, mask, True),
+                                                   lambda: _step(theirs, x, mask, False), repeats, device)
+    return {"ours_ms": ours_ms, "torch_ms": torch_ms, "ratio": ratio}
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = common.parser(__doc__)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--length", type=int, default=128)
     parser.add_argument("--d-model", type=int, default=256)
@@ -85,8 +66,7 @@ def main(argv: list[str] | None = None) -> int:
         worst = max(worst, r["ratio"])
         print(f"{'causal mask' if causal else 'no mask':11s}  attnbook {r['ours_ms']:8.2f} ms   "
               f"nn.MultiheadAttention {r['torch_ms']:8.2f} ms   median ratio {r['ratio']:.2f}x")
-    verdict = "within" if worst <= args.target else "ABOVE"
-    print(f"worst median ratio {worst:.2f}x: {verdict} the target of {args.target:.2f}x")
+    print(f"worst median ratio {worst:.2f}x: {common.verdict(worst, args.target)}")
     return 0 if worst <= args.target else 1
 
 

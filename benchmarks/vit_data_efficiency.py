@@ -16,16 +16,13 @@ numbers do not depend on how many cores the machine has.
 """
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
-import platform
-import time
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
+import common
 from attnbook.checks import count_parameters
 from attnbook.data.digits import load_digits_splits, subset
 from attnbook.models.cnn import CNNConfig, SmallCNN
@@ -35,7 +32,6 @@ from attnbook.tasks.image_classification import ImageRecipe, accuracy, shifted_a
 FRACTIONS = (0.1, 0.25, 1.0)
 SEEDS = (0, 1, 2)
 SHIFTS = (1, 2)
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "lib" / "attnbook" / "results" / "vit_data_efficiency.json"
 
 
 def build(kind: str, seed: int, smoke: bool) -> torch.nn.Module:
@@ -51,10 +47,10 @@ def run_one(fraction: float, seed: int, kind: str, recipe: ImageRecipe, smoke: b
     digits = load_digits_splits()
     train = subset(digits.train, fraction, seed) if fraction < 1.0 else digits.train
     model = build(kind, seed, smoke)
-    start = time.perf_counter()
-    train_classifier(model, train, dataclasses.replace(recipe, seed=seed), fill=digits.background, progress=False)
+    seconds, _ = common.timed(lambda: train_classifier(model, train, dataclasses.replace(recipe, seed=seed),
+                                                       fill=digits.background, progress=False), torch.device("cpu"))
     row = {"model": kind, "fraction": fraction, "train_images": len(train), "seed": seed,
-           "parameters": count_parameters(model), "train_seconds": round(time.perf_counter() - start, 1),
+           "parameters": count_parameters(model), "train_seconds": round(seconds, 1),
            "test_accuracy": round(accuracy(model, digits.test), 4)}
     for pixels in SHIFTS:
         row[f"test_accuracy_shift_{pixels}"] = round(shifted_accuracy(model, digits.test, pixels, digits.background), 4)
@@ -64,13 +60,7 @@ def run_one(fraction: float, seed: int, kind: str, recipe: ImageRecipe, smoke: b
 
 def read_rows(paths: list[Path]) -> dict[tuple, dict]:
     """Rows printed by earlier runs (one JSON object per line; other lines are skipped), by key."""
-    rows = {}
-    for path in paths:
-        for line in path.read_text().splitlines():
-            if line.startswith("{"):
-                row = json.loads(line)
-                rows[(row["model"], row["fraction"], row["seed"])] = row
-    return rows
+    return {(row["model"], row["fraction"], row["seed"]): row for row in common.log_rows(paths)}
 
 
 def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int, done: dict[tuple, dict]) -> list[dict]:
@@ -78,48 +68,34 @@ def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int, done: dic
     process; returns all rows of the grid in order."""
     grid = [(f, s, kind) for f in fractions for s in seeds for kind in ("vit", "cnn")]
     todo = [(f, s, kind) for f, s, kind in grid if (kind, f, s) not in done]
-    if jobs == 1:
-        new = [run_one(f, s, kind, recipe, smoke) for f, s, kind in todo]
-    else:
-        with ProcessPoolExecutor(max_workers=jobs) as pool:
-            futures = [pool.submit(run_one, f, s, kind, recipe, smoke) for f, s, kind in todo]
-            new = [future.result() for future in futures]
+    new = common.run_jobs(run_one, [(f, s, kind, recipe, smoke) for f, s, kind in todo], jobs)
     rows = {**done, **{(r["model"], r["fraction"], r["seed"]): r for r in new}}
     return [rows[(kind, f, s)] for f, s, kind in grid]
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--smoke", action="store_true", help="tiny models, few steps, one seed: seconds")
-    parser.add_argument("--out", type=Path, default=None, help=f"where to write the JSON (default {DEFAULT_OUT.name}; "
-                        "with --smoke, nothing is written unless given)")
-    parser.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each (default 1)")
+    parser = common.experiment_parser(__doc__)
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS), help="training fractions")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds")
-    parser.add_argument("--resume", type=Path, nargs="*", default=[],
-                        help="logs of earlier runs (their printed JSON lines): runs found there are not repeated")
     args = parser.parse_args()
-    if args.jobs < 1:
-        parser.error(f"--jobs must be >= 1, got {args.jobs}")
+    common.check_jobs(parser, args)
     if args.smoke:
         recipe = ImageRecipe(steps=6, batch_size=32, warmup_steps=2)
         fractions, seeds = (0.1, 1.0), (0,)
     else:
         recipe, fractions, seeds = ImageRecipe(), tuple(args.fractions), tuple(args.seeds)
     rows = run(fractions, seeds, recipe, args.smoke, args.jobs, read_rows(args.resume))
-    out = args.out if args.out is not None else (None if args.smoke else DEFAULT_OUT)
+    out = common.out_path(args, "vit_data_efficiency.json")
     if out is not None:
         result = {
             "description": "Chapter 7: test accuracy of the ViT and the CNN by training fraction and seed; "
                            "written by benchmarks/vit_data_efficiency.py",
             "recipe": recipe.__dict__, "vit": ViTConfig().__dict__, "cnn": CNNConfig().__dict__,
             "fractions": list(fractions), "seeds": list(seeds), "shifts": list(SHIFTS),
-            "machine": f"{platform.machine()}, torch {torch.__version__}, 1 thread",
+            "machine": common.machine(),
             "runs": rows,
         }
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(json.dumps(result, indent=1) + "\n")
-        print(f"wrote {out.name}")
+        common.write_result(out, result)
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ import nbformat
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script: its folder first, for `import common`
 spec = importlib.util.spec_from_file_location(
     "chapters_side_by_side", ROOT / "benchmarks" / "chapters_side_by_side.py")
 bench = importlib.util.module_from_spec(spec)

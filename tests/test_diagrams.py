@@ -1,6 +1,7 @@
 """The architecture diagrams cannot drift from their script or from the library they draw.
 
-- ``python -m attnbook.tools.diagrams`` writes exactly the committed ``chapters/figures/*.svg``;
+- ``python -m tools.diagrams`` (``tools/diagrams/``, run from the repository root) writes exactly
+  the committed ``chapters/figures/*.svg``;
 - each SVG is well-formed XML with a title, a description (alt text) and a viewBox, is small,
   and loads nothing from outside (it must render offline);
 - every library name drawn in a figure (``Figure.lib``) exists: classes and functions are
@@ -16,7 +17,8 @@ from pathlib import Path
 import pytest
 from torch import nn
 
-from attnbook.tools import diagrams
+from tools import diagrams
+from tools.diagrams import svg
 
 ROOT = Path(__file__).resolve().parents[1]
 FIGURES = ROOT / "chapters" / "figures"
@@ -99,7 +101,7 @@ def test_generator_writes_exactly_the_committed_files(tmp_path):
     diagrams.main([str(tmp_path)])
     written = {p.name: p.read_bytes() for p in tmp_path.glob("*.svg")}
     committed = {p.name: p.read_bytes() for p in FIGURES.glob("*.svg")}
-    assert sorted(written) == sorted(committed), "run `python -m attnbook.tools.diagrams` and commit the result"
+    assert sorted(written) == sorted(committed), "run `python -m tools.diagrams` and commit the result"
     stale = [name for name in written if written[name] != committed[name]]
     assert not stale, f"committed figures differ from the script's output: {stale}"
 
@@ -174,16 +176,16 @@ def test_chapters_embed_only_figures_that_exist():
 
 
 def test_a_label_too_long_for_its_box_is_an_error():
-    fig = diagrams.Figure("probe", 200, 100, "probe", "probe")
+    fig = svg.Figure("probe", 200, 100, "probe", "probe")
     fig.box(10, 10, 120, 30, "EncoderBlock")  # fits
     with pytest.raises(ValueError, match="does not fit"):
         fig.box(10, 10, 60, 30, "MultiHeadAttention")
 
 
 def test_sub_and_superscripts_become_tspans_and_text_is_escaped():
-    assert diagrams.rich("s_{i-1}") == 's<tspan dy="4" font-size="75%">i-1</tspan>'
-    assert diagrams.rich("W^{Q} x") == 'W<tspan dy="-6" font-size="75%">Q</tspan><tspan dy="6"> x</tspan>'
-    assert diagrams.rich("<bos> & <eos>") == "&lt;bos&gt; &amp; &lt;eos&gt;"
+    assert svg.rich("s_{i-1}") == 's<tspan dy="4" font-size="75%">i-1</tspan>'
+    assert svg.rich("W^{Q} x") == 'W<tspan dy="-6" font-size="75%">Q</tspan><tspan dy="6"> x</tspan>'
+    assert svg.rich("<bos> & <eos>") == "&lt;bos&gt; &amp; &lt;eos&gt;"
 
 
 @pytest.mark.parametrize("number", ["01", "02", "03", "04", "05"])

@@ -4,7 +4,8 @@ This file is the single source of the layer map: ``ALLOWED`` says, group by grou
 first), which groups each may import. The foundation is every top-level module of
 ``attnbook`` (and the ``FOUNDATION_FOLDERS``); each other group is a folder. ``data`` sits beside
 ``models``: tasks join the two, so models never import data and data never imports models or
-layers. README.md points here; the layer maps in ``attnbook/__init__.py`` and CONTRIBUTING.md
+layers. Developer tooling is not in the package (``tools/``, ``benchmarks/``). README.md
+points here; the layer maps in ``attnbook/__init__.py`` and CONTRIBUTING.md
 are checked against this one by the tests at the end of this file.
 """
 import ast
@@ -24,7 +25,6 @@ ALLOWED = {
     "models": {"foundation", "layers", "models"},
     "tasks": {"foundation", "layers", "models", "data", "tasks"},
     "exercises": {"foundation", "layers", "models", "data", "tasks", "exercises"},
-    "tools": {"foundation", "layers", "models", "data", "tasks", "exercises", "tools"},
 }
 FOUNDATION_FOLDERS = {"results"}  # packages that belong to the foundation (committed results and their loader)
 

@@ -8,13 +8,18 @@ is in layers, each importing only from those below it. ``tests/test_layering.py`
   ``progress``, ``checks``, ``metrics``, ``schedules``, ``losses``, ``train``, ``decoding``,
   ``plot``, ``checkpoints``, ``package_data``, ``attention_maps``, ``results``;
 - ``layers/``: masks, attention (``MultiHeadAttention``, ``KVCache``), scores, positions,
-  feed-forward, embeddings, patches, and the encoder / decoder / causal blocks;
-- ``models/``: one readable file per model (``rnn``, ``transformer``, ``tagger``, ``bert``, ...);
+  norms, rotary, feed-forward, embeddings, patches, the encoder / decoder / causal blocks and
+  their stack runner, and the bridges to PyTorch's layers;
+- ``models/``: one readable file per model (``rnn``, ``encoder_decoder``, ``transformer``,
+  ``bert``, ``gpt``, ...);
 - ``data/`` (corpora, tokenisers, vocabularies, batches) sits beside ``models/``: only tasks
   join them;
 - ``tasks/``: one module per task with its loss, recipe and evaluation (``g2p``, ``tagging``,
   ``language_modeling``, ...);
-- on top, ``exercises/`` (the exercise checkers) and ``tools/`` (the notebook runner, diagrams).
+- on top, ``exercises/`` (the exercise checkers).
+
+Developer tooling (the notebook runner, the diagram script, the benchmark scripts) lives
+outside the package, in the repository.
 
 Shape legend used in every docstring and comment (``chapters/notation.md`` has the full table):
 B batch, S source length, T target (or query) length, D model width, H heads,

@@ -1,5 +1,12 @@
-"""Results measured outside the notebooks (by scripts in ``benchmarks/``), shipped with the package
-so that a chapter can plot them anywhere, Colab included. Each file names the script that wrote it."""
+"""Results measured outside the notebooks, by the scripts in ``benchmarks/``: their one home.
+
+The rule: every benchmark script writes its result file here (``lib/attnbook/results/NAME.json``,
+through ``benchmarks/common.py``), and the log of the run that made a committed result is kept
+beside it (``NAME.log``). The JSON files ship with the package (``package-data`` in
+``pyproject.toml``), so a chapter reads them anywhere, Colab included, with
+``load_result("NAME.json")``; the logs stay in the repository. Each result file names the script
+that wrote it, and where the script records them, the command and the machine.
+"""
 from __future__ import annotations
 
 import json

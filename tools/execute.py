@@ -1,7 +1,7 @@
 """Re-execute chapter notebooks in place, refreshing their stored outputs.
 
-Usage: ``python -m attnbook.tools.execute [--no-write] [NOTEBOOK ...]`` (default: every chapter
-notebook). Prints each notebook's wall-clock time; ``--no-write`` only runs and times them.
+Usage, from the repository root: ``python -m tools.execute [--no-write] [NOTEBOOK ...]`` (default:
+every chapter notebook). Prints each notebook's wall-clock time; ``--no-write`` only runs and times them.
 Cell timing metadata is not recorded, so a re-run changes only what the notebook shows.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ def execute(path: Path, timeout: int = 600, write: bool = True) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tools.execute", description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="*", type=Path)
     parser.add_argument("--no-write", action="store_true", help="run only; keep the stored outputs")
     args = parser.parse_args(argv)

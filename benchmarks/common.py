@@ -1,0 +1,145 @@
+"""What every script in ``benchmarks/`` shares: where results go, timing, running jobs, arguments.
+
+- **Results** have one home, ``lib/attnbook/results/`` (``RESULTS``): a script writes its JSON
+  there with ``write_result`` (which records the command that reproduces it), the chapters read it
+  with ``attnbook.results.load_result``, and the log of the run that made it is kept beside it.
+- **Timing**: ``timed`` (one call, synchronising CUDA before and after) and ``interleaved`` (two
+  rivals timed in alternating order, medians and the median of the per-pair ratios).
+- **Jobs**: ``run_jobs`` runs one-thread training runs ``--jobs`` at a time, each in its own
+  process; ``log_rows`` reads back the JSON lines an earlier run printed, for ``--resume``.
+- **Arguments**: ``parser`` and ``experiment_parser`` (``--smoke``, ``--out``, ``--jobs``,
+  ``--resume``), ``out_path`` (where a run writes), ``machine`` (for the results file).
+
+Scripts import it as ``import common`` (Python puts a script's folder first on ``sys.path``).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shlex
+import statistics
+import sys
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "lib" / "attnbook" / "results"
+R = TypeVar("R")
+
+
+# --- results ------------------------------------------------------------------------------------
+
+def command_line() -> str:
+    """The command this process was started with, as run from the repository root."""
+    script = Path(sys.argv[0]).resolve()
+    shown = script.relative_to(ROOT) if script.is_relative_to(ROOT) else script
+    return shlex.join(["python", str(shown), *sys.argv[1:]])
+
+
+def write_result(path: Path, result: dict, indent: int = 1) -> None:
+    """Write ``result`` as JSON to ``path``; a result that names no command gets the one that ran."""
+    if "command" not in result:
+        items = list(result.items())
+        at = 1 if items and items[0][0] == "description" else 0
+        result = dict(items[:at] + [("command", command_line())] + items[at:])
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=indent) + "\n")
+    print(f"wrote {path}")
+
+
+def machine(jobs: int | None = None) -> str:
+    """The machine, for a results file: one run at a time (``jobs`` None) or ``jobs`` one-thread runs."""
+    if jobs is None:
+        return f"{platform.machine()}, torch {torch.__version__}, 1 thread"
+    return (f"{platform.machine()}, {os.cpu_count()} cores, torch {torch.__version__}, "
+            f"1 thread per run, {jobs} runs at a time")
+
+
+# --- timing -------------------------------------------------------------------------------------
+
+def timed(fn: Callable[[], R], device: torch.device) -> tuple[float, R]:
+    """Seconds ``fn()`` takes (on CUDA, queued work is waited for before and after), and its result."""
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    start = time.perf_counter()
+    out = fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    return time.perf_counter() - start, out
+
+
+def interleaved(first: Callable[[], object], second: Callable[[], object], repeats: int,
+                device: torch.device) -> tuple[float, float, float]:
+    """Median ms of ``first`` and of ``second``, and the median of their per-pair ratios.
+
+    The two alternate who goes first, so a change in the machine's load hits both alike."""
+    t_first, t_second, ratios = [], [], []
+    for r in range(repeats):
+        order = (True, False) if r % 2 == 0 else (False, True)
+        times = {is_first: timed(first if is_first else second, device)[0] for is_first in order}
+        t_first.append(times[True])
+        t_second.append(times[False])
+        ratios.append(times[True] / times[False])
+    return 1e3 * statistics.median(t_first), 1e3 * statistics.median(t_second), statistics.median(ratios)
+
+
+def verdict(ratio: float, target: float) -> str:
+    """``within the target of 1.20x`` or ``ABOVE the target of 1.20x``."""
+    return f"{'within' if ratio <= target else 'ABOVE'} the target of {target:.2f}x"
+
+
+# --- jobs ---------------------------------------------------------------------------------------
+
+def run_jobs(fn: Callable[..., R], jobs_args: list[tuple], jobs: int) -> list[R]:
+    """``fn(*args)`` for every tuple, in order: in this process if ``jobs`` is 1, else ``jobs``
+    processes at a time (each run sets its own thread count)."""
+    if jobs == 1:
+        return [fn(*args) for args in jobs_args]
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        futures = [pool.submit(fn, *args) for args in jobs_args]
+        return [future.result() for future in futures]
+
+
+def log_rows(paths: Iterable[Path]) -> list[dict]:
+    """The JSON objects printed one per line in earlier runs' logs (other lines are skipped)."""
+    return [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.startswith("{")]
+
+
+# --- arguments ----------------------------------------------------------------------------------
+
+def parser(doc: str) -> argparse.ArgumentParser:
+    """A parser described by the first line of the script's docstring."""
+    return argparse.ArgumentParser(description=doc.splitlines()[0])
+
+
+def experiment_parser(doc: str, conditions: bool = False) -> argparse.ArgumentParser:
+    """``parser`` with the training experiments' options; ``conditions`` adds ``--conditions``."""
+    p = parser(doc)
+    p.add_argument("--smoke", action="store_true", help="tiny models, a few steps: seconds")
+    p.add_argument("--out", type=Path, default=None,
+                   help=f"where to write the JSON (default {RESULTS.relative_to(ROOT)}/; with --smoke, nowhere)")
+    p.add_argument("--jobs", type=int, default=1, help="runs in parallel, one thread each (default 1)")
+    p.add_argument("--resume", type=Path, nargs="*", default=[],
+                   help="logs of earlier runs (their printed JSON lines): runs found there are not repeated")
+    if conditions:
+        p.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
+    return p
+
+
+def check_jobs(p: argparse.ArgumentParser, args: argparse.Namespace) -> None:
+    """Stop with a usage error unless ``--jobs`` is at least 1."""
+    if args.jobs < 1:
+        p.error(f"--jobs must be >= 1, got {args.jobs}")
+
+
+def out_path(args: argparse.Namespace, name: str) -> Path | None:
+    """Where a run writes: ``--out`` if given, else nowhere for ``--smoke``, else ``RESULTS / name``."""
+    if args.out is not None:
+        return args.out
+    return None if args.smoke else RESULTS / name

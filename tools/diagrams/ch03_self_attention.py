@@ -1,0 +1,110 @@
+"""Chapter 3: queries, keys and values, and the masked attention matrix (``ch03_self_attention.svg``)."""
+from __future__ import annotations
+
+import math
+
+from .svg import Figure, softmax_rows
+
+DESC = (
+    "Self-attention on a sequence X of T tokens, shape (B, T, D). Three linear maps give the queries "
+    "Q = X W^Q (B, T, Dk), the keys K = X W^K (B, S, Dk) and the values V = X W^V (B, S, Dv); in "
+    "self-attention S = T. The scores Q K^T / sqrt(Dk) form a (B, T, S) matrix: row i is query i, "
+    "column j is key j. The mask (causal_mask(T), True on and below the diagonal; key_mask for "
+    "padding) sends the disallowed scores to minus infinity, and masked_softmax turns each row into "
+    "weights that sum to 1, exactly zero above the diagonal (the numbers shown are the softmax of made-up "
+    "scores). The output Z = A V has shape (B, T, Dv). "
+    "scaled_dot_product_attention computes all of this; MultiHeadAttention holds W^Q, W^K, W^V as "
+    "q_proj, k_proj, v_proj."
+)
+T, C = 5, 16  # tokens; cell size of X, Q, K, V
+PROJECTIONS = (  # role, tensor, weight, MultiHeadAttention attribute, y, shape
+    ("key", "K", "W^{K}", "k_proj", 80, "(B, S, Dk)"),
+    ("query", "Q", "W^{Q}", "q_proj", 230, "(B, T, Dk)"),
+    ("value", "V", "W^{V}", "v_proj", 380, "(B, S, Dv)"),
+)
+SCORES = [[round(1.4 * math.sin(1.7 * i + 2.3 * j + 0.5), 2) for j in range(T)] for i in range(T)]  # made up
+GX, GY, GC = 460, 165, 26  # the score matrix (and the weight matrix, at x = AX)
+MX, MY, MC = 615, 60, 20  # the causal mask
+AX = 760
+
+
+def draw() -> Figure:
+    fig = Figure("ch03_self_attention", 1000, 480,
+                 "Chapter 3: queries, keys and values, and the masked attention matrix", DESC)
+    fig.text(30, 28, fig.code("scaled_dot_product_attention", "attnbook.layers.scaled_dot_product_attention")
+             + ": softmax(Q K^{T} / √Dk) V under a mask (self-attention: S = T)", "title", anchor="start")
+    projections(fig)
+    scores(fig)
+    causal_mask(fig)
+    softmax(fig)
+    output(fig)
+    fig.legend(30, 466)
+    return fig
+
+
+def projections(fig: Figure) -> None:
+    """X and its three projections Q, K, V."""
+    fig.cells(40, 190, [[0.3] * 6 for _ in range(T)], C, "stream")
+    fig.text(88, 180, "X", "math")
+    fig.shape(88, 288, "(B, T, D)", anchor="middle")
+    for role, name, weight, attr, yc, shape in PROJECTIONS:
+        fig.line([(136, 230), (155, 230), (155, yc), (173, yc)], role)
+        fig.box(175, yc - 22, 80, 44, weight, sub=fig.code(attr, f"attnbook.layers.MultiHeadAttention:{attr}"),
+                role=role, kind="math")
+        fig.line([(255, yc), (288, yc)], role)
+        fig.cells(290, yc - 40, [[0.55] * 4 for _ in range(T)], C, role)
+        fig.text(370, yc - 4, name, "math", anchor="start")
+        fig.shape(370, yc + 14, shape)
+
+
+def scores(fig: Figure) -> None:
+    """The (T, S) score matrix Q K^T / sqrt(Dk), shaded by value."""
+    lo, hi = min(map(min, SCORES)), max(map(max, SCORES))
+    fig.cells(GX, GY, [[(v - lo) / (hi - lo) * 0.8 for v in row] for row in SCORES], GC, "weights")
+    fig.line([(354, 230), (GX - 2, 230)], "query")
+    fig.line([(354, 80), (525, 80), (525, GY - 2)], "key")
+    fig.text(GX - 6, GY + 10, "query i", "note", anchor="end")
+    fig.text(GX, GY - 8, "key j", "note", anchor="start")
+    fig.text(GX + 2.5 * GC, GY + 5 * GC + 20, "Q K^{T} / √Dk", "math", size=14)
+    fig.shape(GX + 2.5 * GC, GY + 5 * GC + 36, "(B, T, S)", anchor="middle")
+
+
+def causal_mask(fig: Figure) -> None:
+    """causal_mask(T): 'T' where a query may attend, hatched (minus infinity) above the diagonal."""
+    for i in range(T):
+        for j in range(T):
+            if j > i:
+                fig.rect(MX + j * MC, MY + i * MC, MC, MC, fill="url(#hatch)", stroke="#BBBBBB")
+            else:
+                fig.rect(MX + j * MC, MY + i * MC, MC, MC, fill="#FFFFFF", stroke="#7F7F7F")
+                fig.text(MX + j * MC + MC / 2, MY + i * MC + 14, "T", "code", size=10, colour="#7F7F7F")
+    fig.roles.add("mask")
+    fig.text(MX + 2.5 * MC, MY - 10, fig.code("causal_mask(T)", "attnbook.layers.causal_mask"), "code", size=12)
+    fig.text(MX + 5 * MC + 8, MY + 30, "(T, S)", "shape", anchor="start")
+    fig.text(MX + 5 * MC + 8, MY + 48, "T = may attend", "note", anchor="start")
+    fig.text(MX + 5 * MC + 8, MY + 64, "hatched: −∞", "note", anchor="start")
+    fig.line([(MX + 2.5 * MC, MY + 5 * MC), (MX + 2.5 * MC, 206)], "mask")
+
+
+def softmax(fig: Figure) -> None:
+    """masked_softmax, and the weights A it gives (the numbers are the softmax of the made-up scores)."""
+    fig.line([(GX + 5 * GC, 230), (593, 230)], "weights")
+    fig.box(595, 208, 140, 44, fig.code("masked_softmax", "attnbook.layers.masked_softmax"), role="weights")
+    fig.text(665, 270, "padding:", "note")
+    fig.text(665, 284, fig.code("key_mask", "attnbook.layers.key_mask") + " (B, 1, S)", "note")
+    fig.line([(735, 230), (AX - 2, 230)], "weights")
+    weights = softmax_rows([[s if j <= i else None for j, s in enumerate(row)] for i, row in enumerate(SCORES)])
+    fig.cells(AX, GY, weights, GC, "weights", numbers=True)
+    fig.text(AX + 5 * GC + 8, GY + 14, "A", "math", anchor="start")
+    fig.shape(AX + 5 * GC + 8, GY + 32, "(B, T, S)")
+    fig.text(AX + 5 * GC + 8, GY + 50, "rows sum to 1", "note", anchor="start")
+
+
+def output(fig: Figure) -> None:
+    """Z = A V."""
+    fig.line([(AX + 2.5 * GC, GY + 5 * GC), (AX + 2.5 * GC, 358)], "weights")
+    fig.line([(354, 380), (AX - 2, 380)], "value")
+    fig.box(AX, 360, 130, 40, "A V", kind="math")
+    fig.line([(890, 380), (918, 380)], "context")
+    fig.tensor(920, 366, "Z", "context", w=44)
+    fig.shape(942, 416, "(B, T, Dv)", anchor="middle")

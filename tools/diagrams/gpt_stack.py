@@ -1,0 +1,95 @@
+"""Chapter 8: GPT, a decoder-only stack of pre-norm causal blocks (``gpt_stack.svg``)."""
+from __future__ import annotations
+
+from .svg import Figure
+
+L = "attnbook.layers"
+GPT = "attnbook.models.gpt.GPT"
+BLOCK = f"{L}.CausalBlock"
+DESC = (
+    "The library's GPT. Tokens (B, T) go through embed (Embeddings: token table plus "
+    "LearnedPositionalEmbedding), shape (B, T, D), then L CausalBlocks (blocks). The residual stream "
+    "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
+    "causal_mask (T, P+T), reading and extending a KVCache of the P positions already decoded "
+    "(B, H, P, Dh), and x = x + feed_forward(norm2(x)). A final LayerNorm (final_norm) closes the stack, "
+    "and the logits (B, T, V) are scores against the token table itself (tied output: "
+    "x @ embed.tokens.weight transposed). There is no encoder and no cross-attention."
+)
+SX, BX, BW = 260, 400, 210  # the residual stream; the sublayers' left edge and width
+TOP = 510  # where the stream enters the block
+SUBLAYERS = (("norm1", "self_attn", "MultiHeadAttention", 40), ("norm2", "feed_forward", "FeedForward: D→F→D", 40))
+
+
+def draw() -> Figure:
+    fig = Figure("gpt_stack", 900, 670, "GPT: a decoder-only stack of pre-norm causal blocks", DESC)
+    fig.text(30, 28, fig.code("GPT", GPT) + ": pre-norm, x = x + sublayer(LayerNorm(x)); causal; tied output",
+             "title", anchor="start")
+    fig.text(SX, 630, "tokens (B, T)", "code", size=12)
+    fig.line([(SX, 612), (SX, 588)], "stream")
+    fig.box(SX - 135, 546, 270, 40, fig.code("embed: Embeddings", f"{GPT}:embed", f"{L}.Embeddings"),
+            sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
+    fig.shape(SX + 6, 530, "(B, T, D)")
+    y, pluses = TOP - 10, []
+    for norm, sub, sub_label, h in SUBLAYERS:
+        pluses.append(residual_update(fig, y, norm, sub, sub_label, h))
+        y = pluses[-1] - 9
+    stream_and_frame(fig, pluses)
+    output(fig, pluses[1])
+    fig.legend(30, 660, ["query", "key", "value", "stream", "mask"])
+    return fig
+
+
+def residual_update(fig: Figure, y: float, norm: str, sub: str, sub_label: str, h: float) -> float:
+    """x + sub(norm(x)), branching off the stream above y; returns the y of the + node."""
+    mid = BX + BW / 2
+    branch = y - 6
+    fig.line([(SX, branch), (mid, branch), (mid, branch - 14)], "stream")
+    nb = branch - 16
+    fig.box(BX, nb - 30, BW, 30, fig.code(f"{norm}: LayerNorm", f"{BLOCK}:{norm}"), size=12)
+    sb = nb - 30 - 16
+    if sub == "self_attn":
+        for dxq, role in ((-50, "query"), (0, "key"), (50, "value")):
+            fig.line([(mid, nb - 30), (mid, nb - 38), (mid + dxq, nb - 38), (mid + dxq, sb + 2)], role)
+    else:
+        fig.line([(mid, nb - 30), (mid, sb + 2)], "stream")
+    fig.box(BX, sb - h, BW, h, fig.code(sub, f"{BLOCK}:{sub}"), sub=sub_label, size=12)
+    plus = sb - h - 16
+    fig.line([(mid, sb - h), (mid, plus), (SX + 11, plus)], "stream")
+    fig.circle(SX, plus, 9, "stream")
+    fig.text(SX, plus + 5, "+", size=14, weight="bold")
+    if sub == "self_attn":
+        mask_and_cache(fig, sb - h / 2)
+    return plus
+
+
+def mask_and_cache(fig: Figure, cy: float) -> None:
+    """The causal mask and the past keys and values, arriving from the right at height cy."""
+    right = BX + BW
+    fig.line([(right + 70, cy - 8), (right + 2, cy - 8)], "mask")
+    fig.text(right + 74, cy - 20, fig.code("causal_mask", f"{L}.causal_mask"), "code", anchor="start", size=11)
+    fig.text(right + 74, cy - 5, "(T, P+T)", "shape", anchor="start")
+    fig.line([(right + 70, cy + 10), (right + 2, cy + 10)], "key")
+    fig.text(right + 74, cy + 20, "past " + fig.code("KVCache", f"{L}.KVCache") + ": K, V", "code", anchor="start",
+             size=11)
+    fig.text(right + 74, cy + 35, "(B, H, P, Dh)", "shape", anchor="start")
+
+
+def stream_and_frame(fig: Figure, pluses: list[float]) -> None:
+    """The stream drawn straight through the two additions, and the CausalBlock frame around them."""
+    fig.line([(SX, 546), (SX, pluses[0] + 11)], "stream")
+    fig.line([(SX, pluses[0] - 9), (SX, pluses[1] + 11)], "stream")
+    frame_top = pluses[1] - 40
+    fig.frame(122, frame_top, 588, TOP - frame_top, fig.code("CausalBlock", BLOCK) + " × L", "top-left")
+    fig.text(702, frame_top + 17, fig.code("blocks", f"{GPT}:blocks"), "code", anchor="end", size=11, colour="#555555")
+    fig.shape(SX + 6, frame_top - 20, "(B, T, D)")
+    fig.text(SX - 12, 330, "residual stream", "note", anchor="end")
+    fig.text(SX - 12, 344, "(B, T, D)", "shape", anchor="end")
+
+
+def output(fig: Figure, last_plus: float) -> None:
+    """final_norm and the tied output."""
+    fig.line([(SX, last_plus - 9), (SX, 112)], "stream")
+    fig.box(SX - 110, 80, 220, 30, fig.code("final_norm: LayerNorm", f"{GPT}:final_norm"), size=12)
+    fig.line([(SX + 110, 95), (SX + 150, 95)], "stream")
+    fig.text(SX + 155, 92, "logits = x @ embed.tokens.weight^{T}", "code", anchor="start", size=12)
+    fig.text(SX + 155, 108, "(B, T, V), tied to the token table", "note", anchor="start")
