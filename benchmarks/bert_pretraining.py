@@ -61,8 +61,8 @@ def run(kind: str, train_docs, held_docs, vocab_size: int, steps: int, eval_ever
     unigram = sum(mlm.unigram_accuracy(train_sentences, b.masked, exclude=range(n_special)) * int(b.masked.chosen.sum())
                   for b in eval_batches) / chosen
     torch.manual_seed(seed)
-    model = BertForPreTraining(BertConfig(vocab_size=vocab_size, hidden_size=64, num_layers=1, num_heads=2,
-                                          intermediate_size=256, max_positions=max_positions, dropout=0.0))
+    model = BertForPreTraining(BertConfig(vocab_size=vocab_size, d_model=64, num_layers=1, num_heads=2,
+                                          d_ff=256, max_len=max_positions, dropout=0.0))
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear_scheduler(optimizer, max(1, steps // 10), steps)
     seconds, history = common.timed(

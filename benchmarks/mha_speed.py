@@ -15,7 +15,7 @@ import sys
 import torch
 
 import common
-from attnbook.layers.attention import MultiHeadAttention, to_torch_multihead
+from attnbook.layers import MultiHeadAttention, to_torch_multihead
 from attnbook.layers.masks import causal_mask
 
 

@@ -6,16 +6,16 @@ from .svg import Figure
 L = "attnbook.layers"
 TR = "attnbook.models.transformer.Transformer"
 DESC = (
-    "The library's Transformer. Left, the encoder: source tokens (B, S) go through src_embed "
+    "The library's Transformer. Left, the encoder: source tokens (B, S) go through src_embeddings "
     "(Embeddings: token embedding times sqrt(D) plus SinusoidalPositionalEncoding), shape (B, S, D), "
-    "then N EncoderBlocks (encoder_layers). Each block is self_attn (MultiHeadAttention; queries, keys "
+    "then N EncoderBlocks (encoder_blocks). Each block is self_attn (MultiHeadAttention; queries, keys "
     "and values all from the stream; key_mask (B, 1, S) for padding), then norm1 = LayerNorm(x + "
     "sublayer), then feed_forward (FeedForward, D to F to D), then norm2. Its output is the memory R, "
-    "(B, S, D). Right, the decoder: target tokens (B, T) through tgt_embed, shape (B, T, D), then N "
-    "DecoderBlocks (decoder_layers): self_attn under causal_mask (T, T), norm1; cross_attn with "
+    "(B, S, D). Right, the decoder: target tokens (B, T) through tgt_embeddings, shape (B, T, D), then N "
+    "DecoderBlocks (decoder_blocks): self_attn under causal_mask (T, T), norm1; cross_attn with "
     "queries from the decoder stream and keys and values from R (project_memory gives a KVCache "
     "(B, H, S, Dh); the same R goes to every block) under key_mask (B, 1, S), weights (B, H, T, S), "
-    "norm2; feed_forward, norm3. The output layer, whose weight is tied to the target embedding, "
+    "norm2; feed_forward, norm3. The read-out (readout), whose weight is tied to the target embedding, "
     "gives logits (B, T, V). Grey lines are the residual stream: each sublayer's input is added to "
     "its output inside the LayerNorm that follows."
 )
@@ -103,10 +103,10 @@ def embed(fig: Figure, cx: float, tokens: str, name: str, shape: str) -> None:
 
 
 def encoder(fig: Figure) -> None:
-    """src -> src_embed -> EncoderBlock x N -> the memory R."""
-    embed(fig, EX, "src (B, S)", fig.code("src_embed: Embeddings", f"{L}.Embeddings", f"{TR}:src_embed"), "(B, S, D)")
+    """src -> src_embeddings -> EncoderBlock x N -> the memory R."""
+    embed(fig, EX, "src (B, S)", fig.code("src_embeddings: Embeddings", f"{L}.Embeddings", f"{TR}:src_embeddings"), "(B, S, D)")
     label = fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × N"
-    boxes, top = stack(fig, EX, ENCODER, f"{L}.EncoderBlock", label, "encoder_layers")
+    boxes, top = stack(fig, EX, ENCODER, f"{L}.EncoderBlock", label, "encoder_blocks")
     mask(fig, EX, boxes["self_attn"], fig.code("key_mask", f"{L}.key_mask"), "(B, 1, S)")
     fig.line([(EX, top), (EX, 245)], "stream")
     fig.tensor(EX - 25, 215, "R", "stream", w=50)
@@ -115,10 +115,10 @@ def encoder(fig: Figure) -> None:
 
 
 def decoder(fig: Figure) -> tuple[Box, float]:
-    """tgt_in -> tgt_embed -> DecoderBlock x N; returns the cross-attention box and the stack's top."""
-    embed(fig, DX, "tgt_in (B, T)", fig.code("tgt_embed: Embeddings", f"{TR}:tgt_embed"), "(B, T, D)")
+    """tgt_in -> tgt_embeddings -> DecoderBlock x N; returns the cross-attention box and the stack's top."""
+    embed(fig, DX, "tgt_in (B, T)", fig.code("tgt_embeddings: Embeddings", f"{TR}:tgt_embeddings"), "(B, T, D)")
     label = fig.code("DecoderBlock", f"{L}.DecoderBlock") + " × N"
-    boxes, top = stack(fig, DX, DECODER, f"{L}.DecoderBlock", label, "decoder_layers")
+    boxes, top = stack(fig, DX, DECODER, f"{L}.DecoderBlock", label, "decoder_blocks")
     mask(fig, DX, boxes["self_attn"], fig.code("causal_mask", f"{L}.causal_mask"), "(T, T)")
     mask(fig, DX, boxes["cross_attn"], "key_mask", "(B, 1, S)")
     _, ctop, _, h = boxes["cross_attn"]
@@ -139,10 +139,10 @@ def memory_to_cross_attention(fig: Figure, cross: Box) -> None:
 
 
 def output(fig: Figure, top: float) -> None:
-    """The output layer (tied to the target embedding) and the logits."""
+    """The read-out (tied to the target embedding) and the logits."""
     fig.line([(DX, top), (DX, 112)], "stream")
     fig.shape(DX + 6, 134, "(B, T, D)")
-    fig.box(DX - 110, 70, 220, 40, fig.code("output: nn.Linear", f"{TR}:output"), sub="weight tied to tgt_embed",
+    fig.box(DX - 110, 70, 220, 40, fig.code("readout: nn.Linear", f"{TR}:readout"), sub="weight tied to tgt_embeddings",
             size=12)
     fig.line([(DX + 110, 90), (DX + 150, 90)], "stream")
     fig.text(DX + 155, 94, "logits (B, T, V)", "code", anchor="start", size=12)

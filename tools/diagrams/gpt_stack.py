@@ -7,13 +7,13 @@ L = "attnbook.layers"
 GPT = "attnbook.models.gpt.GPT"
 BLOCK = f"{L}.CausalBlock"
 DESC = (
-    "The library's GPT. Tokens (B, T) go through embed (Embeddings: token table plus "
+    "The library's GPT. Tokens (B, T) go through embeddings (Embeddings: token table plus "
     "LearnedPositionalEmbedding), shape (B, T, D), then L CausalBlocks (blocks). The residual stream "
     "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
     "causal_mask (T, P+T), reading and extending a KVCache of the P positions already decoded "
     "(B, H, P, Dh), and x = x + feed_forward(norm2(x)). A final LayerNorm (final_norm) closes the stack, "
-    "and the logits (B, T, V) are scores against the token table itself (tied output: "
-    "x @ embed.tokens.weight transposed). There is no encoder and no cross-attention."
+    "and the read-out (readout) scores against the token table itself (tied: "
+    "logits (B, T, V) = x @ embeddings.tokens.weight transposed). There is no encoder and no cross-attention."
 )
 SX, BX, BW = 260, 400, 210  # the residual stream; the sublayers' left edge and width
 TOP = 510  # where the stream enters the block
@@ -26,7 +26,7 @@ def draw() -> Figure:
              "title", anchor="start")
     fig.text(SX, 630, "tokens (B, T)", "code", size=12)
     fig.line([(SX, 612), (SX, 588)], "stream")
-    fig.box(SX - 135, 546, 270, 40, fig.code("embed: Embeddings", f"{GPT}:embed", f"{L}.Embeddings"),
+    fig.box(SX - 135, 546, 270, 40, fig.code("embeddings: Embeddings", f"{GPT}:embeddings", f"{L}.Embeddings"),
             sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
     fig.shape(SX + 6, 530, "(B, T, D)")
     y, pluses = TOP - 10, []
@@ -87,9 +87,9 @@ def stream_and_frame(fig: Figure, pluses: list[float]) -> None:
 
 
 def output(fig: Figure, last_plus: float) -> None:
-    """final_norm and the tied output."""
+    """final_norm and the tied read-out."""
     fig.line([(SX, last_plus - 9), (SX, 112)], "stream")
     fig.box(SX - 110, 80, 220, 30, fig.code("final_norm: LayerNorm", f"{GPT}:final_norm"), size=12)
     fig.line([(SX + 110, 95), (SX + 150, 95)], "stream")
-    fig.text(SX + 155, 92, "logits = x @ embed.tokens.weight^{T}", "code", anchor="start", size=12)
+    fig.text(SX + 155, 92, "readout: x @ embeddings.tokens.weight^{T}", "code", anchor="start", size=12)
     fig.text(SX + 155, 108, "(B, T, V), tied to the token table", "note", anchor="start")

@@ -11,7 +11,7 @@ DESC = (
     "projection (nn.Linear, the same as a Conv2d with kernel = stride = P) maps each to width D, "
     "(B, N, D). PatchTokens puts a learned class token in front, (B, 1+N, D), and learned positions "
     "E_0 ... E_9 (LearnedPositionalEmbedding) are added, all inside the library's Embeddings. A stack "
-    "of pre-norm EncoderBlocks follows; the head reads the class token's output, (B, classes)."
+    "of pre-norm EncoderBlocks follows; the read-out reads the class token's output, (B, classes)."
 )
 IX, IY, P = 40, 70, 44  # the image: 3 x 3 patches of P pixels
 SX = 240  # the flattened patches
@@ -89,4 +89,4 @@ def tokens(fig: Figure) -> None:
     fig.text(end + 28, TY + 50, fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × L", "code", anchor="start",
              size=11)
     fig.text(end + 28, TY + 66, "(pre-norm) → class", "note", anchor="start")
-    fig.text(end + 28, TY + 80, "token → head (B, classes)", "note", anchor="start")
+    fig.text(end + 28, TY + 80, "token → readout (B, classes)", "note", anchor="start")
