@@ -73,13 +73,13 @@ class StackOutput:
 
 def _parts(
     d_ff: int | None, activation: str | None, layer_norm_eps: float | None, norm: Norm | None,
-    feed_forward: FeedForwardSpec | None, default_activation: str,
+    feed_forward: FeedForwardSpec | None,
 ) -> tuple[Norm, FeedForwardSpec]:
     """The block's norm and feed-forward recipes, from the 2017-style sizes or from the specs."""
     if feed_forward is None:
         if d_ff is None:
             raise ValueError("a block needs d_ff (with activation) or a feed_forward spec")
-        feed_forward = FeedForwardSpec(d_ff, activation or default_activation)
+        feed_forward = FeedForwardSpec(d_ff, activation)
     elif d_ff is not None or activation is not None:
         raise ValueError("give a block either d_ff/activation or a feed_forward spec, not both")
     if norm is None:
@@ -149,17 +149,24 @@ def causal_self_attention(
 
 class _SelfAttentionBlock(ResidualBlock):
     """The layers an encoder block and a causal block share: self-attention, then the feed-forward
-    network, each with its norm and dropout."""
+    network, each with its norm and dropout. ``norm_first`` and ``activation`` left as None take
+    the subclass's defaults."""
+
+    default_norm_first: bool
+    default_activation: str
 
     def __init__(
-        self, d_model: int, num_heads: int, d_ff: int | None, dropout: float, activation: str | None,
-        norm_first: bool, layer_norm_eps: float | None, norm: Norm | None, feed_forward: FeedForwardSpec | None,
-        attention: AttentionSpec, default_activation: str,
+        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
+        activation: str | None = None, norm_first: bool | None = None, layer_norm_eps: float | None = None, *,
+        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
+        attention: AttentionSpec = AttentionSpec(),
     ) -> None:
-        super().__init__(norm_first)
+        super().__init__(self.default_norm_first if norm_first is None else norm_first)
         check_heads(d_model, num_heads)
         check_dropout(dropout)
-        norm, feed_forward = _parts(d_ff, activation, layer_norm_eps, norm, feed_forward, default_activation)
+        if feed_forward is None and activation is None:
+            activation = self.default_activation
+        norm, feed_forward = _parts(d_ff, activation, layer_norm_eps, norm, feed_forward)
         self.self_attn = attention(d_model, num_heads, dropout)
         self.feed_forward = feed_forward(d_model, dropout)
         self.norm1, self.norm2 = norm(d_model), norm(d_model)
@@ -171,16 +178,10 @@ class _SelfAttentionBlock(ResidualBlock):
 
 
 class EncoderBlock(_SelfAttentionBlock):
-    """Self-attention over the whole sequence, then the feed-forward network."""
+    """Self-attention over the whole sequence, then the feed-forward network. Defaults are the
+    2017 paper's: post-norm, ReLU."""
 
-    def __init__(
-        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
-        activation: str | None = None, norm_first: bool = False, layer_norm_eps: float | None = None, *,
-        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
-        attention: AttentionSpec = AttentionSpec(),
-    ) -> None:
-        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, norm,
-                         feed_forward, attention, default_activation="relu")
+    default_norm_first, default_activation = False, "relu"
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
@@ -202,14 +203,7 @@ class CausalBlock(_SelfAttentionBlock):
     """A decoder-only (GPT) block: self-attention that never looks ahead and decodes with a KV
     cache, then the feed-forward network. Defaults are GPT-2's: pre-norm, GELU."""
 
-    def __init__(
-        self, d_model: int, num_heads: int, d_ff: int | None = None, dropout: float = 0.0,
-        activation: str | None = None, norm_first: bool = True, layer_norm_eps: float | None = None, *,
-        norm: Norm | None = None, feed_forward: FeedForwardSpec | None = None,
-        attention: AttentionSpec = AttentionSpec(),
-    ) -> None:
-        super().__init__(d_model, num_heads, d_ff, dropout, activation, norm_first, layer_norm_eps, norm,
-                         feed_forward, attention, default_activation="gelu")
+    default_norm_first, default_activation = True, "gelu"
 
     def forward(
         self, x: torch.Tensor, mask: torch.Tensor | None = None, *, bias: torch.Tensor | None = None,
@@ -242,7 +236,8 @@ class DecoderBlock(ResidualBlock):
         super().__init__(norm_first)
         check_heads(d_model, num_heads)
         check_dropout(dropout)
-        norm, feed_forward = _parts(d_ff, activation, layer_norm_eps, norm, feed_forward, "relu")
+        norm, feed_forward = _parts(d_ff, "relu" if activation is None and feed_forward is None else activation,
+                                    layer_norm_eps, norm, feed_forward)
         self.self_attn = attention(d_model, num_heads, dropout)
         self.cross_attn = replace(attention, rotary_max_len=None)(d_model, num_heads, dropout)  # no positions
         self.feed_forward = feed_forward(d_model, dropout)
