@@ -6,7 +6,7 @@ import torch
 
 from attnbook.layers.masks import token_mask
 from attnbook.layers.scores import (
-    AdditiveScore, BilinearScore, DotScore, ScaledDotScore, attend, attention_weights, make_score,
+    AdditiveScore, BilinearScore, DotScore, ScaledDotScore, attention_weights, context_from_scores, make_score,
 )
 
 
@@ -75,13 +75,13 @@ def test_soft_weights_sum_to_one_and_are_zero_on_padding():
     scores = torch.randn(3, 4, 6) * 5
     scores[1, :, 2:] = 100.0  # huge scores on padding must still get nothing
     values = torch.randn(3, 6, 2)
-    context, weights = attend(scores, values, mask)
+    context, weights = context_from_scores(scores, values, mask)
     torch.testing.assert_close(weights.sum(-1), torch.ones(3, 4))
     assert (weights.masked_select(~mask.expand_as(weights)) == 0).all()
     # the context only mixes real positions: changing the padding values changes nothing
     values2 = values.clone()
     values2[~token_mask(lengths, 6)] = 1e6
-    torch.testing.assert_close(attend(scores, values2, mask)[0], context)
+    torch.testing.assert_close(context_from_scores(scores, values2, mask)[0], context)
 
 
 @pytest.mark.parametrize("weighting", ["argmax", "sample"])
@@ -105,6 +105,6 @@ def test_bad_inputs_raise_clear_errors():
     with pytest.raises(ValueError, match="unknown weighting"):
         attention_weights(torch.randn(1, 1, 3), None, "gumbel")
     with pytest.raises(ValueError, match="values"):
-        attend(torch.randn(2, 1, 3), torch.randn(2, 4, 5), None)
+        context_from_scores(torch.randn(2, 1, 3), torch.randn(2, 4, 5), None)
     with pytest.raises(TypeError, match="boolean"):
-        attend(torch.randn(2, 1, 3), torch.randn(2, 3, 5), torch.ones(2, 1, 3))
+        context_from_scores(torch.randn(2, 1, 3), torch.randn(2, 3, 5), torch.ones(2, 1, 3))

@@ -7,7 +7,7 @@ import torch
 
 from attnbook.layers.masks import token_mask
 from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig
-from attnbook.layers.scores import AdditiveScore, attend
+from attnbook.layers.scores import AdditiveScore, context_from_scores
 
 V_SRC, V_TGT = 12, 9
 
@@ -92,7 +92,7 @@ def test_additive_attention_equals_explicit_loops():
             z = sum(math.exp(x) for x in e)
             a_loop = [math.exp(x) / z for x in e]
             c_loop = [sum(a_loop[j] * h[b, j, k] for j in range(n)) for k in range(4)]
-            context, weights = attend(score(s[:, None], h), h, token_mask(lengths, 4)[:, None, :])
+            context, weights = context_from_scores(score(s[:, None], h), h, token_mask(lengths, 4)[:, None, :])
             torch.testing.assert_close(weights[b, 0, :n], torch.tensor(a_loop))
             torch.testing.assert_close(context[b, 0], torch.stack(c_loop).float())
 

@@ -111,7 +111,7 @@ class ResidualBlock(nn.Module):
             raise ValueError(f"{block} has no use for {', '.join(given)}")
 
 
-def _attend(
+def _attend_with_optional_weights(
     attn: MultiHeadAttention, query: torch.Tensor, kv: KVCache, mask: torch.Tensor | None, need_weights: bool,
     bias: torch.Tensor | None = None, offset: int = 0,
 ) -> tuple[torch.Tensor, torch.Tensor | None]:
@@ -143,7 +143,7 @@ def causal_self_attention(
         mask = mask if causal is None else mask & causal  # (B, T, P+T)
     else:
         mask = causal
-    out, weights = _attend(attn, x, kv, mask, need_weights, bias, offset=P)
+    out, weights = _attend_with_optional_weights(attn, x, kv, mask, need_weights, bias, offset=P)
     return out, kv, weights
 
 
@@ -194,7 +194,7 @@ class EncoderBlock(_SelfAttentionBlock):
         """
         self._reject("an encoder block", past=past, memory_kv=memory_kv, memory_mask=memory_mask)
         h = self.sublayer_input(x, self.norm1)
-        attended, weights = _attend(self.self_attn, h, self.self_attn.project_kv(h, h), mask, need_weights, bias)
+        attended, weights = _attend_with_optional_weights(self.self_attn, h, self.self_attn.project_kv(h, h), mask, need_weights, bias)
         x = self.residual(x, self.dropout1(attended), self.norm1)
         return BlockOutput(self._feed_forward(x), None, weights)
 
@@ -269,7 +269,7 @@ class DecoderBlock(ResidualBlock):
         attended, present, self_weights = causal_self_attention(self.self_attn, h, past, need_weights, mask, bias)
         x = self.residual(x, self.dropout1(attended), self.norm1)
         h = self.sublayer_input(x, self.norm2)
-        attended, cross_weights = _attend(self.cross_attn, h, memory_kv, memory_mask, need_weights)
+        attended, cross_weights = _attend_with_optional_weights(self.cross_attn, h, memory_kv, memory_mask, need_weights)
         x = self.residual(x, self.dropout2(attended), self.norm2)
         h = self.sublayer_input(x, self.norm3)
         x = self.residual(x, self.dropout3(self.feed_forward(h)), self.norm3)  # (B, T, D)

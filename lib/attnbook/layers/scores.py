@@ -10,7 +10,7 @@ A score module turns queries ``(B, T, Dq)`` and keys ``(B, S, Dk)`` into scores 
 
 Every score splits into ``prepare(keys)``, the part that depends on the keys alone (computed
 once per source sequence), and ``score(query, prepared)``, the part paid at every decoder
-step; ``forward(query, keys)`` does both. ``attend`` turns scores into weights (soft, or hard:
+step; ``forward(query, keys)`` does both. ``context_from_scores`` turns scores into weights (soft, or hard:
 argmax or a sample) and returns the weighted sum of the values.
 
 Legend: B batch, T queries, S keys, Dq query width, Dk key width, A additive hidden width.
@@ -156,7 +156,7 @@ def attention_weights(
     return nn.functional.one_hot(index, S).to(weights.dtype)  # (B, T, S)
 
 
-def attend(
+def context_from_scores(
     scores: torch.Tensor, values: torch.Tensor, mask: torch.Tensor | None, weighting: str = "soft"
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """Weighted sum of ``values (B, S, Dv)`` with weights from ``scores (B, T, S)``.

@@ -14,7 +14,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from attnbook.layers.masks import key_mask, token_mask
-from attnbook.layers.scores import WEIGHTINGS, Score, attend, make_score
+from attnbook.layers.scores import WEIGHTINGS, Score, context_from_scores, make_score
 from attnbook.layers.validation import check_positive, check_token_ids
 
 
@@ -198,7 +198,7 @@ class AttentionDecoder(nn.Module):
     def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
         """tokens ``(B,)`` = y_{i-1} -> s_i ``(B, Hd)`` and the new state (with this step's weights)."""
         scores = self.score.score(state.hidden[:, None, :], state.keys)  # (B, 1, S): e_ij from s_{i-1}
-        context, weights = attend(scores, state.memory, key_mask(state.src_tokens), self.weighting)  # (B, 1, 2He)
+        context, weights = context_from_scores(scores, state.memory, key_mask(state.src_tokens), self.weighting)  # (B, 1, 2He)
         inputs = torch.cat([context[:, 0], self.embedding(tokens)], dim=-1)  # (B, 2He + E): [C_i; emb]
         hidden = self.cell(inputs, state.hidden)  # (B, Hd): s_i
         return hidden, AttentionDecoderState(hidden, state.memory, state.keys, state.src_tokens, weights[:, 0])
