@@ -9,7 +9,7 @@ DESC = (
     "(B, S, 2He), from GRUEncoder; the last position is padding) serve as keys and as values. "
     "AdditiveScore computes U h_j once per word (prepare, shape (B, S, A)) and W s_{i-1} from the "
     "previous decoder state s_{i-1} (the query, (B, Hd)), adds them, applies tanh and v to get the "
-    "scores e_ij, shape (B, 1, S). attend turns the scores into weights a_ij with masked_softmax "
+    "scores e_ij, shape (B, 1, S). context_from_scores turns the scores into weights a_ij with masked_softmax "
     "under key_mask, shape (B, 1, S): the padding gets exactly zero. The context C_i = sum_j a_ij h_j "
     "(B, 2He) and the embedding e(y_{i-1}) (B, E) enter the GRUCell with s_{i-1}; it returns s_i "
     "(B, Hd), which the output layer turns into logits (B, V) and which is the query of step i+1."
@@ -26,7 +26,7 @@ def draw() -> Figure:
              + ": the context C_{i} is recomputed at every step i", "title", anchor="start")
     memory_and_query(fig)
     additive_score(fig)
-    attend(fig)
+    context_from_scores(fig)
     gru_step(fig)
     fig.legend(30, 548)
     return fig
@@ -69,9 +69,9 @@ def additive_score(fig: Figure) -> None:
     fig.shape(736, 168, "(B, 1, S)", anchor="middle")
 
 
-def attend(fig: Figure) -> None:
-    """attend: masked_softmax under key_mask gives the weights a_ij; their sum over the values h_j."""
-    fig.frame(745, 45, 245, 405, fig.code("attend", f"{SCORES}.attend"), "bottom-right")
+def context_from_scores(fig: Figure) -> None:
+    """context_from_scores: masked_softmax under key_mask gives the weights a_ij; their sum over the values h_j."""
+    fig.frame(745, 45, 245, 405, fig.code("context_from_scores", f"{SCORES}.context_from_scores"), "bottom-right")
     fig.box(775, 60, 150, 40, fig.code("key_mask", "attnbook.layers.key_mask"), sub="(B, 1, S)", role="mask")
     fig.line([(850, 100), (850, 126)], "mask")
     fig.box(775, 128, 150, 44, fig.code("masked_softmax", "attnbook.layers.masked_softmax"), role="weights")
