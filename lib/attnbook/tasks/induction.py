@@ -68,7 +68,7 @@ def half_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -
     The model runs in eval mode; each submodule's mode is restored after."""
     with evaluating(model):
         losses = next_token_cross_entropy(model, tokens, reduction="none")  # (B, T-1)
-    target = torch.arange(1, tokens.shape[1])  # (T-1,): the position each loss predicts
+    target = torch.arange(1, tokens.shape[1], device=tokens.device)  # (T-1,): the position each loss predicts
     first = target < lengths[:, None]  # (B, T-1)
     second = (target > lengths[:, None]) & (target < 2 * lengths[:, None])
     return losses[first].mean().item(), losses[second].mean().item()
