@@ -50,7 +50,7 @@ def test_an_edition_keeps_every_code_cell_and_output_and_hides_its_solutions(cha
         assert f"**Exercise {number}.{k}: {title.strip()}**" in markdown
         assert f"**Solution to Exercise {number}.{k}.**" in markdown
     assert re.search(r"## References\s+1\. ", markdown), "the references are listed, numbered"
-    for image in re.findall(r"!\[[^\]]*\]\(([^)\s]+)", markdown):
+    for image in re.findall(r"!\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(([^)\s]+)", markdown):
         assert image.startswith(Repository.from_config().raw("")), f"a relative image path: {image}"
         local = ROOT / image.removeprefix(Repository.from_config().raw(""))
         assert local.is_file(), f"the image URL names no file of the repository: {image}"

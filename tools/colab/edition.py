@@ -159,8 +159,10 @@ def blocks(text: str) -> list[str | Directive]:
 # --- converting ----------------------------------------------------------------------------------
 ROLE = re.compile(r"\{(?P<name>[\w:.-]+)\}`(?P<content>[^`]*)`")
 TARGET = re.compile(r"^\((?P<label>[^()\s]+)\)=\s*$")
-IMAGE = re.compile(r"(!\[(?:[^\]\\]|\\.)*\]\()(?P<path>[^)\s]+)((?:\s+\"[^\"]*\")?\))")
-LINK = re.compile(r"(?<!!)(\[(?:[^\]\\]|\\.)*\]\()(?P<path>[^)\s]+)((?:\s+\"[^\"]*\")?\))")
+# link text may hold balanced brackets ("[CLS] my dog ...")
+_TEXT = r"\[(?:[^\[\]\\]|\\.|\[[^\[\]]*\])*\]"
+IMAGE = re.compile(r"(!" + _TEXT + r"\()(?P<path>[^)\s]+)((?:\s+\"[^\"]*\")?\))")
+LINK = re.compile(r"(?<!!)(" + _TEXT + r"\()(?P<path>[^)\s]+)((?:\s+\"[^\"]*\")?\))")
 HTML_IMG_SRC = re.compile(r"(<img\b[^>]*\bsrc=\")(?P<path>[^\"]+)(\")")
 
 
