@@ -209,11 +209,15 @@ def jupyterlab():
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
          "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={ROOT}",
          f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workspaces}",
-         "--ServerApp.disable_check_xsrf=True"],
+         "--ServerApp.disable_check_xsrf=True", "--allow-root"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
     try:
         url = f"http://127.0.0.1:{port}"
-        _wait_http(f"{url}/api", 120)
+        try:
+            _wait_http(f"{url}/api", 120)
+        except TimeoutError:
+            log.flush()
+            raise RuntimeError("JupyterLab did not start:\n" + (home / "lab.log").read_text()[-3000:]) from None
         yield url
     finally:
         process.terminate()
@@ -236,13 +240,14 @@ JUPYTERLAB_STATE_JS = VISIBLE_TEXT_JS + LEFTOVER_CHECKS + r"""
   const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
   const cells = [...panel.querySelectorAll('.jp-Notebook > .jp-Cell, .jp-WindowedPanel-viewport > .jp-Cell')];
   const markdown = cells.filter(c => c.classList.contains('jp-MarkdownCell'))
-                        .map(c => c.querySelector('.jp-RenderedMarkdown, .jp-RenderedHTMLCommon') || c);
+                        .map(c => c.querySelector('.myst, .jp-RenderedMarkdown') || c);
   const text = markdown.map(m => m.innerText).join('\n');
   const collapsed = cells.map(c => !!c.querySelector('.jp-InputPlaceholder') &&
                                    !(c.querySelector('.jp-InputArea-editor') || {}).offsetParent);
-  const tab = document.querySelector('.lm-TabBar-tab.jp-mod-current');
+  const tab = document.querySelector('#jp-main-dock-panel .lm-TabBar-tab.lm-mod-current');
   return {cells: cells.length, text, collapsed, leftovers: leftovers(markdown),
           math: panel.querySelectorAll('.katex, mjx-container').length,
+          unknown: [...text.matchAll(/(\S+) - Unknown (Directive|Role)/g)].map(m => `${m[1]} (${m[2].toLowerCase()})`),
           dirty: !!(tab && tab.classList.contains('jp-mod-dirty')),
           kernel: (document.querySelector('.jp-Notebook-ExecutionIndicator') || {}).dataset?.status || '',
           placeholders: cells.map(c => (c.querySelector('.jp-InputPlaceholder') || {}).innerText || '')};
@@ -259,12 +264,19 @@ def check_jupyterlab(new_page, chapter: Path, base: str, out: Path) -> list[str]
                       "every cell of the notebook")
         # rendered: no markdown cell still waiting, and the kernel has started and gone idle
         page.wait_for("[...document.querySelectorAll('.jp-MarkdownCell')].every(c => "
-                      "c.querySelector('.jp-RenderedMarkdown, .jp-RenderedHTMLCommon'))", 60, "rendered markdown")
+                      "c.querySelector('.myst, .jp-RenderedMarkdown'))", 60, "rendered markdown")
         page.wait_for("(document.querySelector('.jp-Notebook-ExecutionIndicator') || {}).dataset?.status === 'idle'"
                       " || document.body.innerText.includes('Kernel status: Idle')", 90, "an idle kernel")
         time.sleep(2)
         state = page.evaluate(JUPYTERLAB_STATE_JS)
-        page.screenshot(out / f"jupyterlab_{chapter.stem}.png")
+        # JupyterLab scrolls inside the notebook: one screenshot at the first exercise, one at the end
+        for where, cell in (("exercise", "[...cells].find(c => /Exercise/.test(c.innerText) && "
+                                          "c.classList.contains('jp-MarkdownCell'))"),
+                            ("end", "cells[cells.length - 1]")):
+            page.evaluate(f"(() => {{ const cells = document.querySelectorAll('.jp-NotebookPanel .jp-Cell'); "
+                          f"const c = {cell}; if (c) c.scrollIntoView({{block: 'start'}}); }})()")
+            time.sleep(1)
+            page.screenshot(out / f"jupyterlab_{chapter.stem}_{where}.png")
     finally:
         page.close()
     problems = [f"{p}" for p in state["leftovers"]]
@@ -278,6 +290,8 @@ def check_jupyterlab(new_page, chapter: Path, base: str, out: Path) -> list[str]
             problems.append(f"cell {n}: the solution's input is not collapsed")
     if state["dirty"]:
         problems.append("the notebook shows unsaved changes right after opening")
+    if state["unknown"]:  # not a failure: jupyterlab-myst has no footnote citations (see How to use)
+        print(f"  note: jupyterlab-myst does not know: {', '.join(sorted(set(state['unknown'])))}", flush=True)
     return [f"JupyterLab {chapter.name}: {p}" for p in problems]
 
 
@@ -389,6 +403,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("numbers", nargs="*", help="chapter numbers (default: all), e.g. 03 06")
     parser.add_argument("--only", choices=("jupyterlab", "colab"))
+    parser.add_argument("--plain-jupyterlab", action="store_true",
+                        help="check JupyterLab even without jupyterlab-myst (shows what it garbles; fails)")
     parser.add_argument("--out", type=Path, default=ROOT / "_build" / "browser_check")
     args = parser.parse_args(argv)
     executable = find_chromium()
@@ -408,7 +424,7 @@ def main(argv: list[str] | None = None) -> int:
                           flush=True)
                     problems += found
         if args.only in (None, "jupyterlab"):
-            if not myst_installed():
+            if not myst_installed() and not args.plain_jupyterlab:
                 problems.append("JupyterLab: the jupyterlab-myst extension is not installed "
                                 "(pip install -r requirements.txt)")
             else:
