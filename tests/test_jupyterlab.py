@@ -56,3 +56,31 @@ def test_chapters_render_in_jupyterlab_and_the_colab_editions_render_in_a_browse
     result = subprocess.run([sys.executable, "-m", "tools.colab.browser_check"], cwd=ROOT,
                             capture_output=True, text=True, timeout=1200)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+@pytest.mark.skipif(find_chromium() is None, reason="no Chromium installed: the browser check cannot be tried")
+def test_the_browser_check_fails_on_a_chapter_colab_cannot_render(tmp_path):
+    """The Colab half of the browser check, on a synthetic chapter: its MyST source fails, the
+    edition that tools.colab writes for it passes."""
+    from tools.colab.browser_check import check_edition, chromium
+    from tools.colab.edition import write_all
+
+    (tmp_path / "chapters").mkdir()
+    chapter = tmp_path / "chapters" / "03_synthetic.ipynb"
+    markdown = ["# Synthetic\n\nAs {footcite}`vaswani2017attention` shows, $\\sqrt{d_k}$ matters.",
+                "````{exercise} Write f (about 5 min)\n:label: ex-ch03-f\n\nReturn $\\frac{x}{2}$.\n````",
+                "````{solution-start} ex-ch03-f\n:class: dropdown\n````", "````{solution-end}\n````",
+                "## References\n\n```{footbibliography}\n```"]
+    cells = [{"cell_type": "markdown", "id": f"m{n}", "metadata": {}, "source": text} for n, text in enumerate(markdown)]
+    cells.insert(3, {"cell_type": "code", "id": "s", "execution_count": 1, "outputs": [], "source": "# @title "
+                     "Solution (try the exercise first)\nx = 1", "metadata": {"cellView": "form",
+                                                                        "jupyter": {"source_hidden": True}}})
+    chapter.write_text(json.dumps({"cells": cells, "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+    [edition] = write_all(tmp_path / "chapters", tmp_path / "colab")
+    with chromium(find_chromium()) as new_page:
+        garbled = check_edition(new_page, chapter, tmp_path, tmp_path, edition=chapter)
+        plain = check_edition(new_page, chapter, tmp_path, tmp_path, edition=edition)
+    assert plain == []
+    for problem in ("a visible option line: :label: ex-ch03-f", "visible MyST: {footcite}",
+                    "exercise title not shown in bold", "no references listed"):
+        assert any(problem in p for p in garbled), garbled

@@ -189,6 +189,11 @@ function leftovers(roots) {
 """
 
 
+def _plain_quotes(text: str) -> str:
+    """Renderers turn ' and " into typographic quotes (MyST's smartquotes); compare without."""
+    return text.translate(str.maketrans({"\u2018": "'", "\u2019": "'", "\u201c": '"', "\u201d": '"'}))
+
+
 # --- 1. JupyterLab --------------------------------------------------------------------------------
 @contextmanager
 def jupyterlab():
@@ -280,8 +285,9 @@ def check_jupyterlab(new_page, chapter: Path, base: str, out: Path) -> list[str]
     finally:
         page.close()
     problems = [f"{p}" for p in state["leftovers"]]
+    shown = _plain_quotes(" ".join(state["text"].split()))
     for title in expect["titles"]:
-        if title not in state["text"]:
+        if _plain_quotes(title) not in shown:
             problems.append(f"exercise title not visible: {title!r}")
     if state["math"] == 0:
         problems.append("no typeset math")
@@ -369,9 +375,10 @@ COLAB_STATE_JS = VISIBLE_TEXT_JS + LEFTOVER_CHECKS + r"""
 """
 
 
-def check_edition(new_page, chapter: Path, out: Path, workdir: Path) -> list[str]:
+def check_edition(new_page, chapter: Path, out: Path, workdir: Path, edition: Path | None = None) -> list[str]:
+    """Problems of ``chapter``'s Colab edition (``edition``: another file to check in its place)."""
     expect = expectations(chapter)
-    edition = edition_path(chapter)
+    edition = edition or edition_path(chapter)
     page_file = workdir / f"{edition.stem}.html"
     page_file.write_text(edition_html(edition, Repository.from_config()), encoding="utf-8")
     page = new_page()
