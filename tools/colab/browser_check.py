@@ -112,7 +112,12 @@ class Page:
         path.write_bytes(base64.b64decode(shot["data"]))
 
     def close(self) -> None:
-        self._ws.close()
+        try:
+            self.send("Page.close")  # the tab itself, so that its JupyterLab stops too
+        except Exception:  # the tab may go before it answers
+            pass
+        finally:
+            self._ws.close()
 
 
 @contextmanager
@@ -208,11 +213,16 @@ def jupyterlab():
     (settings / "@jupyterlab" / "notebook-extension").mkdir(parents=True)
     (settings / "@jupyterlab" / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
         json.dumps({"windowingMode": "none"}))
+    # never write a notebook: no autosave, and the server sees a copy of the chapters
+    (settings / "@jupyterlab" / "docmanager-extension").mkdir(parents=True)
+    (settings / "@jupyterlab" / "docmanager-extension" / "plugin.jupyterlab-settings").write_text(
+        json.dumps({"autosave": False}))
+    shutil.copytree(ROOT / "chapters", home / "root" / "chapters")
     env = {**os.environ, "JUPYTER_CONFIG_DIR": str(config), "JUPYTER_RUNTIME_DIR": str(home / "runtime")}
     log = open(home / "lab.log", "w")
     process = subprocess.Popen(
         [sys.executable, "-m", "jupyterlab", "--no-browser", f"--port={port}", "--ServerApp.ip=127.0.0.1",
-         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={ROOT}",
+         "--IdentityProvider.token=", "--ServerApp.password=", f"--ServerApp.root_dir={home / 'root'}",
          f"--LabApp.user_settings_dir={settings}", f"--LabApp.workspaces_dir={workspaces}",
          "--ServerApp.disable_check_xsrf=True", "--allow-root"],
         env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
