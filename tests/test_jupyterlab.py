@@ -9,13 +9,13 @@ from pathlib import Path
 import pytest
 
 from tools.colab.browser_check import find_chromium
+from tools.colab.chapter_fixes import SOLUTION_TITLE_LINE, fix_chapter
 
 ROOT = Path(__file__).resolve().parents[1]
 CHAPTERS = sorted((ROOT / "chapters").glob("[0-9][0-9]_*.ipynb"))
-# JupyterLab shows a collapsed input's first line and opens it with one click; Colab shows the
-# @title of a form and opens it with "Show code" or a double click; the HTML book shows the code
-# inside the dropdown. So the placeholder says what to do, not how to click.
-SOLUTION_TITLE_LINE = "# @title Solution (try the exercise first)"
+# SOLUTION_TITLE_LINE: JupyterLab shows a collapsed input's first line and opens it with one
+# click; Colab shows the @title of a form and opens it with "Show code" or a double click; the
+# HTML book shows the code inside the drop-down. So the placeholder says what to do, not how.
 
 
 def _notebook(path):
@@ -42,6 +42,25 @@ def test_every_solution_placeholder_has_the_one_wording(path):
     titles = [_source(c).split("\n", 1)[0] for c in _notebook(path)["cells"]
               if c["cell_type"] == "code" and _source(c).startswith("# @title")]
     assert titles and set(titles) == {SOLUTION_TITLE_LINE}
+
+
+def test_fix_chapters_sets_both_and_moves_nothing_else(tmp_path):
+    """``python -m tools.colab --fix-chapters`` on a chapter as it was before (issue 25)."""
+    import nbformat
+
+    old = nbformat.v4.new_notebook(metadata={"kernelspec": {"display_name": "Python 3", "language": "python",
+                                                            "name": "python3"}})
+    old.cells = [nbformat.v4.new_code_cell("# @title Solution (double-click to show)\nx = 1  # @title Solution\n"),
+                 nbformat.v4.new_code_cell("# @title Solution\ny = 2"),
+                 nbformat.v4.new_markdown_cell("# @title Solution (double-click to show)")]
+    path = tmp_path / "03_old.ipynb"
+    nbformat.write(old, path)
+    assert fix_chapter(path) == ["kernelspec display_name", "2 solution titles"]
+    new = nbformat.read(path, as_version=4)
+    assert new.metadata.kernelspec.display_name == "Python 3 (ipykernel)"
+    assert [c.source for c in new.cells] == [f"{SOLUTION_TITLE_LINE}\nx = 1  # @title Solution\n",
+                                             f"{SOLUTION_TITLE_LINE}\ny = 2", old.cells[2].source]
+    assert fix_chapter(path) == []
 
 
 def test_requirements_install_jupyterlab_myst():

@@ -1,6 +1,7 @@
 """``python -m tools.colab``: rewrite every chapter's Colab edition in ``colab/``.
 
-``python -m tools.colab --check`` writes nothing and exits with status 1 if an edition is out of
+``python -m tools.colab --fix-chapters`` also fixes two things in the chapters first (see
+``chapter_fixes.py``). ``python -m tools.colab --check`` writes nothing and exits with status 1 if an edition is out of
 date (what ``tests/test_colab.py`` checks).
 """
 from __future__ import annotations
@@ -14,7 +15,18 @@ from tools.colab.edition import EDITIONS_DIR, ROOT, myst_left, stale_editions, w
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report editions that are out of date")
+    parser.add_argument("--fix-chapters", action="store_true",
+                        help="first set, in chapters/*.ipynb, the kernelspec JupyterLab writes and the one "
+                             "solution placeholder wording (tests/test_jupyterlab.py checks both)")
     args = parser.parse_args(argv)
+    if args.fix_chapters:
+        from tools.colab.edition import chapters
+        from tools.colab.chapter_fixes import fix_chapter
+
+        for chapter in chapters():
+            changes = fix_chapter(chapter)
+            if changes:
+                print(f"{chapter.relative_to(ROOT)}: {changes}")
     if args.check:
         problems = stale_editions()
         for problem in problems:
