@@ -185,8 +185,9 @@ function leftovers(roots) {
     for (const m of withCode.matchAll(/^\s*:(label|class):.*$/gm)) problems.push(`a visible option line: ${m[0].trim()}`);
     for (const m of withCode.matchAll(/\{(exercise|solution-start|solution-end|admonition|footbibliography|footcite|ref|numref|note|warning)\}/g))
       problems.push(`visible MyST: ${m[0]}`);
-    for (const m of prose.matchAll(/\\(frac|sqrt|operatorname|mathrm|mathbb|top|sum|exp|begin|left|cdot|qquad|in)\b/g))
-      problems.push(`TeX not typeset: ${prose.substr(Math.max(0, m.index - 30), 70).replace(/\s+/g, ' ')}`);
+    // TeX commands outside typeset math, code blocks included (a garbled exercise is one)
+    for (const m of withCode.matchAll(/\\(frac|sqrt|operatorname|mathrm|mathbb|top|sum|exp|begin|left|cdot|qquad|in)\b/g))
+      problems.push(`TeX not typeset: ${withCode.substr(Math.max(0, m.index - 30), 70).replace(/\s+/g, ' ')}`);
     for (const m of prose.matchAll(/\$[^$\s][^$]*\$/g)) problems.push(`dollar math left: ${m[0].slice(0, 60)}`);
   });
   return problems;
