@@ -86,7 +86,8 @@ def test_the_browser_check_fails_on_a_chapter_colab_cannot_render(tmp_path):
 
     (tmp_path / "chapters").mkdir()
     chapter = tmp_path / "chapters" / "03_synthetic.ipynb"
-    markdown = ["# Synthetic\n\nAs {footcite}`vaswani2017attention` shows, $\\sqrt{d_k}$ matters.",
+    markdown = ["# Synthetic\n\nAs {footcite}`vaswani2017attention` shows, $\\sqrt{d_k}$ matters.\n\n"
+                "```{admonition} The source gets this wrong\n:class: warning\nIt says $K = Q$.\n```",
                 "````{exercise} Write f (about 5 min)\n:label: ex-ch03-f\n\nReturn $\\frac{x}{2}$.\n````",
                 "````{solution-start} ex-ch03-f\n:class: dropdown\n````", "````{solution-end}\n````",
                 "## References\n\n```{footbibliography}\n```"]
@@ -101,5 +102,6 @@ def test_the_browser_check_fails_on_a_chapter_colab_cannot_render(tmp_path):
         plain = check_edition(new_page, chapter, tmp_path, tmp_path, edition=edition)
     assert plain == []
     for problem in ("a visible option line: :label: ex-ch03-f", "visible MyST: {footcite}",
-                    "exercise title not shown in bold", "no references listed"):
+                    "exercise title not shown in bold", "no references listed",
+                    "callout not shown as a titled quote: 'The source gets this wrong'"):
         assert any(problem in p for p in garbled), garbled

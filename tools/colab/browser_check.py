@@ -4,13 +4,15 @@
 
 1. **JupyterLab** (with jupyterlab-myst, as ``requirements.txt`` installs it): starts a local
    JupyterLab server, opens each chapter in headless Chromium and asserts that every exercise's
-   title is visible text, math is typeset (no TeX left in the visible text), no ``:label:`` or
-   ``:class:`` line and no ``{directive}``/``{role}`` is visible, every solution's input is
-   collapsed, and the notebook shows no unsaved changes once its kernel is idle.
+   title and every callout's title is visible text, math is typeset (no TeX command left in the
+   visible text, code blocks included), no ``:label:`` or ``:class:`` line and no
+   ``{directive}``/``{role}`` is visible, every solution's input is collapsed, and the notebook
+   shows no unsaved changes once its kernel is idle.
 2. **Colab editions** (``colab/``): renders each edition's markdown with a plain CommonMark
    renderer (markdown-it-py, with tables, as Colab's) and MathJax, and asserts the same, plus:
-   each exercise's title is bold, every image loads from the repository path its absolute URL
-   names, the references are listed, and every solution is a Colab form with its code hidden.
+   each exercise's title is bold, each callout is a blockquote headed by its bold title, every
+   image loads from the repository path its absolute URL names, the references are listed, and
+   every solution is a Colab form with its code hidden.
 
 Screenshots go to ``--out`` (default ``_build/browser_check``). Drives the system Chromium over
 the DevTools protocol, offline (no Playwright, no download); exits with status 2 and a message
@@ -163,8 +165,10 @@ def expectations(chapter: Path) -> dict:
     cells = json.loads(chapter.read_text(encoding="utf-8"))["cells"]
     titles = [m.strip() for c in cells if c["cell_type"] == "markdown"
               for m in re.findall(r"\{exercise\}[ \t]*(.*)", _source(c))]
+    callouts = [m.strip().replace("`", "") for c in cells if c["cell_type"] == "markdown"
+                for m in re.findall(r"\{admonition\}[ \t]*(.*)", _source(c))]
     solutions = [n for n, c in enumerate(cells) if c["cell_type"] == "code" and _source(c).startswith(SOLUTION_TITLE)]
-    return {"titles": titles, "solutions": solutions, "cells": len(cells)}
+    return {"titles": titles, "callouts": callouts, "solutions": solutions, "cells": len(cells)}
 
 
 # JavaScript shared by both checks: the visible text of rendered markdown, without math and code
@@ -300,6 +304,9 @@ def check_jupyterlab(new_page, chapter: Path, base: str, out: Path) -> list[str]
     for title in expect["titles"]:
         if _plain_quotes(title) not in shown:
             problems.append(f"exercise title not visible: {title!r}")
+    for title in expect["callouts"]:
+        if _plain_quotes(title) not in shown:
+            problems.append(f"callout title not visible: {title!r}")
     if state["math"] == 0:
         problems.append("no typeset math")
     for n in expect["solutions"]:
@@ -374,6 +381,7 @@ COLAB_STATE_JS = VISIBLE_TEXT_JS + LEFTOVER_CHECKS + r"""
   const refs = [...document.querySelectorAll('h2')].find(h => h.textContent.trim() === 'References');
   return {text: markdown.map(m => m.innerText).join('\n'),
           bold: [...document.querySelectorAll('.cell.markdown strong')].map(b => b.textContent),
+          quoted: [...document.querySelectorAll('.cell.markdown blockquote > p:first-child > strong')].map(b => b.textContent),
           leftovers: leftovers(markdown),
           math: document.querySelectorAll('mjx-container').length,
           mathErrors: document.querySelectorAll('mjx-merror, [data-mjx-error]').length,
@@ -405,6 +413,9 @@ def check_edition(new_page, chapter: Path, out: Path, workdir: Path, edition: Pa
     for k, title in enumerate(expect["titles"], start=1):
         if f"Exercise {number}.{k}: {title}" not in state["bold"]:
             problems.append(f"exercise title not shown in bold: 'Exercise {number}.{k}: {title}'")
+    for title in expect["callouts"]:
+        if title not in state["quoted"]:
+            problems.append(f"callout not shown as a titled quote: {title!r}")
     if state["math"] == 0 or state["mathErrors"]:
         problems.append(f"math: {state['math']} typeset, {state['mathErrors']} errors")
     problems += [f"image does not load: {src}" for src in state["brokenImages"]]
