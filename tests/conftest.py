@@ -3,9 +3,10 @@
 Also the GPU switch: ``ATTNBOOK_DEVICE=cuda pytest`` runs every notebook on CUDA, and stops at
 once, with a clear message, on a machine where CUDA is not available.
 
-And taking turns under pytest-xdist (``pyproject.toml`` runs two workers, each notebook whole on
-one of them; ``pytest -n 0`` runs everything in one process): a test marked ``runs_alone``, one
-that measures CPU load or time, runs while the other workers wait between their tests.
+And pytest-xdist (``pyproject.toml`` runs two workers, each notebook whole on one of them;
+``pytest -n 0`` runs everything in one process): a worker's own PyTorch uses one thread, and a
+test marked ``runs_alone``, one that measures CPU load or time, runs while the other workers wait
+between their tests.
 """
 import fcntl
 import os
@@ -37,8 +38,12 @@ def pytest_configure(config):
     config.addinivalue_line(
         "markers", "runs_alone: measures CPU load or time; under pytest-xdist the other workers wait "
         "between their tests while it runs")
-    if hasattr(config, "workerinput"):  # an xdist worker: take turns if the controller said so
-        if os.environ.get(TURNS):
+    if hasattr(config, "workerinput"):  # an xdist worker
+        # Its own PyTorch (the unit tests) gets one thread: the other worker has the other core, and
+        # threads that spin beside another busy program slow both (attnbook.cpu_share). The
+        # notebooks' kernels are other processes; their set-up cell shares the CPU.
+        torch.set_num_threads(1)
+        if os.environ.get(TURNS):  # take turns, as the controller said
             config.pluginmanager.register(TakingTurns(Path(os.environ[TURNS])), "attnbook-taking-turns")
     elif config.getoption("dist", "no") != "no":  # the xdist controller, before it starts the workers
         os.environ[TURNS] = config.stash[TURNS_FOLDER] = tempfile.mkdtemp(prefix="attnbook-pytest-")
