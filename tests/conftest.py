@@ -2,8 +2,17 @@
 
 Also the GPU switch: ``ATTNBOOK_DEVICE=cuda pytest`` runs every notebook on CUDA, and stops at
 once, with a clear message, on a machine where CUDA is not available.
+
+And pytest-xdist (``pyproject.toml`` runs two workers, each notebook whole on one of them;
+``pytest -n 0`` runs everything in one process): a worker's own PyTorch uses one thread, and a
+test marked ``runs_alone``, one that measures CPU load or time, runs while the other workers wait
+between their tests.
 """
+import fcntl
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 import torch
@@ -15,6 +24,10 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 SRC_V, TGT_V = 11, 13  # tiny vocabularies; ids 0-3 are the special tokens
 
 
+TURNS = "ATTNBOOK_PYTEST_TURNS"  # the folder of the lock files the xdist workers take turns with
+TURNS_FOLDER = pytest.StashKey[str]()
+
+
 def pytest_configure(config):
     requested = os.environ.get("ATTNBOOK_DEVICE")
     if requested == "cuda" and not torch.cuda.is_available():
@@ -22,6 +35,54 @@ def pytest_configure(config):
             "ATTNBOOK_DEVICE=cuda was set, but torch.cuda.is_available() is False on this machine: "
             "refusing to run the GPU tests on the CPU. Unset ATTNBOOK_DEVICE to test on the CPU."
         )
+    config.addinivalue_line(
+        "markers", "runs_alone: measures CPU load or time; under pytest-xdist the other workers wait "
+        "between their tests while it runs")
+    if hasattr(config, "workerinput"):  # an xdist worker
+        # Its own PyTorch (the unit tests) gets one thread: the other worker has the other core, and
+        # threads that spin beside another busy program slow both (attnbook.cpu_share). The
+        # notebooks' kernels are other processes; their set-up cell shares the CPU.
+        torch.set_num_threads(1)
+        if os.environ.get(TURNS):  # take turns, as the controller said
+            config.pluginmanager.register(TakingTurns(Path(os.environ[TURNS])), "attnbook-taking-turns")
+    elif config.getoption("dist", "no") != "no":  # the xdist controller, before it starts the workers
+        os.environ[TURNS] = config.stash[TURNS_FOLDER] = tempfile.mkdtemp(prefix="attnbook-pytest-")
+
+
+def pytest_unconfigure(config):
+    folder = config.stash.get(TURNS_FOLDER, None)
+    if folder:
+        shutil.rmtree(folder, ignore_errors=True)
+        os.environ.pop(TURNS, None)
+
+
+class TakingTurns:
+    """A readers-writer lock across the xdist workers, with two ``flock`` files: every test holds
+    ``room`` shared while it runs, a ``runs_alone`` test holds it exclusively. A ``runs_alone`` test
+    waiting for the room holds ``gate``, which the others pass on their way in, so it waits only for
+    the tests already running (a notebook waits between two cells, its kernel idle)."""
+
+    def __init__(self, folder: Path):
+        self.gate = open(folder / "gate", "a")  # noqa: SIM115 (held for the worker's life)
+        self.room = open(folder / "room", "a")  # noqa: SIM115
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        alone = item.get_closest_marker("runs_alone") is not None
+        fcntl.flock(self.gate, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        fcntl.flock(self.room, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        if not alone:
+            fcntl.flock(self.gate, fcntl.LOCK_UN)
+        try:
+            return (yield)
+        finally:
+            fcntl.flock(self.room, fcntl.LOCK_UN)
+            if alone:
+                fcntl.flock(self.gate, fcntl.LOCK_UN)
+
+    def pytest_unconfigure(self):
+        self.gate.close()
+        self.room.close()
 
 
 def perturb_layer_norms(model: nn.Module) -> nn.Module:

@@ -8,6 +8,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # as when run as a script: its folder first, for `import common`
+# It times notebooks alone and side by side: under pytest-xdist, the other workers wait while it runs.
+pytestmark = pytest.mark.runs_alone
+
 spec = importlib.util.spec_from_file_location(
     "chapters_side_by_side", ROOT / "benchmarks" / "chapters_side_by_side.py")
 bench = importlib.util.module_from_spec(spec)

@@ -11,6 +11,10 @@ from attnbook import cpu_share
 from attnbook.cpu_share import (CpuSample, CpuSharer, busy_seconds, others_busy_cores,
                                 share_cpu, stop_sharing, threads_for)
 
+# Some tests here read how busy the other programs keep the CPU: under pytest-xdist, the other
+# workers wait while they run (tests/conftest.py).
+pytestmark = pytest.mark.runs_alone
+
 STAT = """cpu  300 10 40 900 5 0 3 7 0 0
 cpu0 100 5 20 400 2 0 1 3 0 0
 cpu1 200 5 20 500 3 0 2 4 0 0
