@@ -211,9 +211,9 @@ class MultiHeadAttention(nn.Module):
             enable_gqa=self.num_kv_heads != self.num_heads,
         )  # (B, H, T, Dh)
         if mask is not None:  # a query with no allowed key outputs zeros, as in masked_softmax
-            empty = ~mask.any(-1, keepdim=True)  # (B, 1 or H, T, 1)
-            # in place when autograd keeps no reference to heads (inference): no copy of (B, H, T, Dh)
-            heads = heads.masked_fill(empty, 0.0) if heads.requires_grad else heads.masked_fill_(empty, 0.0)
+            empty = ~mask.any(-1, keepdim=True)  # (B, 1 or H, T, 1): tiny, unlike heads
+            if empty.any():  # rare (a sequence of padding only): pay for a pass over heads only then
+                heads = heads.masked_fill(empty, 0.0)
         return heads
 
     def forward(

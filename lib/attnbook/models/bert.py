@@ -140,10 +140,11 @@ class Bert(nn.Module):
         check_token_ids("input_ids", input_ids, self.config.vocab_size, self.config.max_len)
         if segment_ids is None:
             segment_ids = torch.zeros_like(input_ids)
-        elif segment_ids.shape != input_ids.shape:
-            raise ValueError(f"segment_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
-                             f"got {tuple(segment_ids.shape)}")
-        check_token_ids("segment_ids", segment_ids, self.config.num_segments)
+        else:
+            if segment_ids.shape != input_ids.shape:
+                raise ValueError(f"segment_ids must have the shape of input_ids {tuple(input_ids.shape)}, "
+                                 f"got {tuple(segment_ids.shape)}")
+            check_token_ids("segment_ids", segment_ids, self.config.num_segments)
         if token_mask is not None and (token_mask.shape != input_ids.shape or token_mask.dtype != torch.bool):
             raise ValueError(f"token_mask must be a bool tensor of shape {tuple(input_ids.shape)}, "
                              f"got {token_mask.dtype} {tuple(token_mask.shape)}")
