@@ -32,6 +32,14 @@ def activation_function(name: str, x: torch.Tensor) -> torch.Tensor:
     raise ValueError(f"unknown activation {name!r}; expected one of {ACTIVATIONS}")
 
 
+def _checked(d_model: int, d_ff: int, activation: str, dropout: float) -> tuple[str, nn.Dropout]:
+    """The checks both networks share; returns the activation's name and the hidden dropout."""
+    check_positive(d_model=d_model, d_ff=d_ff)
+    check_activation(activation)
+    check_dropout(dropout)
+    return activation, nn.Dropout(dropout)
+
+
 class FeedForward(nn.Module):
     """``W2 act(W1 x + b1) + b2`` at every position: ``(B, T, D) -> (B, T, F) -> (B, T, D)``."""
 
@@ -39,13 +47,9 @@ class FeedForward(nn.Module):
         self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True
     ) -> None:
         super().__init__()
-        check_positive(d_model=d_model, d_ff=d_ff)
-        check_activation(activation)
-        check_dropout(dropout)
-        self.activation = activation
+        self.activation, self.dropout = _checked(d_model, d_ff, activation, dropout)
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         hidden = activation_function(self.activation, self.linear1(x))  # (B, T, F)
@@ -63,14 +67,10 @@ class GatedFeedForward(nn.Module):
         self, d_model: int, d_ff: int, activation: str = "silu", dropout: float = 0.0, bias: bool = False
     ) -> None:
         super().__init__()
-        check_positive(d_model=d_model, d_ff=d_ff)
-        check_activation(activation)
-        check_dropout(dropout)
-        self.activation = activation
+        self.activation, self.dropout = _checked(d_model, d_ff, activation, dropout)
         self.gate_proj = nn.Linear(d_model, d_ff, bias=bias)
         self.up_proj = nn.Linear(d_model, d_ff, bias=bias)
         self.down_proj = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         hidden = activation_function(self.activation, self.gate_proj(x)) * self.up_proj(x)  # (B, T, F)
