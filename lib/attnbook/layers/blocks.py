@@ -311,7 +311,7 @@ def run_blocks(
     for name, per_block in (("pasts", pasts), ("memory_kvs", memory_kvs)):
         if per_block is not None and len(per_block) != len(blocks):
             raise ValueError(f"{name} must hold one entry per block ({len(blocks)}), got {len(per_block)}")
-    caches, maps, hidden_states = [], [], [x]
+    caches, maps, hidden_states = [], [], [x] if all_hidden else []
     for i, block in enumerate(blocks):
         out = block(
             x, mask, bias=bias, past=None if pasts is None else pasts[i],
@@ -321,6 +321,7 @@ def run_blocks(
         x = out.hidden  # (B, T, D)
         caches.append(out.cache)
         maps.append(out.attention)
-        hidden_states.append(x)
+        if all_hidden:  # kept only when asked: holding every layer's output costs memory and time
+            hidden_states.append(x)
     return StackOutput(x, tuple(caches), tuple(maps) if need_weights else None,
                        tuple(hidden_states) if all_hidden else None)

@@ -45,7 +45,9 @@ class Embeddings(nn.Module):
         """inputs (e.g. ids ``(B, T)``) -> ``(B, T, D)``; ``offset`` is the position of the first one."""
         if offset < 0:
             raise ValueError(f"offset must be >= 0, got {offset}")
-        x = self.tokens(inputs) * self.scale  # (B, T, D)
+        x = self.tokens(inputs)  # (B, T, D)
+        if self.scale != 1.0:  # (a multiplication by 1 would only cost a pass over x)
+            x = x * self.scale
         if self.positions is not None:
             x = self.positions(x, offset=offset)  # (B, T, D)
         if (segment_ids is None) != (self.segments is None):
