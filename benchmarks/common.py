@@ -3,8 +3,9 @@
 - **Results** have one home, ``lib/attnbook/results/`` (``RESULTS``): a script writes its JSON
   there with ``write_result`` (which records the command that reproduces it), the chapters read it
   with ``attnbook.results.load_result``, and the log of the run that made it is kept beside it.
-- **Timing**: ``timed`` (one call, synchronising CUDA before and after) and ``interleaved`` (two
-  rivals timed in alternating order, medians and the median of the per-pair ratios).
+- **Timing**: ``timed`` (``attnbook.timing.timed``: one call, waiting for CUDA or MPS before and
+  after) and ``interleaved`` (two rivals timed in alternating order, medians and the median of the
+  per-pair ratios).
 - **Jobs**: ``run_jobs`` runs one-thread training runs ``--jobs`` at a time, each in its own
   process; ``log_rows`` reads back the JSON lines an earlier run printed, for ``--resume``.
 - **Arguments**: ``parser`` and ``experiment_parser`` (``--smoke``, ``--out``, ``--jobs``,
@@ -27,6 +28,8 @@ from pathlib import Path
 from typing import Callable, Iterable, TypeVar
 
 import torch
+
+from attnbook.timing import timed  # noqa: F401 (the scripts call common.timed)
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "lib" / "attnbook" / "results"
@@ -62,17 +65,6 @@ def machine(jobs: int | None = None) -> str:
 
 
 # --- timing -------------------------------------------------------------------------------------
-
-def timed(fn: Callable[[], R], device: torch.device) -> tuple[float, R]:
-    """Seconds ``fn()`` takes (on CUDA, queued work is waited for before and after), and its result."""
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    start = time.perf_counter()
-    out = fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    return time.perf_counter() - start, out
-
 
 def interleaved(first: Callable[[], object], second: Callable[[], object], repeats: int,
                 device: torch.device) -> tuple[float, float, float]:

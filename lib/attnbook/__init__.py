@@ -6,7 +6,7 @@ is in layers, each importing only from those below it. ``tests/test_layering.py`
 
 - the foundation, top-level modules that import only each other: ``env``, ``cpu_share``,
   ``progress``, ``checks``, ``metrics``, ``schedules``, ``losses``, ``train``, ``decoding``,
-  ``plot``, ``checkpoints``, ``package_data``, ``attention_maps``, ``results``;
+  ``plot``, ``checkpoints``, ``package_data``, ``attention_maps``, ``timing``, ``results``;
 - ``layers/``: masks, attention (``MultiHeadAttention``, ``KVCache``), scores, positions,
   norms, rotary, feed-forward, embeddings, patches, the encoder / decoder / causal blocks and
   their stack runner, and the bridges to PyTorch's layers;

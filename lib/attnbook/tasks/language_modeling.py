@@ -61,12 +61,19 @@ def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float |
     if top_p is not None:
         if not 0.0 < top_p <= 1.0:
             raise ValueError(f"top_p must be in (0, 1], got {top_p}")
-        sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
-        before = sorted_logits.softmax(-1).cumsum(-1) - sorted_logits.softmax(-1)  # mass of the better tokens
-        drop_sorted = before >= top_p  # the nucleus is full before this token
-        drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
-        logits = logits.masked_fill(drop, float("-inf"))
+        if top_p < 1.0:  # 1.0 keeps every token: in float32 the running sum can reach 1.0 before
+            logits = _nucleus(logits, top_p)  # the tail, and the tail would be dropped
     return logits
+
+
+def _nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
+    """``logits (B, V)`` with -inf outside the smallest set of tokens whose mass reaches top_p."""
+    sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
+    probs = sorted_logits.softmax(-1)  # (B, V)
+    before = probs.cumsum(-1) - probs  # (B, V) mass of the better tokens
+    drop_sorted = before >= top_p  # the nucleus is full before this token
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
+    return logits.masked_fill(drop, float("-inf"))
 
 
 def choose_next(
@@ -80,6 +87,9 @@ def choose_next(
     if temperature == 0:
         return logits.argmax(dim=-1)
     probs = filter_logits(logits / temperature, top_k, top_p).softmax(dim=-1)  # (B, V)
+    if generator is not None and generator.device != probs.device:  # e.g. a CPU generator, GPU logits:
+        # draw where the generator lives, so one seed gives the same tokens on every device
+        return torch.multinomial(probs.to(generator.device), 1, generator=generator)[:, 0].to(probs.device)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
 
