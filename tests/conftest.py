@@ -1,7 +1,8 @@
 """Fixtures shared by the library's tests: a tiny seq2seq batch and tiny models to test on.
 
-Also the GPU switch: ``ATTNBOOK_DEVICE=cuda pytest`` runs every notebook on CUDA, and stops at
-once, with a clear message, on a machine where CUDA is not available.
+Also the GPU switch: ``ATTNBOOK_DEVICE=cuda pytest`` (or ``mps``) runs every notebook and the
+device-placement tests (``test_device_placement.py``) on that device, and stops at once, with a
+clear message, on a machine that does not have it.
 
 And pytest-xdist (``pyproject.toml`` runs two workers, each notebook whole on one of them;
 ``pytest -n 0`` runs everything in one process): a worker's own PyTorch uses one thread, and a
@@ -18,6 +19,7 @@ import pytest
 import torch
 from torch import nn
 
+from attnbook.env import get_device, use_full_float32
 from attnbook.layers.masks import token_mask
 from attnbook.models.transformer import Transformer, TransformerConfig
 
@@ -30,11 +32,14 @@ TURNS_FOLDER = pytest.StashKey[str]()
 
 def pytest_configure(config):
     requested = os.environ.get("ATTNBOOK_DEVICE")
-    if requested == "cuda" and not torch.cuda.is_available():
-        raise pytest.UsageError(
-            "ATTNBOOK_DEVICE=cuda was set, but torch.cuda.is_available() is False on this machine: "
-            "refusing to run the GPU tests on the CPU. Unset ATTNBOOK_DEVICE to test on the CPU."
-        )
+    if requested is not None:
+        try:  # the notebooks' own check: an unknown name, or a GPU this machine does not have
+            get_device(requested)
+        except (ValueError, RuntimeError) as err:
+            raise pytest.UsageError(
+                f"ATTNBOOK_DEVICE={requested}: {err}. Refusing to run the GPU tests on the CPU; "
+                "unset ATTNBOOK_DEVICE to test on the CPU.") from err
+    use_full_float32()  # the book's numerics policy (attnbook.env), as in every chapter
     config.addinivalue_line(
         "markers", "runs_alone: measures CPU load or time; under pytest-xdist the other workers wait "
         "between their tests while it runs")

@@ -49,11 +49,12 @@ def attention_rollout(weights: Sequence[torch.Tensor], residual: float = 0.5) ->
     return rollout
 
 
-def patch_centres(grid_size: int, patch_size: int) -> torch.Tensor:
-    """Centres ``(N, 2)`` (row, column, in pixels) of a ``grid_size x grid_size`` patch grid, row by row."""
+def patch_centres(grid_size: int, patch_size: int, device: torch.device | str = "cpu") -> torch.Tensor:
+    """Centres ``(N, 2)`` (row, column, in pixels) of a ``grid_size x grid_size`` patch grid, row by
+    row, on ``device``."""
     if grid_size < 1 or patch_size < 1:
         raise ValueError(f"grid_size and patch_size must be >= 1, got {grid_size} and {patch_size}")
-    index = torch.arange(grid_size, dtype=torch.float32) * patch_size + (patch_size - 1) / 2
+    index = torch.arange(grid_size, dtype=torch.float32, device=device) * patch_size + (patch_size - 1) / 2
     rows, cols = torch.meshgrid(index, index, indexing="ij")
     return torch.stack([rows.flatten(), cols.flatten()], dim=-1)  # (N, 2)
 
@@ -72,7 +73,7 @@ def mean_attention_distance(
         raise ValueError(f"expected weights (B, H, {num_prefix_tokens + N}, {num_prefix_tokens + N}) for "
                          f"{num_prefix_tokens} prefix token(s) and a {grid_size}x{grid_size} grid, got "
                          f"{tuple(weights.shape)}")
-    centres = patch_centres(grid_size, patch_size).to(weights.device, weights.dtype)  # (N, 2)
+    centres = patch_centres(grid_size, patch_size, weights.device).to(weights.dtype)  # (N, 2)
     distance = torch.cdist(centres, centres)  # (N, N)
     patches = weights[..., num_prefix_tokens:, num_prefix_tokens:]  # (B, H, N, N)
     patches = patches / patches.sum(dim=-1, keepdim=True).clamp_min(torch.finfo(weights.dtype).tiny)

@@ -79,20 +79,20 @@ def train_classifier(
 
 @torch.no_grad()
 def predict(model: nn.Module, images: torch.Tensor, batch_size: int = 512) -> torch.Tensor:
-    """Predicted classes ``(N,)`` for ``images`` ``(N, C, H, W)``, in eval mode (each submodule's
-    mode restored after)."""
+    """Predicted classes ``(N,)`` on the CPU for ``images`` ``(N, C, H, W)`` on any device, in eval
+    mode (each submodule's mode restored after)."""
     device = next(model.parameters()).device
     with evaluating(model):
         out = [model(images[i:i + batch_size].to(device)).argmax(dim=-1).cpu()
                for i in range(0, len(images), batch_size)]
-    return torch.cat(out) if out else torch.empty(0, dtype=torch.long)
+    return torch.cat(out) if out else torch.empty(0, dtype=torch.long, device="cpu")
 
 
 def accuracy(model: nn.Module, data: ImageSet, batch_size: int = 512) -> float:
     """Fraction of ``data`` classified correctly."""
     if len(data) == 0:
         raise ValueError("cannot measure accuracy on an empty set")
-    return (predict(model, data.images, batch_size) == data.labels).float().mean().item()
+    return (predict(model, data.images, batch_size) == data.labels.cpu()).float().mean().item()
 
 
 def shifted_accuracy(model: nn.Module, data: ImageSet, pixels: int, fill: float) -> float:

@@ -58,7 +58,8 @@ def mask_tokens(
     ``[random_low, vocab_size)`` with probability ``random_prob``, and stays unchanged otherwise.
 
     ``maskable`` (B, S) bool is False on special tokens and padding. The input is not modified.
-    Random draws come from ``generator`` (a CPU generator), so a seed repeats the corruption.
+    Random draws come from ``generator`` (on any device; made there, then moved to the ids'
+    device), so a seed repeats the corruption.
     """
     if input_ids.shape != maskable.shape or maskable.dtype != torch.bool:
         raise ValueError(f"maskable must be a bool tensor shaped like input_ids {tuple(input_ids.shape)}; "
@@ -69,9 +70,10 @@ def mask_tokens(
     if not 0 <= random_low < vocab_size:
         raise ValueError(f"random ids are drawn from [random_low, vocab_size); got [{random_low}, {vocab_size})")
     shape, device = input_ids.shape, input_ids.device
-    chosen = (torch.rand(shape, generator=generator) < select_prob).to(device) & maskable  # (B, S)
-    u = torch.rand(shape, generator=generator).to(device)                                   # (B, S)
-    random_ids = torch.randint(random_low, vocab_size, shape, generator=generator).to(device)
+    draw = dict(generator=generator, device=generator.device)  # drawn where the generator lives
+    chosen = (torch.rand(shape, **draw) < select_prob).to(device) & maskable  # (B, S)
+    u = torch.rand(shape, **draw).to(device)  # (B, S)
+    random_ids = torch.randint(random_low, vocab_size, shape, **draw).to(device)  # (B, S)
     to_mask = chosen & (u < mask_prob)
     to_random = chosen & (u >= mask_prob) & (u < mask_prob + random_prob)
     corrupted = torch.where(to_mask, torch.full_like(input_ids, mask_id), input_ids)

@@ -58,10 +58,10 @@ def genre_sample(verses: Sequence[Verse], token_counts: Sequence[int], per_genre
 def encode_texts(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], batch_size: int = 64,
                  device: torch.device | str = "cpu") -> torch.Tensor:
     """Sentence embeddings ``(N, D)`` (mean-pooled, normalised), computed in batches of similar
-    length (less padding), returned in the order of ``texts``. The model runs in eval mode;
-    each submodule's mode is restored after."""
+    length (less padding), returned on the CPU (for the probes) in the order of ``texts``. The
+    model runs on ``device`` in eval mode; each submodule's mode is restored after."""
     order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
-    out = torch.empty(len(texts), model.config.d_model)
+    out = torch.empty(len(texts), model.config.d_model, device="cpu")
     with evaluating(model):
         for start in range(0, len(order), batch_size):
             rows = order[start:start + batch_size]
@@ -108,7 +108,7 @@ def train_linear_probe(features: torch.Tensor, labels: torch.Tensor, num_classes
     # A feature constant on the training set (a token no training verse contains) carries no
     # information: scale it to zero rather than divide by ~0 and blow up on the test set.
     std = torch.where(std > 1e-6, std, torch.full_like(std, float("inf")))
-    linear = nn.Linear(features.shape[1], num_classes)
+    linear = nn.Linear(features.shape[1], num_classes, device=features.device)
     optimizer = torch.optim.Adam(linear.parameters(), lr=lr, weight_decay=weight_decay)
     x = (features - mean) / std  # (N, D)
     for _ in range(steps):

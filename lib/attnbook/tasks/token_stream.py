@@ -41,8 +41,8 @@ def held_out_windows(stream: torch.Tensor, window: int) -> torch.Tensor:
     n = (len(stream) - 1) // window
     if n < 1:
         raise ValueError(f"the stream ({len(stream)} tokens) is shorter than one window of {window + 1}")
-    starts = torch.arange(n) * window
-    return stream[starts[:, None] + torch.arange(window + 1)]  # (N, T + 1)
+    starts = torch.arange(n, device=stream.device) * window  # (N,)
+    return stream[starts[:, None] + torch.arange(window + 1, device=stream.device)]  # (N, T + 1)
 
 
 def held_out_targets(stream: torch.Tensor, window: int) -> tuple[torch.Tensor, torch.Tensor]:
