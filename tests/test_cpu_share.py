@@ -218,6 +218,7 @@ def test_describe_runtime_says_when_the_cpu_is_shared(monkeypatch):
     from attnbook.env import describe_runtime
 
     monkeypatch.delenv("ATTNBOOK_SHARE_CPU", raising=False)
+    monkeypatch.setenv("ATTNBOOK_DEVICE", "cpu")  # threads are named on the CPU only
     assert "fewer while other programs" not in describe_runtime()
     share_cpu()
     try:

@@ -83,7 +83,8 @@ def copy_block_to_torch_layer(block: nn.Module, torch_layer: nn.Module) -> None:
 
 
 def to_torch_encoder_layer(block: nn.Module) -> nn.TransformerEncoderLayer:
-    """An ``nn.TransformerEncoderLayer`` (batch_first, dropout 0, eval mode) holding ``block``'s weights.
+    """An ``nn.TransformerEncoderLayer`` (batch_first, dropout 0, eval mode) holding ``block``'s weights,
+    on its device and in its dtype.
 
     Works for a ``CausalBlock`` too (pass PyTorch a causal mask). PyTorch has ReLU and exact GELU
     only, so a ``gelu_tanh`` block has no equivalent.
@@ -93,6 +94,6 @@ def to_torch_encoder_layer(block: nn.Module) -> nn.TransformerEncoderLayer:
     ref = nn.TransformerEncoderLayer(
         attn.d_model, attn.num_heads, block.feed_forward.linear1.out_features, dropout=0.0,
         activation=activation, layer_norm_eps=block.norm1.eps, batch_first=True, norm_first=block.norm_first,
-    ).to(attn.q_proj.weight.device)
+    ).to(attn.q_proj.weight.device, attn.q_proj.weight.dtype)  # float64 stays float64
     copy_block_to_torch_layer(block, ref)
     return ref.eval()
