@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import os
 import platform
 import shlex
@@ -93,7 +94,9 @@ def run_jobs(fn: Callable[..., R], jobs_args: list[tuple], jobs: int) -> list[R]
     processes at a time (each run sets its own thread count)."""
     if jobs == 1:
         return [fn(*args) for args in jobs_args]
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # new processes, not forks: a fork after autograd has run in this process fails on a machine
+    # with a GPU ("Unable to handle autograd's threading in combination with fork")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         futures = [pool.submit(fn, *args) for args in jobs_args]
         return [future.result() for future in futures]
 
