@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from attnbook.exercises.ch03 import (
-    LENGTH_TRANSFER_RANGE, check_cached_causal_mask, check_length_transfer, check_pe_similarity,
-    check_scaled_dot_product_attention,
+    LENGTH_TRANSFER_RANGE, check_cached_causal_mask, check_length_transfer,
+    check_pe_similarity, check_scaled_dot_product_attention,
 )
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
@@ -102,8 +102,8 @@ SIMILARITY_WRONG = [
 ]
 
 
-# exercise 4 is a measurement: the accuracies below are what other experiments give (measured with
-# the chapter's set-up, one CPU thread): every one of them was inside the old range of 0%-50%
+# exercise 4 is a measurement: the accuracies below are what other experiments give
+# (measured with the chapter's set-up, one CPU thread); all were inside the old 0%-50%
 LENGTH_TRANSFER_WRONG = [
     (1.0, "training length"),  # scored on length 10, where it was trained
     (0.9995, "training length"),
@@ -131,7 +131,7 @@ def test_length_transfer_rejected(wrong, diagnosis, capsys):
 
 
 def test_length_transfer_range_keeps_its_margin():
-    """Three times the spread of the measurements (11.5%-12.5%) past either end of them."""
+    """Three times the measurements' spread (11.5%-12.5%) past either end of them."""
     low, high = LENGTH_TRANSFER_RANGE
     spread = 0.125 - 0.1149
     assert 0.1149 - low >= 3 * spread - 1e-9 and high - 0.125 >= 3 * spread - 1e-9

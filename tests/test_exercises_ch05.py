@@ -202,8 +202,8 @@ GREEDY_WRONG = [
 ]
 
 
-def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False, aside=False,
-                 prune_normalised=False):
+def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False,
+                 aside=False, prune_normalised=False):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha

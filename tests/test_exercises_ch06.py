@@ -72,7 +72,7 @@ def accuracy_unchosen(logits, targets, chosen):
     return float((logits.argmax(-1)[~chosen] == targets[~chosen]).float().mean())
 
 
-def accuracy_tensor(logits, targets, chosen):  # right value, but a 0-d tensor, not a float
+def accuracy_tensor(logits, targets, chosen):  # right value, but a 0-d tensor
     return (logits.argmax(-1)[chosen] == targets[chosen]).float().mean()
 
 
@@ -84,7 +84,8 @@ def accuracy_one_item_tensor(logits, targets, chosen):
     (accuracy_all_positions_denominator, "all-positions denominator"),
     (accuracy_everywhere, "scored every position"),
     (accuracy_wrong_axis, ""), (accuracy_unchosen, ""),
-    (accuracy_tensor, "tensor, not float"), (accuracy_one_item_tensor, "tensor, not float"),
+    (accuracy_tensor, "tensor, not float"),
+    (accuracy_one_item_tensor, "tensor, not float"),
 ])
 def test_mlm_accuracy_checker(wrong, diagnosis, capsys):
     assert check_mlm_accuracy(accuracy_reference)
@@ -207,12 +208,13 @@ def masking_seed003(input_ids, maskable, mask_id, vocab_size, generator):
 
 
 def masking_with_replacement(input_ids, maskable, mask_id, vocab_size, generator):
-    # seed 003's selection, kept to maskable positions: round(15% of n) draws *with* replacement
-    # from each row's n maskable positions pick fewer than 15% (some twice), about 13.8%
+    # seed 003's selection, kept to maskable positions: round(15% of n) draws *with*
+    # replacement from each row's n maskable positions pick fewer than 15% (some twice)
     chosen = torch.zeros_like(maskable)
     for b in range(input_ids.shape[0]):
         where = maskable[b].nonzero()[:, 0]
-        draws = torch.randint(0, len(where), (round(0.15 * len(where)),), generator=generator)
+        k = round(0.15 * len(where))
+        draws = torch.randint(0, len(where), (k,), generator=generator)
         chosen[b, where[draws]] = True
     u = torch.rand(input_ids.shape, generator=generator)
     random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
@@ -277,7 +279,8 @@ def masking_reseeds(input_ids, maskable, mask_id, vocab_size, generator):
 
 
 def masking_reseeds_from_generator(input_ids, maskable, mask_id, vocab_size, generator):
-    torch.manual_seed(generator.initial_seed())  # varies with the seed, but resets the caller's RNG
+    # varies with the seed, but resets the caller's random state
+    torch.manual_seed(generator.initial_seed())
     return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
 
 
@@ -299,7 +302,8 @@ MASKING_WRONG = [
     (masking_never_unchanged, "no unchanged tokens"), (masking_no_random, "mask share"),
     (masking_bad_random_ids, ""), (masking_with_replacement, "drawn with replacement"),
     (masking_few_random, "random share"),
-    (masking_reseeds, "global RNG reseeded"), (masking_reseeds_from_generator, "global RNG reseeded"),
+    (masking_reseeds, "global RNG reseeded"),
+    (masking_reseeds_from_generator, "global RNG reseeded"),
 ]
 
 
@@ -316,7 +320,7 @@ def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
     from attnbook.exercises import ch06
     names = {name for name, _ in ch06._MASKING_DIAGNOSES.values()}
     names |= {name for name, _, _ in ch06._MASKING_PATTERNS.values()}
-    # "unchanged share" fails first only when [MASK] and random are both near their tolerances
+    # "unchanged share" fails first only when [MASK] and random both sit near their limits
     names -= {MUTATION, "unchanged share"}
     assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION}
 

@@ -141,7 +141,7 @@ def test_bpe_merge_step_wrong_answers(capsys):
     expect_rejected(check_bpe_merge_step, drops_counts, capsys)
 
 
-def most_common_tie(pieces, new_id):  # Counter.most_common(1): a tie goes to the first pair seen
+def most_common_tie(pieces, new_id):  # Counter.most_common(1): ties go to the first seen
     counts = Counter()
     for ids, n in pieces.items():
         for pair in zip(ids, ids[1:]):
@@ -151,7 +151,7 @@ def most_common_tie(pieces, new_id):  # Counter.most_common(1): a tie goes to th
 
 
 def test_bpe_tie_breaks_are_told_apart(capsys):
-    """The largest pair and the first pair seen are different mistakes, and each is named."""
+    """The largest pair and the first pair seen are two mistakes, each named."""
     def pair_rule(key):
         def fn(pieces, new_id):
             counts = Counter()
@@ -159,7 +159,8 @@ def test_bpe_tie_breaks_are_told_apart(capsys):
                 for pair in zip(ids, ids[1:]):
                     counts[pair] += n
             best = key(counts)
-            return best, {tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+            return best, {tuple(_merge(list(ids), best, new_id)): n
+                          for ids, n in pieces.items()}
         return fn
     largest = pair_rule(lambda c: max(c, key=lambda p: (c[p], p)))
     first_seen = pair_rule(lambda c: max(c, key=c.get))
@@ -225,14 +226,15 @@ def test_top_p_wrong_answers(capsys):
 
 def keeps_every_tie(logits, p):  # keeps every token as likely as the one that reaches p
     probs, order = logits.softmax(-1).sort(-1, descending=True)
-    last = (probs.cumsum(-1) - probs < p).sum(-1, keepdim=True) - 1  # (B, 1) the crossing token
+    last = (probs.cumsum(-1) - probs < p).sum(-1, keepdim=True) - 1  # (B, 1) crossing p
     return logits.masked_fill(logits.softmax(-1) < probs.gather(-1, last), float("-inf"))
 
 
-def ties_last_index_first(logits, p):  # sorts ascending and flips: ties go to the higher index
+def ties_last_index_first(logits, p):  # sorts ascending, flips: ties to the higher index
     probs, order = logits.softmax(-1).sort(dim=-1, stable=True)
     probs, order = probs.flip(-1), order.flip(-1)
-    drop = torch.zeros_like(probs, dtype=torch.bool).scatter(-1, order, probs.cumsum(-1) - probs >= p)
+    drop_sorted = probs.cumsum(-1) - probs >= p
+    drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
 
 
@@ -241,11 +243,12 @@ def ties_last_index_first(logits, p):  # sorts ascending and flips: ties go to t
 def test_top_k_keeps_every_token_tied_with_the_kth():
     logits = torch.tensor([[1.0, 2.0, 2.0, 2.0, 0.0], [3.0, 1.0, 1.0, 0.0, 1.0]])
     kept = filter_logits(logits, top_k=2) > float("-inf")
-    assert kept.tolist() == [[False, True, True, True, False], [True, True, True, False, True]]
+    assert kept.tolist() == [[False, True, True, True, False],
+                             [True, True, True, False, True]]
 
 
 def nucleus_ties():
-    """(logits, p, kept): equal probabilities enter the nucleus in index order, lower first."""
+    """(logits, p, kept): equal probabilities join the nucleus lower index first."""
     probs = torch.tensor([[0.1, 0.2, 0.2, 0.2, 0.3], [0.24, 0.24, 0.24, 0.24, 0.04]],
                          dtype=torch.float64)
     kept = [[False, True, False, False, True], [True, True, False, False, False]]
@@ -257,16 +260,16 @@ def test_top_p_breaks_ties_by_index_in_the_library():
     assert (filter_logits(logits, top_p=p) > float("-inf")).tolist() == kept
 
 
-@pytest.mark.xfail(strict=True, reason="filter_logits sorts with stable=False: from 17 tokens on, "
-                   "PyTorch's CPU sort does not keep tied tokens in index order")
+@pytest.mark.xfail(strict=True, reason="filter_logits sorts with stable=False: from 17 "
+                   "tokens on, PyTorch's CPU sort loses the index order of ties")
 def test_top_p_breaks_ties_by_index_in_a_large_vocabulary():
-    logits = torch.zeros(1, 100)  # 100 equally likely tokens: the nucleus of 0.1 is the first 10
+    logits = torch.zeros(1, 100)  # 100 equally likely tokens: p=0.1 keeps the first 10
     kept = filter_logits(logits, top_p=0.1) > float("-inf")
     assert kept[0].nonzero()[:, 0].tolist() == list(range(10))
 
 
 def test_top_p_checker_breaks_ties_by_index(capsys):
-    """The checker's expected answers keep the lower index on a tie (the reference passes)."""
+    """The checker's answers keep the lower index on a tie (the reference passes)."""
     logits, p, kept = nucleus_ties()
     assert (top_p(logits, p) > float("-inf")).tolist() == kept
     assert check_top_p(top_p)
@@ -283,7 +286,9 @@ def test_cached_mask_wrong_answers(capsys):
     expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, t, dtype=torch.bool).tril(), capsys, "P + T columns")
     expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t).tril(p), capsys)  # floats, not bools
     # PyTorch's convention (True = blocked), as nn.MultiheadAttention's attn_mask takes it
-    expect_rejected(check_cached_mask, lambda t, p: ~causal_mask(t, p + t), capsys, "True = may attend")
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).triu(p + 1),
-                    capsys, "True = may attend")
+    expect_rejected(check_cached_mask, lambda t, p: ~causal_mask(t, p + t), capsys,
+                    "True = may attend")
+    def blocked(t, p):
+        return torch.ones(t, p + t, dtype=torch.bool).triu(p + 1)
+    expect_rejected(check_cached_mask, blocked, capsys, "True = may attend")
     expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).triu(p), capsys)
