@@ -5,7 +5,10 @@ import math
 import pytest
 import torch
 
-from attnbook.exercises.ch03 import check_cached_causal_mask, check_pe_similarity, check_scaled_dot_product_attention
+from attnbook.exercises.ch03 import (
+    LENGTH_TRANSFER_RANGE, check_cached_causal_mask, check_length_transfer,
+    check_pe_similarity, check_scaled_dot_product_attention,
+)
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
 from conftest import assert_rejected
@@ -97,6 +100,42 @@ SIMILARITY_WRONG = [
     (lambda offsets, d: pe_similarity(offsets, 16), ""),  # ignores d_model
     (not_done, ""),
 ]
+
+
+# exercise 4 is a measurement: the accuracies below are what other experiments give
+# (measured with the chapter's set-up, one CPU thread); all were inside the old 0%-50%
+LENGTH_TRANSFER_WRONG = [
+    (1.0, "training length"),  # scored on length 10, where it was trained
+    (0.9995, "training length"),
+    (12.5, "percent, not a fraction"),
+    (0.0003, ""),  # the learned-positions model of the chapter (trained with seed 0)
+    (0.05, ""),  # chance among 20 tokens
+    (0.0, ""),
+    (0.3, ""),
+    (0.45, ""),
+    ("12.5%", ""),
+    (float("nan"), ""),
+]
+
+
+@pytest.mark.parametrize("accuracy", [0.125, 0.1249, 0.1149, torch.tensor(0.125)])
+def test_length_transfer_accepts_the_measured_accuracies(accuracy, capsys):
+    """12.5% for eleven training seeds, 11.5% for one (see LENGTH_TRANSFER_RANGE)."""
+    assert check_length_transfer(accuracy)
+    assert "(expected 8.4%–15.6%) ok" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), LENGTH_TRANSFER_WRONG)
+def test_length_transfer_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_length_transfer, wrong, diagnosis, capsys)
+
+
+def test_length_transfer_range_keeps_its_margin():
+    """Three times the measurements' spread (11.5%-12.5%) past either end of them."""
+    low, high = LENGTH_TRANSFER_RANGE
+    spread = 0.125 - 0.1149
+    assert 0.1149 - low >= 3 * spread - 1e-9 and high - 0.125 >= 3 * spread - 1e-9
+    assert high - low <= 0.08  # far from the old 0%-50%
 
 
 @pytest.mark.parametrize(("checker", "reference"), [

@@ -202,10 +202,14 @@ GREEDY_WRONG = [
 ]
 
 
-def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False, aside=False):
+def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False,
+                 aside=False, prune_normalised=False):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha
+
+        def rank(c):  # pruning compares raw scores; normalised only in the wrong variant
+            return -c[0] / len(c[1]) ** a if prune_normalised else -c[0]
         first = state
         beams, done = [(0.0, [], state, False)], []
         for _ in range(max_len):
@@ -217,7 +221,7 @@ def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos
                 logits, new_state = step(tokens[-1] if tokens else bos_id, st if thread else first)
                 for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
                     candidates.append((score + lp, tokens + [token], new_state, token == eos_id))
-            candidates.sort(key=lambda c: -c[0])
+            candidates.sort(key=rank)
             if aside:
                 done += [c for c in candidates[:K] if c[3]]
                 beams = [c for c in candidates if not c[3]][:K]
@@ -243,6 +247,7 @@ BEAM_WRONG = [
     (beam_variant(count_eos=False), "length without eos"),
     (beam_variant(aside=True), "finished set aside"),
     (beam_variant(keep_eos=True), "keeps eos"),
+    (beam_variant(prune_normalised=True), "normalised while pruning"),
     (beam_variant(alpha=0.5), "ignores length_penalty"),  # a fixed penalty
     (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), "ignores the initial state"),
     (not_done, ""),

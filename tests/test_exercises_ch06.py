@@ -72,10 +72,20 @@ def accuracy_unchosen(logits, targets, chosen):
     return float((logits.argmax(-1)[~chosen] == targets[~chosen]).float().mean())
 
 
+def accuracy_tensor(logits, targets, chosen):  # right value, but a 0-d tensor
+    return (logits.argmax(-1)[chosen] == targets[chosen]).float().mean()
+
+
+def accuracy_one_item_tensor(logits, targets, chosen):
+    return (logits.argmax(-1)[chosen] == targets[chosen]).float().mean().reshape(1)
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
     (accuracy_all_positions_denominator, "all-positions denominator"),
     (accuracy_everywhere, "scored every position"),
     (accuracy_wrong_axis, ""), (accuracy_unchosen, ""),
+    (accuracy_tensor, "tensor, not float"),
+    (accuracy_one_item_tensor, "tensor, not float"),
 ])
 def test_mlm_accuracy_checker(wrong, diagnosis, capsys):
     assert check_mlm_accuracy(accuracy_reference)
@@ -197,6 +207,34 @@ def masking_seed003(input_ids, maskable, mask_id, vocab_size, generator):
     return out, chosen
 
 
+def masking_with_replacement(input_ids, maskable, mask_id, vocab_size, generator):
+    # seed 003's selection, kept to maskable positions: round(15% of n) draws *with*
+    # replacement from each row's n maskable positions pick fewer than 15% (some twice)
+    chosen = torch.zeros_like(maskable)
+    for b in range(input_ids.shape[0]):
+        where = maskable[b].nonzero()[:, 0]
+        k = round(0.15 * len(where))
+        draws = torch.randint(0, len(where), (k,), generator=generator)
+        chosen[b, where[draws]] = True
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
+
+
+def masking_exact_count(input_ids, maskable, mask_id, vocab_size, generator):
+    # a right variant: exactly round(15% of n) distinct positions per row (no replacement)
+    chosen = torch.zeros_like(maskable)
+    for b in range(input_ids.shape[0]):
+        where = maskable[b].nonzero()[:, 0]
+        picks = torch.randperm(len(where), generator=generator)[:round(0.15 * len(where))]
+        chosen[b, where[picks]] = True
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
+
+
 def masking_fifteen_percent_of_all(input_ids, maskable, mask_id, vocab_size, generator):
     # 15% of *all* positions chosen, then restricted to maskable ones: too few chosen
     chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15 * maskable.float().mean()) & maskable
@@ -222,7 +260,27 @@ def masking_no_random(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (u < 0.9), mask_id, input_ids), chosen
 
 
+def masking_few_random(input_ids, maskable, mask_id, vocab_size, generator):
+    # 80% [MASK], 5% random, 15% unchanged
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.85), random_ids, out), chosen
+
+
 def masking_global_rng(input_ids, maskable, mask_id, vocab_size, generator):
+    return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
+
+
+def masking_reseeds(input_ids, maskable, mask_id, vocab_size, generator):
+    torch.manual_seed(0)  # reproducible, but the same mask for every generator
+    return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
+
+
+def masking_reseeds_from_generator(input_ids, maskable, mask_id, vocab_size, generator):
+    # varies with the seed, but resets the caller's random state
+    torch.manual_seed(generator.initial_seed())
     return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
 
 
@@ -237,18 +295,38 @@ def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
 
 
-@pytest.mark.parametrize("wrong, diagnosis", [
+MASKING_WRONG = [
     (masking_ignores_maskable, "unmaskable chosen"), (masking_all_mask, "mask share"),
     (masking_seed003, "unmaskable chosen"), (masking_fifteen_percent_of_all, "selection rate"),
     (masking_global_rng, "generator unused"), (masking_in_place, MUTATION),
-    (masking_never_unchanged, "random share"), (masking_no_random, "mask share"), (masking_bad_random_ids, ""),
-])
+    (masking_never_unchanged, "no unchanged tokens"), (masking_no_random, "mask share"),
+    (masking_bad_random_ids, ""), (masking_with_replacement, "drawn with replacement"),
+    (masking_few_random, "random share"),
+    (masking_reseeds, "global RNG reseeded"),
+    (masking_reseeds_from_generator, "global RNG reseeded"),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", MASKING_WRONG)
 def test_masking_checker(wrong, diagnosis, capsys):
     assert check_masking(masking_reference)
     capsys.readouterr()
     result = check_masking(wrong)
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
+    from attnbook.exercises import ch06
+    names = {name for name, _ in ch06._MASKING_DIAGNOSES.values()}
+    names |= {name for name, _, _ in ch06._MASKING_PATTERNS.values()}
+    # "unchanged share" fails first only when [MASK] and random both sit near their limits
+    names -= {MUTATION, "unchanged share"}
+    assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION}
+
+
+def test_masking_accepts_an_exact_count_per_row(capsys):
+    assert check_masking(masking_exact_count), capsys.readouterr().out
 
 
 def test_stubs_are_reported_as_not_done(capsys):

@@ -141,6 +141,54 @@ def check_pe_similarity(fn: Callable) -> CheckResult:
     return run_cases("positional-encoding similarity", fn, cases, SIMILARITY_MISTAKES)
 
 
+# --- exercise 4 (a measurement): does reversal carry over to another length? ---------
+# The chapter's sinusoidal model, trained on length 10, scored on
+# reversal_task(500, 8, VOCAB, ...). Measured with one CPU thread for training seeds 0-11
+# (the chapter trains with seed 0) and test seeds 7-10: 12.5% for eleven seeds, 11.5% for
+# one; the test seed moves it by < 0.1 point. The model answers position i with the token
+# at 9 - i (clamped to the last position), so only position 0 is right: 1 of 8. The range
+# reaches three times the spread seen (1 point) past the lowest and highest measurement.
+LENGTH_TRANSFER_RANGE = (0.084, 0.156)
+_LENGTH_TRANSFER = "reversal accuracy on length 8, trained on length 10"
+
+
+def _length_transfer_mistake(value: float) -> tuple[str, str]:
+    low, high = LENGTH_TRANSFER_RANGE
+    if 1.0 < value <= 100.0 and low <= value / 100 <= high:
+        return ("percent, not a fraction",
+                "give the accuracy as a fraction (0.125), not a percentage.")
+    if value >= 0.97:
+        return ("training length",
+                "that is the accuracy at the training length 10: score the model on "
+                "reversal_task(500, 8, VOCAB, ...), sequences of length 8.")
+    return "", ("score the sinusoidal model (trained on length 10) on "
+                "reversal_task(500, 8, VOCAB, ...) with tagging_accuracy(...)['answer'].")
+
+
+def check_length_transfer(accuracy: float) -> CheckResult:
+    """The accuracy measured in exercise 4 (a fraction) against ``LENGTH_TRANSFER_RANGE``,
+    which another model, the training length or a percentage misses."""
+    low, high = LENGTH_TRANSFER_RANGE
+    expected = f"(expected {100 * low:.1f}%–{100 * high:.1f}%)"
+    if isinstance(accuracy, torch.Tensor) and accuracy.numel() == 1:
+        accuracy = accuracy.item()
+    if (isinstance(accuracy, bool) or not isinstance(accuracy, (int, float))
+            or math.isnan(accuracy)):
+        return _measured(False, "expected a number (the accuracy as a fraction), "
+                                f"got {accuracy!r}.")
+    if low <= accuracy <= high:
+        return _measured(True, f"{_LENGTH_TRANSFER}: {100 * accuracy:.1f}% {expected} ok")
+    name, message = _length_transfer_mistake(accuracy)
+    return _measured(False, f"{message}\n   {_LENGTH_TRANSFER}: got {accuracy:.4g}, "
+                            f"expected a fraction from {low} to {high}.", name)
+
+
+def _measured(passed: bool, detail: str, diagnosis: str = "") -> CheckResult:
+    message = f"{'✓' if passed else '✗'} {detail}"
+    print(message)
+    return CheckResult("length transfer", passed, message, diagnosis)
+
+
 EXERCISES = {
     "attention": check_scaled_dot_product_attention,
     "cached_causal_mask": check_cached_causal_mask,

@@ -229,7 +229,7 @@ def check_greedy_decode(fn: Callable) -> CheckResult:
 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
-                  count_eos=True, set_aside=False):
+                  count_eos=True, set_aside=False, prune_normalised=False):
     """Beam search for one sequence with one known mistake switched on (all off: the right answer)."""
     first = state
     beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
@@ -243,7 +243,10 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
             logits, new = step(tokens[-1] if tokens else bos_id, st if thread else first)
             logp = torch.log_softmax(logits.float(), dim=-1).tolist()
             candidates += [(score + lp, tokens + [v], new, v == eos_id) for v, lp in enumerate(logp)]
-        candidates.sort(key=lambda c: -c[0])
+        if prune_normalised:  # ranks by score / L**alpha at every step, not at the end
+            candidates.sort(key=lambda c: -c[0] / len(c[1]) ** length_penalty)
+        else:
+            candidates.sort(key=lambda c: -c[0])
         if set_aside:  # the other common variant: finished hypotheses leave the beam
             live = [c for c in candidates if not c[3]]
             done += [c for c in candidates[:beam_size] if c[3]]
@@ -277,6 +280,12 @@ BEAM_MISTAKES = [
     Mistake("finished set aside", "a finished hypothesis stays in the beam with its score frozen and "
             "competes with the live ones; you set finished ones aside and kept beam_size live ones.",
             gives=lambda *a: _beam_variant(*a, set_aside=True)),
+    Mistake("normalised while pruning",
+            "keep the beam_size best by their plain score (the sum of log-probabilities) "
+            "at every step; divide by L ** length_penalty only to choose the final "
+            "hypothesis. Normalising while pruning lets finished hypotheses and live "
+            "ones trade places in the beam.",
+            gives=lambda *a: _beam_variant(*a, prune_normalised=True)),
     Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
             "the encoded source), not from an empty one.",
             gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
@@ -298,6 +307,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
         (5, 3, 4, 0, (), 6, 1, 1.0, 0.5),    # one beam: greedy search
         (9, 2, 1, 2, (5,), 3, 3, 1.0, 0.0),  # max_len cuts every hypothesis
         (6, 5, 1, 2, (), 1, 2, 1.0, 0.4),    # a single step
+        (9, 16, 3, 6, (4, 1), 9, 3, 0.7, 0.3),  # pruning by score / L**alpha differs
     ]:
         model = PrefixModel(V, seed, eos, eos_growth=growth, spread=1.5)
         expected = _library_beam_search(BatchedPrefixModel(model, state), torch.zeros(1, 1), torch.ones(1), bos,

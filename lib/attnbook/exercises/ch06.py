@@ -7,6 +7,8 @@ statistical (the function draws random numbers), so it checks rates and properti
 """
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -73,6 +75,9 @@ def _accuracy_cases() -> list[Case]:
 
 
 ACCURACY_MISTAKES = (
+    Mistake("tensor, not float", "you returned a tensor: the exercise asks for a Python "
+                                 "float (float(...) or .item() of the 0-d tensor).",
+            when=lambda args, got: isinstance(got, _NotAFloat)),
     Mistake("all-positions denominator", "you divided the right answers by every position of the batch (seed 003's "
                                          "trap): divide by the number of chosen positions.",
             gives=lambda lo, t, c: float(((lo.argmax(-1) == t) & c).sum() / t.numel())),
@@ -82,9 +87,36 @@ ACCURACY_MISTAKES = (
 )
 
 
+class _NotAFloat:
+    """A tensor the reader returned where the exercise asks for a Python float: never
+    equal to the expected float, so that the ``tensor, not float`` mistake names it."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+    def __repr__(self) -> str:
+        shape = tuple(self.value.shape)
+        return f"{self.value!r} (a tensor of shape {shape}, not a Python float)"
+
+
+def _float_please(fn: Callable) -> Callable:
+    """``fn`` with a tensor result wrapped in ``_NotAFloat`` (same signature)."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        got = fn(*args, **kwargs)
+        return _NotAFloat(got) if isinstance(got, torch.Tensor) else got
+
+    return wrapped
+
+
 def check_mlm_accuracy(fn: Callable) -> CheckResult:
-    """``fn(logits (B, S, V), targets (B, S), chosen (B, S) bool) -> float``: accuracy over chosen positions."""
-    return run_cases("MLM accuracy", fn, _accuracy_cases(), ACCURACY_MISTAKES)
+    """``fn(logits (B, S, V), targets (B, S), chosen (B, S) bool) -> float``: the
+    accuracy over chosen positions, as a Python float (a tensor, even 0-d, is wrong)."""
+    return run_cases("MLM accuracy", _float_please(fn), _accuracy_cases(),
+                     ACCURACY_MISTAKES)
 
 
 # ----------------------------------------------------------------------------- 3. WordPiece on one word
@@ -184,40 +216,85 @@ def _masking_inputs(n: int, rows: int, cols: int, vocab_size: int, mask_id: int)
     return ids, maskable
 
 
-def masking_report(fn: Callable, ids: torch.Tensor, maskable: torch.Tensor, mask_id: int, vocab_size: int,
-                   seed: int) -> dict[str, bool]:
-    """The properties a correct masking function has on one input (each True when it holds)."""
+SELECT, MASK, RANDOM, KEEP = 0.15, 0.8, 0.1, 0.1  # BERT's rates
+# Tolerances: about 4.5 standard errors for the share chosen (over 100k maskable
+# tokens per case, one standard error is about 0.11 points), about 9 for the 80/10/10
+# split of the chosen (about 15k per case). Seed 003's selection (13.9%) is 10
+# standard errors below 15%.
+SELECT_TOL, MASK_TOL, SPLIT_TOL = 0.005, 0.03, 0.025
+
+
+def _with_replacement_share(maskable: torch.Tensor) -> float:
+    """Share of maskable tokens chosen by k = round(15% of n) draws *with* replacement
+    among each row's n maskable positions (seed 003's selection): n(1 - (1 - 1/n)^k)
+    distinct ones."""
+    n = maskable.sum(-1).double()  # (B,)
+    k = (SELECT * n).round()
+    distinct = torch.where(n > 0, n * (1 - (1 - 1 / n.clamp(min=1)) ** k), n)
+    return float(distinct.sum() / n.sum())
+
+
+def masking_report(
+    fn: Callable, ids: torch.Tensor, maskable: torch.Tensor, mask_id: int,
+    vocab_size: int, seed: int,
+) -> tuple[dict[str, bool], dict[str, float]]:
+    """The properties a correct masking function has on one input (each True when it
+    holds), and the shares it gave (``chosen`` of the maskable tokens; ``mask``,
+    ``random``, ``keep`` of the chosen ones). The function runs three times: with a
+    generator seeded ``seed``, again with the same seed, and with another seed."""
     before_ids, before_mask = ids.clone(), maskable.clone()
+    global_before = torch.random.get_rng_state()
+
+    def run(s):
+        generator = torch.Generator().manual_seed(s)
+        return fn(ids.clone(), maskable.clone(), mask_id, vocab_size, generator)
+
     corrupted, chosen = fn(ids, maskable, mask_id, vocab_size, torch.Generator().manual_seed(seed))
-    again, chosen_again = fn(ids.clone(), maskable.clone(), mask_id, vocab_size, torch.Generator().manual_seed(seed))
+    unchanged = torch.equal(ids, before_ids) and torch.equal(maskable, before_mask)
+    again, chosen_again = run(seed)
+    other, chosen_other = run(seed + 1000)
+    global_kept = torch.equal(torch.random.get_rng_state(), global_before)
     ok_shape = (isinstance(corrupted, torch.Tensor) and isinstance(chosen, torch.Tensor)
                 and corrupted.shape == ids.shape and chosen.shape == ids.shape and chosen.dtype == torch.bool)
     if not ok_shape:
-        return {"returns (corrupted ids, chosen bool mask) shaped like input_ids": False}
-    n_chosen = int(chosen.sum())
+        return {"returns (corrupted ids, chosen bool mask) like input_ids": False}, {}
     seen, original = corrupted[chosen], ids[chosen]
-    share = (lambda x: float(x.float().mean())) if n_chosen else (lambda x: float("nan"))
-    return {
-        "input_ids and maskable are left unchanged": torch.equal(ids, before_ids) and torch.equal(maskable, before_mask),
+
+    def share(x):
+        return float(x.float().mean()) if seen.numel() else math.nan
+
+    shares = {"chosen": int(chosen.sum()) / int(maskable.sum()),
+              "mask": share(seen == mask_id),
+              "random": share((seen != mask_id) & (seen != original)),
+              "keep": share(seen == original)}
+    report = {
+        "input_ids and maskable are left unchanged": unchanged,
         "only maskable positions are chosen": not bool((chosen & ~maskable).any()),
         "positions not chosen keep their token": torch.equal(corrupted[~chosen], ids[~chosen]),
-        "about 15% of maskable tokens are chosen": abs(n_chosen / int(maskable.sum()) - 0.15) < 0.015,
-        "about 80% of chosen become [MASK]": abs(share(seen == mask_id) - 0.8) < 0.03,
-        "about 10% of chosen become another token": abs(share((seen != mask_id) & (seen != original)) - 0.1) < 0.025,
-        "about 10% of chosen stay unchanged": abs(share(seen == original) - 0.1) < 0.025,
+        "about 15% of maskable tokens are chosen":
+            abs(shares["chosen"] - SELECT) < SELECT_TOL,
+        "about 80% of chosen become [MASK]": abs(shares["mask"] - MASK) < MASK_TOL,
+        "about 10% of chosen become another token":
+            abs(shares["random"] - RANDOM) < SPLIT_TOL,
+        "about 10% of chosen stay unchanged": abs(shares["keep"] - KEEP) < SPLIT_TOL,
         "random tokens are valid ids (0 <= id < vocab_size)": bool(((corrupted >= 0) & (corrupted < vocab_size)).all()),
         "the same generator seed gives the same result": torch.equal(corrupted, again) and torch.equal(chosen, chosen_again),
+        "another generator seed gives another result":
+            not (torch.equal(corrupted, other) and torch.equal(chosen, chosen_other)),
+        "the global random state is left as it was": global_kept,
     }
+    return report, shares
 
 
+_RESEEDED = "global RNG reseeded"
 _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
     "input_ids and maskable are left unchanged": (
         MUTATION, "your function changed its input in place; work on a copy (torch.where or .clone())."),
     "only maskable positions are chosen": (
         "unmaskable chosen", "you chose positions where maskable is False (special tokens or padding)."),
     "about 15% of maskable tokens are chosen": (
-        "selection rate", "choose each maskable token with probability 0.15 (sampling a count with replacement, "
-                          "as seed 003 does, picks some positions twice)."),
+        "selection rate",
+        "choose each maskable token with probability 0.15: the share chosen is off."),
     "about 80% of chosen become [MASK]": (
         "mask share", "split the *chosen* positions 80/10/10; applying 0.8 to all tokens, or masking every "
                       "chosen one, gives other rates."),
@@ -228,6 +305,37 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
     "the same generator seed gives the same result": (
         "generator unused", "draw every random number from the generator you are given "
                             "(torch.rand(..., generator=generator))."),
+    "another generator seed gives another result": (
+        _RESEEDED,
+        "your result is the same for every generator: you reseed the global random "
+        "number generator (torch.manual_seed) or use a fixed seed. Draw every random "
+        "number from the generator you are given "
+        "(torch.rand(..., generator=generator))."),
+    "the global random state is left as it was": (
+        _RESEEDED,
+        "your function changed the global random state (torch.manual_seed, or a draw "
+        "without generator=): the caller's own random numbers would change. Draw every "
+        "random number from the generator you are given."),
+}
+
+# Known mistakes that a failed share tells apart: property -> (name, message, test on the
+# shares and the case's maskable positions); checked before the property's own diagnosis.
+_MASKING_PATTERNS = {
+    "about 15% of maskable tokens are chosen": (
+        "drawn with replacement",
+        "you drew round(15% of n) positions with replacement (seed 003's selection): "
+        "some are drawn twice, so only about 13.9% are chosen. Choose each maskable "
+        "position with probability 0.15 (torch.rand(...) < 0.15), or draw distinct "
+        "positions.",
+        lambda shares, maskable:
+            abs(shares["chosen"] - _with_replacement_share(maskable)) < SELECT_TOL),
+    "about 10% of chosen become another token": (
+        "no unchanged tokens",
+        "you split the chosen positions 80/20 between [MASK] and random tokens (seed "
+        "003's split): 10% must stay unchanged, so 80% [MASK], 10% random, 10% "
+        "unchanged.",
+        lambda shares, maskable: shares["keep"] < KEEP - SPLIT_TOL
+        and abs(shares["random"] - (RANDOM + KEEP)) < 2 * SPLIT_TOL),
 }
 
 
@@ -235,7 +343,9 @@ def check_masking(fn: Callable) -> CheckResult:
     """``fn(input_ids (B, S), maskable (B, S) bool, mask_id, vocab_size, generator)
     -> (corrupted (B, S), chosen (B, S) bool)``.
 
-    Checked statistically on over 100k tokens per case, with tolerances several standard errors wide."""
+    Checked statistically on over 100k tokens per case, with tolerances several
+    standard errors wide; the function must draw from ``generator`` (same seed, same
+    result; another seed, another result; the global random state untouched)."""
     exercise = "BERT masking"
     specs = [(0, 400, 320, 1000, 3), (1, 300, 500, 30522, 103), (2, 700, 200, 50, 4)]
     if not callable(fn):
@@ -243,7 +353,7 @@ def check_masking(fn: Callable) -> CheckResult:
     for n, rows, cols, vocab_size, mask_id in specs:
         ids, maskable = _masking_inputs(n, rows, cols, vocab_size, mask_id)
         try:
-            report = masking_report(fn, ids, maskable, mask_id, vocab_size, seed=n)
+            report, shares = masking_report(fn, ids, maskable, mask_id, vocab_size, n)
         except NotImplementedError:
             return _verdict(exercise, False, "not done yet: the function still raises NotImplementedError.")
         except Exception as err:  # noqa: BLE001 - the reader's code may raise anything
@@ -252,7 +362,15 @@ def check_masking(fn: Callable) -> CheckResult:
         if failed:
             where = (f"failing case {n + 1} ({rows}x{cols} tokens, vocab_size {vocab_size}, mask_id {mask_id}): "
                      + "; ".join(failed) + ".")
+            if shares:
+                where += (f"\n   measured: {shares['chosen']:.1%} of maskable tokens "
+                          f"chosen; of them {shares['mask']:.1%} [MASK], "
+                          f"{shares['random']:.1%} random, "
+                          f"{shares['keep']:.1%} unchanged.")
             name, message = _MASKING_DIAGNOSES.get(failed[0], ("", ""))
+            pattern = _MASKING_PATTERNS.get(failed[0])
+            if pattern is not None and pattern[2](shares, maskable):
+                name, message = pattern[0], pattern[1]
             return _verdict(exercise, False, f"{message}\n   {where}" if message else where, name)
     return _verdict(exercise, True, f"all {len(specs)} cases pass.")
 

@@ -73,6 +73,18 @@ def _largest_tie_step(pieces: dict, new_id: int):
     return best, {tuple(merge_pair(list(ids), best, new_id)): n for ids, n in pieces.items()}
 
 
+def _first_seen_tie_step(pieces: dict, new_id: int):
+    """``Counter.most_common`` (or ``max(counts, key=counts.get)``): on a tie, the pair
+    seen first wins."""
+    counts: dict = {}
+    for ids, n in pieces.items():
+        for pair in zip(ids, ids[1:]):
+            counts[pair] = counts.get(pair, 0) + n
+    best = max(counts, key=counts.get)
+    return best, {tuple(merge_pair(list(ids), best, new_id)): n
+                  for ids, n in pieces.items()}
+
+
 def _right_to_left_step(pieces: dict, new_id: int):
     best, _ = _merge_step(pieces, new_id)
     flip = {ids[::-1]: n for ids, n in pieces.items()}
@@ -85,10 +97,12 @@ def check_bpe_merge_step(fn: Callable) -> CheckResult:
     pair); replace it, left to right, by ``new_id`` in every piece."""
     examples = [
         ("hand example: 'aaab' once, ' aab' once", {(97, 97, 97, 98): 1, (32, 97, 97, 98): 1}, 256),
+        # seen first (4, 4), largest (5, 3), smallest (2, 9): wrong tie-breaks differ
+        ("ties: every pair once, the smallest wins",
+         {(4, 4): 1, (5, 3): 1, (2, 9): 1}, 11),
         ("counts matter: 'the' once, ' the' twice", {(116, 104, 101): 1, (32, 116, 104, 101): 2}, 300),
         ("a frequent short piece beats a long rare one",
          {(1, 2): 10, (3, 4, 3, 4, 3, 4): 1}, 7),
-        ("ties: every pair once, the smallest wins", {(5, 3): 1, (2, 9): 1, (4, 4): 1}, 11),
         ("overlap: (1, 1, 1) holds one merge, not two", {(1, 1, 1): 3, (2, 1): 1}, 50),
         ("a piece of one token stays", {(7,): 5, (7, 8): 1}, 20),
     ]
@@ -97,6 +111,10 @@ def check_bpe_merge_step(fn: Callable) -> CheckResult:
                        "past each merged pair") for d, pieces, new_id in examples]
     mistakes = [
         Mistake("unweighted counts", "each pair must be counted as often as its piece occurs (weight by the piece's count).", gives=_unweighted_step),
+        Mistake("first pair seen on ties",
+                "on a tie you kept the first pair seen (what Counter.most_common and "
+                "max(counts, key=counts.get) do): take the smallest pair (min over "
+                "(-count, pair)).", gives=_first_seen_tie_step),
         Mistake("largest pair on ties", "on a tie take the smallest pair (min over (-count, pair)), not the largest.", gives=_largest_tie_step),
         Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not (1, new).", gives=_right_to_left_step),
     ]
@@ -120,10 +138,14 @@ def check_top_p(fn: Callable) -> CheckResult:
         ("a batch of rows with different nuclei",
          torch.randn(3, 9, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2, 0.8),
         ("raw logits (not log-probabilities), p=0.9", torch.tensor([[2.0, 1.0, 0.0, -1.0, 3.0]]), 0.9),
+        ("ties: equal probabilities join the nucleus lower index first, p=0.45",
+         probs_to_logits([[0.1, 0.2, 0.2, 0.2, 0.3], [0.24, 0.24, 0.24, 0.24, 0.04]]),
+         0.45),
     ]
     cases = [Case(d, (logits, p), filter_logits(logits, top_p=p),
                   hint="softmax, sort descending, cumulative sum; drop a token when the mass *before* it "
-                       "already reaches p") for d, logits, p in examples]
+                       "already reaches p; on a tie the lower index comes first")
+             for d, logits, p in examples]
 
     def drops_crossing(logits, p):
         sorted_logits, order = logits.sort(-1, descending=True)
@@ -139,7 +161,18 @@ def check_top_p(fn: Callable) -> CheckResult:
         probs = logits.softmax(-1)
         return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
 
+    def keeps_every_tie(logits, p):
+        probs = logits.softmax(-1)
+        ordered = probs.sort(-1, descending=True).values
+        # (B, 1): where the token that reaches p sits in the sorted row
+        last = (ordered.cumsum(-1) - ordered < p).sum(-1, keepdim=True) - 1
+        return logits.masked_fill(probs < ordered.gather(-1, last), float("-inf"))
+
     mistakes = [
+        Mistake("keeps every tie",
+                "you kept every token as likely as the one that reaches p: tied tokens "
+                "join the nucleus one at a time, lower index first, and it stops as soon "
+                "as the mass reaches p.", gives=keeps_every_tie),
         Mistake("drops the crossing token", "you dropped the token that crosses p: keep it (drop only when the mass *before* a token reaches p).", gives=drops_crossing),
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
@@ -172,6 +205,11 @@ def check_cached_mask(fn: Callable) -> CheckResult:
         Mistake("no offset", "the new queries are the *last* positions: shift the triangle right by num_cached (tril(diagonal=P)).", gives=no_offset),
         Mistake("cache hidden", "every new position may see the whole cache: the cached positions are all in its past.", gives=blocks_cache),
         Mistake("future visible", "a new position must not see the new positions after it.", gives=future_visible),
+        Mistake("inverted",
+                "that is PyTorch's convention (True = blocked, as the attn_mask of "
+                "nn.MultiheadAttention takes it); this book's masks say True = may "
+                "attend.",
+                gives=lambda t, p: ~causal_mask(t, p + t)),
         Mistake("square mask", "the keys are the cached positions plus the new ones: the mask has P + T columns.", gives=square),
     ]
     return run_cases("cached decoding mask", fn, cases, mistakes)
