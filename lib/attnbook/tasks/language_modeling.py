@@ -68,7 +68,8 @@ def filter_logits(logits: torch.Tensor, top_k: int | None = None, top_p: float |
 
 def _nucleus(logits: torch.Tensor, top_p: float) -> torch.Tensor:
     """``logits (B, V)`` with -inf outside the smallest set of tokens whose mass reaches top_p."""
-    sorted_logits, order = logits.sort(dim=-1, descending=True)  # (B, V)
+    # stable: tied tokens keep their index order, so a tie at the edge keeps the lower index
+    sorted_logits, order = logits.sort(dim=-1, descending=True, stable=True)  # (B, V)
     probs = sorted_logits.softmax(-1)  # (B, V)
     before = probs.cumsum(-1) - probs  # (B, V) mass of the better tokens
     drop_sorted = before >= top_p  # the nucleus is full before this token
