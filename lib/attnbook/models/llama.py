@@ -86,12 +86,14 @@ class LlamaConfig:
 
     def block_specs(self) -> tuple[Norm, FeedForwardSpec, AttentionSpec]:
         """The three recipes every ``CausalBlock`` of this model is built from."""
-        norm = Norm("rmsnorm", self.norm_eps, bias=False) if self.norm == "rmsnorm" else Norm("layernorm", self.norm_eps)
+        rms = self.norm == "rmsnorm"
+        norm = Norm(self.norm, self.norm_eps, bias=not rms)  # RMSNorm has no bias
         gated = self.feed_forward == "swiglu"
-        feed_forward = FeedForwardSpec(self.d_ff, "silu" if gated else "gelu", gated=gated, bias=self.bias)
-        rotary = self.max_len if self.positions == "rotary" else None
-        attention = AttentionSpec(num_kv_heads=self.num_kv_heads, bias=self.bias, rotary_max_len=rotary,
-                                  rotary_base=self.rope_base)
+        feed_forward = FeedForwardSpec(self.d_ff, "silu" if gated else "gelu", gated=gated,
+                                       bias=self.bias)
+        rotary_max_len = self.max_len if self.positions == "rotary" else None
+        attention = AttentionSpec(num_kv_heads=self.num_kv_heads, bias=self.bias,
+                                  rotary_max_len=rotary_max_len, rotary_base=self.rope_base)
         return norm, feed_forward, attention
 
 
@@ -103,18 +105,18 @@ class Llama(GPT):
     """
 
     def __init__(self, config: LlamaConfig) -> None:
-        nn.Module.__init__(self)  # GPT's own parts are not built: this model builds its own
+        nn.Module.__init__(self)  # not GPT.__init__: this model builds its own parts
         self.config = c = config
         tokens = nn.Embedding(c.vocab_size, c.d_model)
         nn.init.normal_(tokens.weight, std=0.02)
         positions = None
         if c.positions == "learned":
             positions = LearnedPositionalEmbedding(c.d_model, c.max_len, init_std=0.02)
-        self.embeddings = Embeddings(tokens, positions)
+        self.embeddings = Embeddings(tokens, positions)  # rotary: positions=None, no table
         norm, feed_forward, attention = c.block_specs()
         self.blocks = nn.ModuleList(
-            CausalBlock(c.d_model, c.num_heads, norm_first=True, norm=norm, feed_forward=feed_forward,
-                        attention=attention)
+            CausalBlock(c.d_model, c.num_heads, norm_first=True, norm=norm,
+                        feed_forward=feed_forward, attention=attention)
             for _ in range(c.num_layers)
         )
         self.final_norm = norm(c.d_model)
