@@ -151,12 +151,12 @@ def loss_by_position(model: torch.nn.Module, stream: torch.Tensor, window: int) 
     return (total / len(windows)).tolist()
 
 
-def run_one(variant: str, seed: int, smoke: bool) -> dict:
+def run_one(variant: str, seed: int, smoke: bool, steps: int = STEPS) -> dict:
     torch.set_num_threads(1)
     train, test = data()
     if smoke:
         train, test = train[:20_000], test[:3_000]
-    steps = 5 if smoke else STEPS
+        steps = 5
     model = build(variant, seed, smoke)
     optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95), weight_decay=0.01)
     batches = lm_batches(train, WINDOW, BATCH, torch.Generator().manual_seed(seed))
@@ -165,7 +165,7 @@ def run_one(variant: str, seed: int, smoke: bool) -> dict:
                   scheduler=warmup_linear_scheduler(optimizer, max(1, steps // 10), steps), progress=False)
     seconds = time.perf_counter() - start
     loss = model_loss(model, test, WINDOW)
-    row = {"variant": variant, "seed": seed, "parameters": count_parameters(model),
+    row = {"variant": variant, "seed": seed, "steps": steps, "parameters": count_parameters(model),
            "d_ff": model.config.d_ff, "train_seconds": round(seconds, 1),
            "final_train_loss": round(sum(history.losses[-50:]) / len(history.losses[-50:]), 4),
            "held_out_loss": round(loss, 5), "held_out_perplexity": round(math.exp(loss), 3)}
@@ -180,10 +180,13 @@ def main() -> None:
     p = common.experiment_parser(__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
     p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--steps", type=int, default=STEPS,
+                   help=f"training steps (default {STEPS}, the chapter's budget; another budget writes "
+                        "modern_ablation_steps<N>.json)")
     args = p.parse_args()
     common.check_jobs(p, args)
     done = {(r["variant"], r["seed"]): r for r in common.log_rows(args.resume)}
-    todo = [(v, s, args.smoke) for s in args.seeds for v in args.variants if (v, s) not in done]
+    todo = [(v, s, args.smoke, args.steps) for s in args.seeds for v in args.variants if (v, s) not in done]
     start = time.perf_counter()
     rows = list(done.values()) + common.run_jobs(run_one, todo, args.jobs)
     train, test = data()
@@ -193,8 +196,8 @@ def main() -> None:
     result = {
         "description": __doc__.split("\n\n")[0],
         "machine": common.machine(args.jobs),
-        "recipe": {"steps": STEPS, "batch": BATCH, "window": WINDOW, "vocab": VOCAB, "lr": 1e-2,
-                   "betas": [0.9, 0.95], "weight_decay": 0.01, "warmup": STEPS // 10, "clip_norm": 1.0,
+        "recipe": {"steps": args.steps, "batch": BATCH, "window": WINDOW, "vocab": VOCAB, "lr": 1e-2,
+                   "betas": [0.9, 0.95], "weight_decay": 0.01, "warmup": args.steps // 10, "clip_norm": 1.0,
                    "gpt_sizes": GPT_SIZES, "tied_embeddings": True},
         "wall_seconds": round(time.perf_counter() - start),
         "held_out_targets": len(targets),
@@ -203,7 +206,8 @@ def main() -> None:
         "trigram": trigram_baseline(train, test),
         "runs": sorted(rows, key=lambda r: (VARIANTS.index(r["variant"]), r["seed"])),
     }
-    out = common.out_path(args, "modern_ablation.json")
+    name = "modern_ablation.json" if args.steps == STEPS else f"modern_ablation_steps{args.steps}.json"
+    out = common.out_path(args, name)
     if out is not None:
         common.write_result(out, result)
 
