@@ -5,7 +5,7 @@ import torch
 
 from attnbook.exercises.ch09 import (
     EXERCISES, KV_SETTING, check_kv_cache_prediction, check_merge_partials, check_mha_to_gqa,
-    check_rms_norm_plus_one, check_rotate_interleaved, kv_cache_bytes,
+    check_repeat_kv, check_rms_norm_plus_one, check_rotate_interleaved, kv_cache_bytes,
 )
 from attnbook.models.llama import Llama, LlamaConfig
 
@@ -14,6 +14,11 @@ from attnbook.models.llama import Llama, LlamaConfig
 
 def rms_norm_plus_one(x, weight, eps):
     return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight)
+
+
+def repeat_kv(kv, group):
+    B, Hkv, S, Dh = kv.shape
+    return kv[:, :, None].expand(B, Hkv, group, S, Dh).reshape(B, Hkv * group, S, Dh)
 
 
 def merge_partials(outs, lses):
@@ -38,7 +43,8 @@ def rotate_interleaved(x, offset, base):
 
 
 @pytest.mark.parametrize("check, solution", [
-    (check_rms_norm_plus_one, rms_norm_plus_one), (check_merge_partials, merge_partials),
+    (check_rms_norm_plus_one, rms_norm_plus_one), (check_repeat_kv, repeat_kv),
+    (check_merge_partials, merge_partials),
     (check_mha_to_gqa, mha_to_gqa), (check_rotate_interleaved, rotate_interleaved),
 ])
 def test_reference_passes(check, solution, capsys):
@@ -74,6 +80,10 @@ def _rotate_halves(x, offset, base):
      "eps outside the root"),
     (check_rms_norm_plus_one, lambda x, w, e: x / x.norm(dim=-1, keepdim=True) * (1 + w), "norm of the vector"),
     (check_rms_norm_plus_one, lambda x, w, e: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + e) * (1 + w), ""),
+    (check_repeat_kv, lambda kv, g: kv.repeat(1, g, 1, 1), "tiled"),
+    (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=2), "positions repeated"),
+    (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=1)[:, :-1], ""),
+    (check_repeat_kv, lambda kv, g: kv.expand(-1, g, -1, -1) if kv.shape[1] == 1 else kv, ""),
     (check_merge_partials, lambda o, l: o.mean(0), "plain mean"),
     (check_merge_partials, _naive_merge, "overflow"),
     (check_merge_partials, lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0),

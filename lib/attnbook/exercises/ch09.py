@@ -3,7 +3,7 @@
 Each ``check_*`` runs the reader's function on fixed cases and prints a verdict; when a wrong
 answer is exactly what a known mistake gives, the verdict names the mistake in one line.
 None of the answers is printed in the chapter: each exercise is a variant the chapter does not
-show (Gemma's RMSNorm, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
+show (Gemma's RMSNorm, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
 building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction``
 compares a prediction with a measurement. ``EXERCISES`` maps the notebook's function names to
 their checkers.
@@ -53,7 +53,32 @@ def check_rms_norm_plus_one(fn: Callable) -> CheckResult:
     return run_cases("RMSNorm with (1 + weight)", fn, cases, mistakes)
 
 
-# --- 2. merging partial attention outputs kept as (output, log-sum-exp) -------------------------
+# --- 2. repeat_kv: the copies grouped-query attention can be computed with -----------------------
+
+
+def check_repeat_kv(fn: Callable) -> CheckResult:
+    """``fn(kv (B, Hkv, S, Dh), group) -> (B, Hkv·group, S, Dh)``: head h of the result is key/value
+    head h // group (each head repeated ``group`` times in a row), as ``transformers``' ``repeat_kv``."""
+    g = torch.Generator().manual_seed(4)
+    cases = []
+    for shape, group in (((1, 2, 3, 4), 2), ((2, 3, 5, 2), 4), ((2, 1, 4, 3), 6), ((1, 4, 2, 2), 1)):
+        kv = torch.randn(*shape, generator=g)
+        what = {1: "group 1: nothing to repeat"}.get(group, f"{shape[1]} key/value heads, groups of {group}")
+        if shape[1] == 1:
+            what = "one key/value head (multi-query)"
+        cases.append(Case(what, (kv, group), kv.repeat_interleave(group, dim=1),
+                          hint="query head h reads key/value head h // group: each head repeated in place"))
+    mistakes = [
+        Mistake("tiled", "you tiled the heads (0, 1, 0, 1, ...): query head h then reads key/value head "
+                "h % Hkv. Each key/value head must serve a *consecutive* group: (0, 0, 1, 1, ...).",
+                gives=lambda kv, group: kv.repeat(1, group, 1, 1)),
+        Mistake("positions repeated", "you repeated along the positions (dimension 2): repeat the heads, "
+                "dimension 1.", gives=lambda kv, group: kv.repeat_interleave(group, dim=2)),
+    ]
+    return run_cases("repeat_kv", fn, cases, mistakes)
+
+
+# --- 3. merging partial attention outputs kept as (output, log-sum-exp) -------------------------
 
 
 def _merge(outs: torch.Tensor, lses: torch.Tensor) -> torch.Tensor:
@@ -107,7 +132,7 @@ def check_merge_partials(fn: Callable) -> CheckResult:
     return run_cases("merge partial outputs", fn, cases, mistakes)
 
 
-# --- 3. grouped-query weights from a multi-head checkpoint (Ainslie et al., 2023) ---------------
+# --- 4. grouped-query weights from a multi-head checkpoint (Ainslie et al., 2023) ---------------
 
 
 def _pool(weight: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
@@ -147,7 +172,7 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
     return run_cases("MHA to GQA weights", fn, cases, mistakes)
 
 
-# --- 4. rotary embeddings, interleaved pairs (RoFormer, GPT-J, Meta's Llama code) ---------------
+# --- 5. rotary embeddings, interleaved pairs (RoFormer, GPT-J, Meta's Llama code) ---------------
 
 
 def _interleaved(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
@@ -205,7 +230,7 @@ def _interleaved_freq(x: torch.Tensor, offset: int, base: float, two: int, sign:
     return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
 
 
-# --- 5. predict, then measure: the bytes of a KV cache ------------------------------------------
+# --- 6. predict, then measure: the bytes of a KV cache ------------------------------------------
 
 KV_SETTING = dict(num_layers=2, num_kv_heads=1, head_dim=16, batch=8, prompt=100, new_tokens=28, bytes_per_number=4)
 
@@ -254,6 +279,7 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
 
 EXERCISES = {
     "rms_norm_plus_one": check_rms_norm_plus_one,
+    "repeat_kv": check_repeat_kv,
     "merge_partials": check_merge_partials,
     "mha_to_gqa": check_mha_to_gqa,
     "rotate_interleaved": check_rotate_interleaved,
