@@ -58,3 +58,10 @@ def test_roofline_smoke_and_committed_grid(tmp_path):
                     for d in (16, 64, 128)}
     assert all(0 < r["fraction_of_peak"] < 1.5 for r in result["rows"])
     assert result["matmul_peak_gflops"] > 0 and result["copy_bandwidth_gbs"] > 0
+
+
+def test_committed_longer_budget_runs():
+    result = load_result("modern_ablation_steps2400.json")
+    assert result["recipe"]["steps"] == 2400
+    assert {(r["variant"], r["seed"], r["steps"]) for r in result["runs"]} == {
+        (v, 0, 2400) for v in ("gpt", "+rotary", "modern")}
