@@ -1,7 +1,8 @@
 """Building blocks shared by every model in the book. Layers import nothing above them.
 
 validation -> masks, norms, rotary -> attention, scores -> feedforward, positional, patches,
-embedding -> blocks; torch_bridge copies them into PyTorch's own layers.
+embedding -> blocks; torch_bridge copies them into PyTorch's own layers; tiled computes attention
+tile by tile with an online softmax (FlashAttention's idea) and measures the memory it holds.
 """
 from attnbook.layers.attention import AttentionSpec, KVCache, MultiHeadAttention, scaled_dot_product_attention
 from attnbook.layers.blocks import (
@@ -17,6 +18,7 @@ from attnbook.layers.positional import (
     LearnedPositionalEmbedding, SinusoidalPositionalEncoding, sinusoidal_encoding, sinusoidal_shift_matrix,
 )
 from attnbook.layers.rotary import RotaryEmbedding, rotate_half
+from attnbook.layers.tiled import online_softmax_merge, peak_intermediate_bytes, tiled_attention
 from attnbook.layers.torch_bridge import (
     copy_block_to_torch_layer, copy_to_torch_multihead, to_torch_encoder_layer, to_torch_multihead,
 )
@@ -27,7 +29,8 @@ __all__ = [
     "LearnedPositionalEmbedding", "MultiHeadAttention", "Norm", "PatchEmbedding", "PatchTokens", "RMSNorm",
     "ResidualBlock", "RotaryEmbedding", "SinusoidalPositionalEncoding", "StackOutput", "causal_mask",
     "copy_block_to_torch_layer", "copy_to_torch_multihead", "key_mask", "masked_softmax", "num_patches",
-    "patchify", "rms_norm", "rotate_half", "run_blocks", "scaled_dot_product_attention", "sinusoidal_encoding",
-    "sinusoidal_shift_matrix", "to_torch_encoder_layer", "to_torch_multihead", "token_mask", "unpatchify",
+    "online_softmax_merge", "patchify", "peak_intermediate_bytes", "rms_norm", "rotate_half", "run_blocks", "scaled_dot_product_attention", "sinusoidal_encoding",
+    "sinusoidal_shift_matrix", "tiled_attention", "to_torch_encoder_layer", "to_torch_multihead", "token_mask",
+    "unpatchify",
     "validate_bias", "validate_mask",
 ]

@@ -1,0 +1,286 @@
+"""Checkers for Chapter 9 (the modern decoder).
+
+Each ``check_*`` runs the reader's function on fixed cases and prints a verdict; when a wrong
+answer is exactly what a known mistake gives, the verdict names the mistake in one line.
+None of the answers is printed in the chapter: each exercise is a variant the chapter does not
+show (Gemma's RMSNorm, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
+building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction``
+compares a prediction with a measurement. ``EXERCISES`` maps the notebook's function names to
+their checkers.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import torch
+
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
+
+# --- 1. Gemma's RMSNorm: scale by (1 + weight) ------------------------------------------------
+
+
+def _rms_plus_one(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight)
+
+
+def check_rms_norm_plus_one(fn: Callable) -> CheckResult:
+    """``fn(x (..., D), weight (D,), eps) -> (..., D)``: ``x / sqrt(mean(x²) + eps) * (1 + weight)``."""
+    g = torch.Generator().manual_seed(0)
+    cases = []
+    for shape, eps, scale in (((2, 5, 8), 1e-6, 1.0), ((3, 16), 1e-2, 0.1), ((4, 6), 0.5, 3.0), ((1, 1, 4), 1e-6, 1.0)):
+        x = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + 0.7)  # a mean far from 0
+        w = torch.randn(shape[-1], generator=g, dtype=torch.float64) * 0.3
+        cases.append(Case(f"x of shape {shape}, eps={eps}", (x, w, eps), _rms_plus_one(x, w, eps),
+                          hint="divide by the root of the mean of squares over the last dimension (+ eps inside)"))
+    x = torch.randn(2, 8, generator=g, dtype=torch.float64)
+    cases.append(Case("weight all zeros: plain RMSNorm with unit scale", (x, torch.zeros(8, dtype=torch.float64), 1e-6),
+                      _rms_plus_one(x, torch.zeros(8, dtype=torch.float64), 1e-6)))
+    mistakes = [
+        Mistake("no plus one", "you scaled by weight: this variant (Gemma's) scales by (1 + weight), so a zero weight "
+                "is the identity scale.", gives=lambda x, w, eps: _rms_plus_one(x, w - 1, eps)),
+        Mistake("mean subtracted", "you subtracted the mean: that is LayerNorm. RMSNorm divides x itself by its "
+                "root mean square.", gives=lambda x, w, eps: (x - x.mean(-1, keepdim=True))
+                / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * (1 + w)),
+        Mistake("eps outside the root", "eps belongs inside the square root: sqrt(mean(x²) + eps).",
+                gives=lambda x, w, eps: x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps) * (1 + w)),
+        Mistake("no root", "you divided by the mean square: take its square root (the *root* mean square).",
+                gives=lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True) + eps) * (1 + w)),
+        Mistake("norm of the vector", "you divided by the vector's length, sqrt(sum(x²)): the mean, not the sum, "
+                "keeps the output's scale independent of D.",
+                gives=lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * (1 + w)),
+    ]
+    return run_cases("RMSNorm with (1 + weight)", fn, cases, mistakes)
+
+
+# --- 2. repeat_kv: the copies grouped-query attention can be computed with -----------------------
+
+
+def check_repeat_kv(fn: Callable) -> CheckResult:
+    """``fn(kv (B, Hkv, S, Dh), group) -> (B, Hkv·group, S, Dh)``: head h of the result is key/value
+    head h // group (each head repeated ``group`` times in a row), as ``transformers``' ``repeat_kv``."""
+    g = torch.Generator().manual_seed(4)
+    cases = []
+    for shape, group in (((1, 2, 3, 4), 2), ((2, 3, 5, 2), 4), ((2, 1, 4, 3), 6), ((1, 4, 2, 2), 1)):
+        kv = torch.randn(*shape, generator=g)
+        what = {1: "group 1: nothing to repeat"}.get(group, f"{shape[1]} key/value heads, groups of {group}")
+        if shape[1] == 1:
+            what = "one key/value head (multi-query)"
+        cases.append(Case(what, (kv, group), kv.repeat_interleave(group, dim=1),
+                          hint="query head h reads key/value head h // group: each head repeated in place"))
+    mistakes = [
+        Mistake("tiled", "you tiled the heads (0, 1, 0, 1, ...): query head h then reads key/value head "
+                "h % Hkv. Each key/value head must serve a *consecutive* group: (0, 0, 1, 1, ...).",
+                gives=lambda kv, group: kv.repeat(1, group, 1, 1)),
+        Mistake("positions repeated", "you repeated along the positions (dimension 2): repeat the heads, "
+                "dimension 1.", gives=lambda kv, group: kv.repeat_interleave(group, dim=2)),
+    ]
+    return run_cases("repeat_kv", fn, cases, mistakes)
+
+
+# --- 3. merging partial attention outputs kept as (output, log-sum-exp) -------------------------
+
+
+def _merge(outs: torch.Tensor, lses: torch.Tensor) -> torch.Tensor:
+    total = torch.logsumexp(lses, dim=0)  # (T,)
+    weights = torch.exp(lses - total).nan_to_num(0.0)  # (N, T)
+    return (weights[..., None] * outs).sum(0)  # (T, Dv)
+
+
+def _partials(scores: torch.Tensor, values: torch.Tensor, cuts: list[int]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Per chunk of keys: the normalised output and the log-sum-exp of the scores."""
+    outs, lses = [], []
+    for a, b in zip(cuts, cuts[1:]):
+        s = scores[:, a:b]
+        outs.append(s.softmax(-1).nan_to_num(0.0) @ values[a:b])
+        lses.append(torch.logsumexp(s, -1))
+    return torch.stack(outs), torch.stack(lses)
+
+
+def check_merge_partials(fn: Callable) -> CheckResult:
+    """``fn(outs (N, T, Dv), lses (N, T)) -> (T, Dv)``: the attention output over all keys, from N
+    chunks' normalised outputs and the log-sum-exp of each chunk's scores."""
+    g = torch.Generator().manual_seed(1)
+    cases = []
+    for T, S, Dv, cuts, shift in ((3, 8, 4, [0, 3, 8], 0.0), (5, 12, 2, [0, 2, 7, 12], 0.0),
+                                  (2, 6, 3, [0, 5, 6], 0.0), (4, 10, 3, [0, 4, 10], 800.0)):
+        scores = torch.randn(T, S, generator=g, dtype=torch.float64) * 2 + shift
+        values = torch.randn(S, Dv, generator=g, dtype=torch.float64)
+        outs, lses = _partials(scores, values, cuts)
+        what = "scores near 800: exp overflows unless you subtract a maximum" if shift else f"chunks {cuts}"
+        cases.append(Case(f"T={T}, S={S}, {what}", (outs, lses), scores.softmax(-1) @ values,
+                          hint="weight chunk i by exp(lse_i - logsumexp(all lse)); the weights add up to 1"))
+    scores = torch.randn(2, 6, generator=g, dtype=torch.float64)
+    scores[:, 4:] = float("-inf")  # the last chunk is fully masked
+    values = torch.randn(6, 3, generator=g, dtype=torch.float64)
+    outs, lses = _partials(scores, values, [0, 4, 6])
+    cases.append(Case("an empty (fully masked) chunk: lse = -inf, output 0", (outs, lses),
+                      scores.softmax(-1) @ values, hint="a chunk with lse = -inf gets weight 0"))
+    mistakes = [
+        Mistake("plain mean", "you averaged the chunks' outputs equally: each chunk must weigh as much as its share "
+                "of the softmax mass, exp(lse_i) / Σ exp(lse_j).", gives=lambda o, l: o.mean(0)),
+        Mistake("overflow", "exp(lse) overflowed (inf/inf = nan): subtract the largest lse before exp, as the online "
+                "softmax subtracts the running max.",
+                when=lambda args, got: isinstance(got, torch.Tensor) and bool(torch.isnan(got).any())
+                and bool(torch.isfinite(args[1]).all()) and args[1].max() > 700),
+        Mistake("unnormalised weights", "you weighted by exp(lse_i - max) without dividing by their sum: the weights "
+                "must add up to 1.", gives=lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0)),
+        Mistake("weights over the wrong axis", "you normalised the weights over the queries: normalise over the "
+                "chunks (dimension 0), separately for each query.",
+                gives=lambda o, l: (torch.softmax(l, dim=1)[..., None] * o).sum(0)),
+    ]
+    return run_cases("merge partial outputs", fn, cases, mistakes)
+
+
+# --- 4. grouped-query weights from a multi-head checkpoint (Ainslie et al., 2023) ---------------
+
+
+def _pool(weight: torch.Tensor, num_heads: int, num_kv_heads: int) -> torch.Tensor:
+    out_dim, D = weight.shape
+    Dh = out_dim // num_heads
+    return weight.view(num_kv_heads, num_heads // num_kv_heads, Dh, D).mean(1).reshape(num_kv_heads * Dh, D)
+
+
+def check_mha_to_gqa(fn: Callable) -> CheckResult:
+    """``fn(weight (H·Dh, D), num_heads, num_kv_heads) -> (Hkv·Dh, D)``: a key (or value) projection
+    of H heads turned into one of Hkv heads, each the mean of its group of H / Hkv consecutive heads
+    (query head h reads key/value head h // (H / Hkv), as in the library)."""
+    g = torch.Generator().manual_seed(2)
+    cases = []
+    for H, Hkv, Dh, D in ((4, 2, 3, 5), (8, 2, 2, 4), (6, 3, 4, 6), (4, 1, 2, 3), (4, 4, 2, 3)):
+        w = torch.randn(H * Dh, D, generator=g)
+        what = {1: "multi-query (Hkv = 1)", H: "Hkv = H: nothing to pool"}.get(Hkv, f"groups of {H // Hkv}")
+        cases.append(Case(f"H={H}, Hkv={Hkv}, Dh={Dh}: {what}", (w, H, Hkv), _pool(w, H, Hkv),
+                          hint="view the rows as (Hkv, H / Hkv, Dh, D) and average over the group axis"))
+
+    def strided(w, H, Hkv):
+        Dh = w.shape[0] // H
+        return w.view(H // Hkv, Hkv, Dh, -1).mean(0).reshape(Hkv * Dh, -1)
+
+    mistakes = [
+        Mistake("strided groups", "you grouped heads h, h + Hkv, h + 2·Hkv, ...: the library's query head h reads "
+                "key/value head h // (H / Hkv), so a group is H / Hkv *consecutive* heads.", gives=strided),
+        Mistake("sum", "you summed each group: take the mean, so the pooled head keeps the scale of one head.",
+                gives=lambda w, H, Hkv: _pool(w, H, Hkv) * (H // Hkv)),
+        Mistake("first head", "you kept the first head of each group: the GQA paper mean-pools all of them "
+                "(it found that better than keeping one).",
+                gives=lambda w, H, Hkv: w.view(Hkv, H // Hkv, w.shape[0] // H, -1)[:, 0].reshape(-1, w.shape[1])),
+        Mistake("wrong view order", "you viewed the rows as (Hkv, Dh, H / Hkv, D): the rows of one head are "
+                "consecutive, so view them as (Hkv, H / Hkv, Dh, D) and average row j of each head.",
+                gives=lambda w, H, Hkv: w.view(Hkv, w.shape[0] // H, H // Hkv, -1).mean(2).reshape(-1, w.shape[1])),
+    ]
+    return run_cases("MHA to GQA weights", fn, cases, mistakes)
+
+
+# --- 5. rotary embeddings, interleaved pairs (RoFormer, GPT-J, Meta's Llama code) ---------------
+
+
+def _interleaved(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
+    T, Dh = x.shape[-2], x.shape[-1]
+    theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)  # (Dh/2,)
+    angle = (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta  # (T, Dh/2)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+def _halves(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
+    from attnbook.layers.rotary import RotaryEmbedding
+
+    rope = RotaryEmbedding(x.shape[-1], offset + x.shape[-2], base).to(torch.float64)
+    return rope(x.double(), offset).to(x.dtype)
+
+
+def check_rotate_interleaved(fn: Callable) -> CheckResult:
+    """``fn(x (..., T, Dh), offset, base) -> same shape``: turn each pair of dimensions (2i, 2i+1)
+    of the vector at position p = offset + t by the angle p · base^(-2i/Dh)."""
+    g = torch.Generator().manual_seed(3)
+    cases = []
+    for shape, offset, base in (((1, 5, 4), 0, 10000.0), ((2, 3, 6, 8), 7, 10000.0), ((4, 6), 3, 100.0),
+                                ((2, 1, 2), 50, 10.0)):
+        x = torch.randn(*shape, generator=g, dtype=torch.float64)
+        cases.append(Case(f"x of shape {shape}, offset {offset}, base {base:g}", (x, offset, base),
+                          _interleaved(x, offset, base),
+                          hint="x'_{2i} = x_{2i} cos - x_{2i+1} sin, x'_{2i+1} = x_{2i} sin + x_{2i+1} cos"))
+    mistakes = [
+        Mistake("halves layout", "you paired dimension i with i + Dh/2 (the layout of transformers and of this "
+                "book's library): this exercise pairs neighbours, 2i with 2i + 1.", gives=_halves),
+        Mistake("turned backwards", "you turned by -angle: the rotation is x'_{2i} = x_{2i} cos - x_{2i+1} sin.",
+                gives=_backwards),
+        Mistake("frequency exponent", "the frequencies are base^(-2i/Dh) for pair i (i = 0 .. Dh/2 - 1), "
+                "not base^(-i/Dh).", gives=lambda x, o, b: _interleaved_freq(x, o, b, 1)),
+        Mistake("offset ignored", "positions start at offset, not at 0: a cached step's first new token sits at "
+                "position offset.", gives=lambda x, o, b: _interleaved(x, 0, b)),
+        Mistake("positions from 1", "the first position is offset + 0: position 0 is not turned at all.",
+                gives=lambda x, o, b: _interleaved(x, o + 1, b)),
+    ]
+    return run_cases("interleaved rotary", fn, cases, mistakes)
+
+
+def _backwards(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
+    return _interleaved_freq(x, offset, base, 2, sign=-1.0)
+
+
+def _interleaved_freq(x: torch.Tensor, offset: int, base: float, two: int, sign: float = 1.0) -> torch.Tensor:
+    T, Dh = x.shape[-2], x.shape[-1]
+    theta = base ** (-two * torch.arange(Dh // 2, dtype=torch.float64) / Dh)
+    angle = sign * (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+
+
+# --- 6. predict, then measure: the bytes of a KV cache ------------------------------------------
+
+KV_SETTING = dict(num_layers=2, num_kv_heads=1, head_dim=16, batch=8, prompt=100, new_tokens=28, bytes_per_number=4)
+
+
+def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, batch: int, positions: int,
+                   bytes_per_number: int) -> int:
+    """2 (keys and values) · L · Hkv · Dh · B · positions · bytes."""
+    return 2 * num_layers * num_kv_heads * head_dim * batch * positions * bytes_per_number
+
+
+def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int]) -> CheckResult:
+    """Compare the reader's prediction of the cache's bytes with ``measure()`` (the bytes of every
+    cached key and value after generating) in the setting ``KV_SETTING``, and explain the gap."""
+    name = "KV-cache bytes"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_bytes, then run the cell.")
+    s = KV_SETTING
+    positions = s["prompt"] + s["new_tokens"] - 1  # the last generated token is never fed back
+    truth = kv_cache_bytes(s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"], positions,
+                           s["bytes_per_number"])
+    measured = int(no_grad(measure)())
+    if measured != truth:
+        return _finish(name, False, f"the measurement gave {measured:,} bytes, not the {truth:,} of this setting: "
+                       "run the measurement as given (num_kv_heads=1, 8 prompts of 100 tokens, 28 new tokens).")
+    if int(predicted) == truth:
+        return _finish(name, True, f"predicted {int(predicted):,} bytes, measured {measured:,}: exactly right.")
+    base = dict(num_layers=s["num_layers"], num_kv_heads=s["num_kv_heads"], head_dim=s["head_dim"],
+                batch=s["batch"], positions=positions, bytes_per_number=s["bytes_per_number"])
+    known = [
+        ("you counted the last generated token: it is returned, never fed back, so the cache holds "
+         "prompt + new - 1 positions", dict(base, positions=positions + 1)),
+        ("half the truth: a factor 2 is missing. Keys *and* values are cached (x2), each of the 2 blocks "
+         "keeps its own cache (x2), and a float32 number takes 4 bytes, not 2 (x2)", dict(base, num_layers=1)),
+        ("you used the 4 query heads: the cache holds only the num_kv_heads = 1 key/value head(s)",
+         dict(base, num_kv_heads=4)),
+        ("you counted the prompt only", dict(base, positions=s["prompt"])),
+    ]
+    for why, setting in known:
+        value = kv_cache_bytes(**setting)
+        if int(predicted) == value:
+            return _finish(name, False, f"predicted {int(predicted):,}, measured {measured:,}: {why}.")
+    ratio = int(predicted) / truth
+    return _finish(name, False, f"predicted {int(predicted):,}, measured {measured:,} ({ratio:.2f} times the truth). "
+                   "Count: 2 (K and V) · blocks · key/value heads · head width · batch · positions · bytes.")
+
+
+EXERCISES = {
+    "rms_norm_plus_one": check_rms_norm_plus_one,
+    "repeat_kv": check_repeat_kv,
+    "merge_partials": check_merge_partials,
+    "mha_to_gqa": check_mha_to_gqa,
+    "rotate_interleaved": check_rotate_interleaved,
+}

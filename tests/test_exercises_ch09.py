@@ -1,0 +1,154 @@
+"""Chapter 9 checkers: each accepts the reference solution, rejects a table of plausible wrong
+answers, and names the mistake where it knows it."""
+import pytest
+import torch
+
+from attnbook.exercises.ch09 import (
+    EXERCISES, KV_SETTING, check_kv_cache_prediction, check_merge_partials, check_mha_to_gqa,
+    check_repeat_kv, check_rms_norm_plus_one, check_rotate_interleaved, kv_cache_bytes,
+)
+from attnbook.models.llama import Llama, LlamaConfig
+
+
+# --- reference solutions (as in the chapter) ---
+
+def rms_norm_plus_one(x, weight, eps):
+    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight)
+
+
+def repeat_kv(kv, group):
+    B, Hkv, S, Dh = kv.shape
+    return kv[:, :, None].expand(B, Hkv, group, S, Dh).reshape(B, Hkv * group, S, Dh)
+
+
+def merge_partials(outs, lses):
+    weights = torch.softmax(lses, dim=0).nan_to_num(0.0)  # (N, T)
+    return (weights[..., None] * outs).sum(0)
+
+
+def mha_to_gqa(weight, num_heads, num_kv_heads):
+    rows, D = weight.shape
+    Dh = rows // num_heads
+    groups = weight.view(num_kv_heads, num_heads // num_kv_heads, Dh, D)
+    return groups.mean(1).reshape(num_kv_heads * Dh, D)
+
+
+def rotate_interleaved(x, offset, base):
+    T, Dh = x.shape[-2:]
+    theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)
+    angle = (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+
+@pytest.mark.parametrize("check, solution", [
+    (check_rms_norm_plus_one, rms_norm_plus_one), (check_repeat_kv, repeat_kv),
+    (check_merge_partials, merge_partials),
+    (check_mha_to_gqa, mha_to_gqa), (check_rotate_interleaved, rotate_interleaved),
+])
+def test_reference_passes(check, solution, capsys):
+    assert check(solution)
+    assert "✓" in capsys.readouterr().out
+
+
+def not_done(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize("check", list(EXERCISES.values()))
+def test_stub_is_not_done(check, capsys):
+    assert not check(not_done)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def _naive_merge(outs, lses):
+    w = torch.exp(lses)
+    return (w[..., None] * outs).sum(0) / w.sum(0)[..., None]
+
+
+def _rotate_halves(x, offset, base):
+    from attnbook.layers.rotary import RotaryEmbedding
+    return RotaryEmbedding(x.shape[-1], offset + x.shape[-2], base).double()(x.double(), offset).to(x.dtype)
+
+
+@pytest.mark.parametrize("check, wrong, diagnosis", [
+    (check_rms_norm_plus_one, lambda x, w, e: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e) * w, "no plus one"),
+    (check_rms_norm_plus_one, lambda x, w, e: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=e) * (1 + w),
+     "mean subtracted"),
+    (check_rms_norm_plus_one, lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + e) * (1 + w),
+     "eps outside the root"),
+    (check_rms_norm_plus_one, lambda x, w, e: x / x.norm(dim=-1, keepdim=True) * (1 + w), "norm of the vector"),
+    (check_rms_norm_plus_one, lambda x, w, e: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + e) * (1 + w), ""),
+    (check_repeat_kv, lambda kv, g: kv.repeat(1, g, 1, 1), "tiled"),
+    (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=2), "positions repeated"),
+    (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=1)[:, :-1], ""),
+    (check_repeat_kv, lambda kv, g: kv.expand(-1, g, -1, -1) if kv.shape[1] == 1 else kv, ""),
+    (check_merge_partials, lambda o, l: o.mean(0), "plain mean"),
+    (check_merge_partials, _naive_merge, "overflow"),
+    (check_merge_partials, lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0),
+     "unnormalised weights"),
+    (check_merge_partials, lambda o, l: (torch.softmax(l, 1)[..., None] * o).sum(0), "weights over the wrong axis"),
+    (check_mha_to_gqa, lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]),
+     "strided groups"),
+    (check_mha_to_gqa, lambda w, H, K: mha_to_gqa(w, H, K) * (H // K), "sum"),
+    (check_mha_to_gqa, lambda w, H, K: w.view(K, H // K, w.shape[0] // H, -1)[:, 0].reshape(-1, w.shape[1]),
+     "first head"),
+    (check_mha_to_gqa, lambda w, H, K: w.view(K, w.shape[0] // H, H // K, -1).mean(2).reshape(-1, w.shape[1]),
+     "wrong view order"),
+    (check_rotate_interleaved, _rotate_halves, "halves layout"),
+    (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x.flip(-1), o, b).flip(-1), ""),
+    (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, 0, b), "offset ignored"),
+    (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, o + 1, b), "positions from 1"),
+])
+def test_wrong_answers_are_rejected_and_named(check, wrong, diagnosis, capsys):
+    result = check(wrong)
+    assert not result
+    if diagnosis:
+        assert result.diagnosis == diagnosis, result.message
+
+
+def test_rotation_backwards_and_wrong_frequencies_are_named():
+    def backwards(x, offset, base):
+        T, Dh = x.shape[-2:]
+        theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)
+        angle = -(offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * angle.cos() - x2 * angle.sin(), x1 * angle.sin() + x2 * angle.cos()], -1).flatten(-2)
+
+    def slow(x, offset, base):
+        T, Dh = x.shape[-2:]
+        theta = base ** (-torch.arange(Dh // 2, dtype=torch.float64) / Dh)
+        angle = (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack([x1 * angle.cos() - x2 * angle.sin(), x1 * angle.sin() + x2 * angle.cos()], -1).flatten(-2)
+
+    assert check_rotate_interleaved(backwards).diagnosis == "turned backwards"
+    assert check_rotate_interleaved(slow).diagnosis == "frequency exponent"
+
+
+def _measure():
+    s = KV_SETTING
+    torch.manual_seed(0)
+    model = Llama(LlamaConfig(vocab_size=64, d_model=64, num_heads=4, num_kv_heads=1, num_layers=2))
+    prompt = torch.randint(64, (s["batch"], s["prompt"]))
+    _, state = model.start(prompt)
+    tokens = torch.zeros(s["batch"], dtype=torch.long)
+    for _ in range(s["new_tokens"] - 1):  # the 28th token is chosen, never fed back
+        _, state = model.step(tokens, state)
+    return sum(c.key.nbytes + c.value.nbytes for c in state.caches)
+
+
+def test_kv_cache_prediction(capsys):
+    s = KV_SETTING
+    truth = kv_cache_bytes(2, 1, 16, 8, s["prompt"] + s["new_tokens"] - 1, 4)
+    assert check_kv_cache_prediction(truth, _measure)
+    assert not check_kv_cache_prediction(None, _measure)
+    assert "not done yet" in capsys.readouterr().out
+    for wrong, why in ((kv_cache_bytes(2, 1, 16, 8, 128, 4), "last generated token"), (truth // 2, "factor 2"),
+                       (truth * 4, "query heads"), (kv_cache_bytes(2, 1, 16, 8, 127, 2), "4 bytes"),
+                       (kv_cache_bytes(2, 1, 16, 8, 100, 4), "prompt only"),
+                       (truth + 1, "times the truth")):
+        result = check_kv_cache_prediction(wrong, _measure)
+        assert not result and why in result.message, result.message
+    assert not check_kv_cache_prediction(truth, lambda: 123)  # a measurement of another setting

@@ -1,0 +1,67 @@
+"""Chapter 9's two benchmarks run (smoke mode), and their committed results are complete: the
+ablation has every variant with 3 seeds at one budget and matched sizes; the roofline has every
+implementation at every length and head width."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from attnbook.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+VARIANTS = ["gpt", "+rmsnorm", "+swiglu", "+rotary", "+gqa", "modern"]
+
+
+def _run(script, *args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], check=True,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_ablation_smoke_run_and_resume(tmp_path):
+    first = _run("modern_ablation.py", "--smoke", "--seeds", "0", "--variants", "gpt", "modern")
+    rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert [r["variant"] for r in rows] == ["gpt", "modern"]
+    assert "loss_by_position_256" in rows[1] and "loss_by_position_256" not in rows[0]
+    log = tmp_path / "first.log"
+    log.write_text(first.stdout)
+    out = tmp_path / "result.json"
+    again = _run("modern_ablation.py", "--smoke", "--seeds", "0", "--variants", "gpt", "modern",
+                 "--resume", str(log), "--out", str(out))
+    assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing re-run
+    assert json.loads(out.read_text())["runs"] == rows
+
+
+def test_committed_ablation_is_complete_and_fair():
+    result = load_result("modern_ablation.json")
+    runs = result["runs"]
+    assert {(r["variant"], r["seed"]) for r in runs} == {(v, s) for v in VARIANTS for s in (0, 1, 2)}
+    gpt = next(r["parameters"] for r in runs if r["variant"] == "gpt")
+    for r in runs:
+        assert abs(r["parameters"] - gpt) / gpt < 0.002, r  # same size to within 0.2%
+        assert 1 < r["held_out_perplexity"] < 2 * result["bigram"]["held_out_perplexity"]
+        if r["variant"] in ("+rotary", "modern"):
+            assert len(r["loss_by_position_256"]) == 256
+    for v in VARIANTS:  # every model's mean beats the bigram (one seed may not)
+        mean = sum(r["held_out_perplexity"] for r in runs if r["variant"] == v) / 3
+        assert mean < result["bigram"]["held_out_perplexity"], v
+    assert result["recipe"]["steps"] == 600 and result["held_out_targets"] > 80_000
+
+
+def test_roofline_smoke_and_committed_grid(tmp_path):
+    out = tmp_path / "roof.json"
+    _run("attention_roofline.py", "--smoke", "--repeats", "1", "--out", str(out), timeout=120)
+    smoke = json.loads(out.read_text())
+    assert {r["impl"] for r in smoke["rows"]} == {"explicit", "sdpa", "tiled"}
+    result = load_result("attention_roofline.json")
+    grid = {(r["impl"], r["T"], r["Dh"]) for r in result["rows"]}
+    assert grid == {(i, T, d) for i in ("explicit", "sdpa", "tiled") for T in (128, 256, 512, 1024, 2048)
+                    for d in (16, 64, 128)}
+    assert all(0 < r["fraction_of_peak"] < 1.5 for r in result["rows"])
+    assert result["matmul_peak_gflops"] > 0 and result["copy_bandwidth_gbs"] > 0
+
+
+def test_committed_longer_budget_runs():
+    result = load_result("modern_ablation_steps2400.json")
+    assert result["recipe"]["steps"] == 2400
+    assert {(r["variant"], r["seed"], r["steps"]) for r in result["runs"]} == {
+        (v, 0, 2400) for v in ("gpt", "+rotary", "modern")}
