@@ -38,12 +38,14 @@ from attnbook.models.attention_only import AttentionOnly
 from attnbook.models.bert import Bert, BertConfig, BertForPreTraining, sentence_embeddings
 from attnbook.models.cnn import CNNConfig, SmallCNN
 from attnbook.models.gpt import GPT, GPTConfig
+from attnbook.models.llama import Llama, LlamaConfig
 from attnbook.models.rnn import (
     RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig,
 )
 from attnbook.models.tagger import SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
+from attnbook.layers.tiled import tiled_attention
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
 from attnbook.tasks import tagging, text_classification, token_stream
 
@@ -155,6 +157,29 @@ def gpt(device):
                                               generator=torch.Generator().manual_seed(3)),
         "held_out": token_stream.model_loss(model, tokens.flatten(), window=8, batch_size=2),
     }
+
+
+@case
+def llama(device):
+    model = seeded(lambda: Llama(LlamaConfig(vocab_size=19, max_len=16, d_model=32, num_heads=4,
+                                             num_kv_heads=2, d_ff=64, num_layers=2)), device)
+    tokens = lm_tokens(device)
+    return lambda: {
+        "logits": model(tokens, need_weights=True),
+        "loss": language_modeling.next_token_loss(model, tokens),
+        "greedy": language_modeling.generate(model, tokens[:, :4], 5),
+        "uncached": language_modeling.generate_uncached(model, tokens[:, :4], 5),
+        "sampled": language_modeling.generate(model, tokens[:, :4], 5, temperature=0.8,
+                                              generator=torch.Generator().manual_seed(3)),
+    }
+
+
+@case
+def tiled(device):
+    g = torch.Generator().manual_seed(8)
+    q, k, v = (torch.randn(2, 4, 37, 8, generator=g).to(device) for _ in range(3))  # (B, H, T, Dh)
+    return lambda: {"plain": tiled_attention(q, k, v, block_size=8),
+                    "causal": tiled_attention(q, k, v, block_size=8, causal=True)}
 
 
 @case
@@ -341,8 +366,8 @@ def test_every_model_and_task_module_has_a_case():
     import attnbook.tasks
 
     covered = {
-        "models": {"attention_only", "bert", "cnn", "encoder_decoder", "gpt", "rnn", "tagger",
-                   "transformer", "vit"},
+        "models": {"attention_only", "bert", "cnn", "encoder_decoder", "gpt", "llama", "rnn",
+                   "tagger", "transformer", "vit"},
         "tasks": {"g2p", "image_classification", "induction", "language_modeling", "masked_lm",
                   "tagging", "text_classification", "token_stream"},
     }
