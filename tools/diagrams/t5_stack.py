@@ -91,7 +91,7 @@ def embed(fig: Figure, cx: float, text: str, ids: str, shape: str) -> None:
     fig.text(cx, 790, text, "code", size=11)
     fig.shape(cx + 110, 772, ids)
     fig.line([(cx, 778), (cx, 752)], "stream")
-    fig.box(cx - 110, 712, 220, 38, fig.code("shared: nn.Embedding", f"{T5}.__init__"),
+    fig.box(cx - 110, 712, 220, 38, fig.code("shared: nn.Embedding", T5),
             sub="no √D, no position table", size=11)
     fig.line([(cx, 712), (cx, ENTRY + 2)], "stream", arrow=False)
     fig.shape(cx + 6, 703, shape)
