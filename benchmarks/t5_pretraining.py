@@ -13,8 +13,8 @@ it); ``python benchmarks/t5_pretraining.py --smoke`` runs in seconds and writes 
    for each training-set size (500, 2,000 and all words; the seed draws the subset) and each seed:
    the same T5 from the pretrained weights and from a fresh initialisation, and Chapter 5's
    Transformer (letters -> phoneme tokens, the same width and depth), all with the same steps,
-   batch size, optimizer and learning rate. Word and phoneme error rates on a fixed sample of the
-   test split (every 5th word).
+   batch size, optimizer and learning rate, no dropout. Word and phoneme error rates on a fixed
+   sample of the test split (every 5th word).
 3. **Multi-task**: one pretrained T5 fine-tuned on ``g2p:`` and ``p2g:`` (phonemes back to
    spelling) at once, for twice the steps (the two single-task models' budget together), against
    the single-task g2p model above and a single-task p2g model, on all words.
