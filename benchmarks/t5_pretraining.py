@@ -17,7 +17,10 @@ it); ``python benchmarks/t5_pretraining.py --smoke`` runs in seconds and writes 
    sample of the test split (every 5th word).
 3. **Multi-task**: one pretrained T5 fine-tuned on ``g2p:`` and ``p2g:`` (phonemes back to
    spelling) at once, for twice the steps (the two single-task models' budget together), against
-   the single-task g2p model above and a single-task p2g model, on all words.
+   the single-task g2p model above, a single-task p2g model, and a single-task g2p model with
+   the multi-task model's number of steps, on all words; and, to see whether the ranking of
+   the three arms depends on the budget, the scratch T5 and the Transformer with that many
+   steps too.
 
 One thread; every run prints one JSON line, so ``--resume`` can skip finished runs.
 """
@@ -104,23 +107,25 @@ def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
     return row
 
 
-def finetune_transformer(train, test, seed: int, args) -> dict:
+def finetune_transformer(train, test, seed: int, args, steps: int | None = None) -> dict:
     src_vocab, tgt_vocab = build_vocabs(load_g2p())
     torch.manual_seed(seed)
     width = dict(d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1, num_decoder_layers=1) if args.smoke \
         else dict(d_model=64, num_heads=4, d_ff=128)
     model = Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), dropout=0.0, **width))
     data = type(load_g2p())(train=train, dev=[], test=[])
-    recipe = G2PRecipe(steps=args.steps, batch_size=args.batch_size, lr=args.lr, seed=seed)
+    steps = steps or args.steps
+    recipe = G2PRecipe(steps=steps, batch_size=args.batch_size, lr=args.lr, seed=seed)
     seconds, _ = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, progress=False),
                               torch.device("cpu"))
     result = evaluate_g2p(model, test, src_vocab, tgt_vocab)
-    return {"model": "transformer", "arm": "scratch", "tasks": "g2p", "steps": args.steps,
+    return {"model": "transformer", "arm": "scratch", "tasks": "g2p", "steps": steps,
             "seconds": round(seconds, 1), "g2p_wer": round(result.wer, 4), "g2p_per": round(result.per, 4)}
 
 
 def key(row: dict) -> tuple:
-    return (row.get("kind"), row.get("model"), row.get("arm"), row.get("tasks"), row.get("size"), row.get("seed"))
+    return (row.get("kind"), row.get("model"), row.get("arm"), row.get("tasks"), row.get("size"), row.get("seed"),
+            row.get("steps") if "kind" not in row else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -150,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(row), flush=True)
         rows.append(row)
 
-    if ("pretrain", None, None, None, None, None) in done and args.checkpoint.is_file():
+    if ("pretrain", None, None, None, None, None, None) in done and args.checkpoint.is_file():
         pretrained = torch.load(args.checkpoint)
     else:
         row, pretrained = pretrain(args)
@@ -161,7 +166,7 @@ def main(argv: list[str] | None = None) -> int:
             train = train_subset(data.train, size, seed)
             for arm in ("pretrained", "scratch", "transformer"):
                 k = (None, "transformer" if arm == "transformer" else "t5", "scratch" if arm == "transformer" else arm,
-                     "g2p", len(train), seed)
+                     "g2p", len(train), seed, args.steps)
                 if k in done:
                     continue
                 row = finetune_transformer(train, test, seed, args) if arm == "transformer" \
@@ -170,10 +175,20 @@ def main(argv: list[str] | None = None) -> int:
     if not args.no_multitask:
         train = list(data.train)
         for seed in args.seeds:
-            for directions, steps in ((("p2g",), args.steps), (("g2p", "p2g"), 2 * args.steps)):
-                k = (None, "t5", "pretrained", "+".join(directions), len(train), seed)
+            # the multi-task model takes twice the steps; a single-task g2p model with as many
+            # steps separates "two tasks" from "more updates"
+            for directions, steps in ((("p2g",), args.steps), (("g2p", "p2g"), 2 * args.steps),
+                                      (("g2p",), 2 * args.steps)):
+                k = (None, "t5", "pretrained", "+".join(directions), len(train), seed, steps)
                 if k not in done:
                     row = finetune_t5("pretrained", train, test, seed, args, pretrained, directions, steps)
+                    record({**row, "size": len(train), "seed": seed})
+            # and the other two arms with twice the steps too: does the ranking depend on the budget?
+            for model_name, arm in (("t5", "scratch"), ("transformer", "scratch")):
+                if (None, model_name, arm, "g2p", len(train), seed, 2 * args.steps) not in done:
+                    row = finetune_transformer(train, test, seed, args, 2 * args.steps) \
+                        if model_name == "transformer" else \
+                        finetune_t5(arm, train, test, seed, args, pretrained, steps=2 * args.steps)
                     record({**row, "size": len(train), "seed": seed})
     out = common.out_path(args, "t5_pretraining.json")
     if out is not None:
