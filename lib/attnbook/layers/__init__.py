@@ -1,7 +1,7 @@
 """Building blocks shared by every model in the book. Layers import nothing above them.
 
-validation -> masks, norms, rotary -> attention, scores -> feedforward, positional, patches,
-embedding -> blocks; torch_bridge copies them into PyTorch's own layers.
+validation -> masks, norms, rotary -> attention, scores -> feedforward, positional,
+relative_position, patches, embedding -> blocks; torch_bridge copies them into PyTorch's own layers.
 """
 from attnbook.layers.attention import AttentionSpec, KVCache, MultiHeadAttention, scaled_dot_product_attention
 from attnbook.layers.blocks import (
