@@ -39,6 +39,7 @@ from attnbook.models.bert import Bert, BertConfig, BertForPreTraining, sentence_
 from attnbook.models.cnn import CNNConfig, SmallCNN
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.models.llama import Llama, LlamaConfig
+from attnbook.models.t5 import T5, T5Config
 from attnbook.models.rnn import (
     RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig,
 )
@@ -47,7 +48,9 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
 from attnbook.layers.tiled import tiled_attention
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
-from attnbook.tasks import tagging, text_classification, token_stream
+from attnbook.tasks import span_corruption, tagging, text_classification, text_to_text
+from attnbook.tasks import token_stream
+from attnbook.data.byte_text import ByteVocab
 
 DEVICE = torch.device(os.environ.get("ATTNBOOK_DEVICE", "cpu"))
 
@@ -266,6 +269,28 @@ def tagger(device):
 
 
 @case
+def t5(device):
+    vocab = ByteVocab()
+    model = seeded(lambda: T5(T5Config(len(vocab), d_model=32, num_heads=4, d_ff=64)), device)
+    ids = [list(vocab.encode(word, eos=False)) for word in ("knight", "lamb", "light")]
+    masks = [span_corruption.noise_mask(len(x), generator=torch.Generator().manual_seed(i))
+             for i, x in enumerate(ids)]
+    pairs = [span_corruption.corrupt(x, m, vocab.sentinel, vocab.eos_id) for x, m in zip(ids, masks)]
+    batch = span_corruption.seq2seq_batch(pairs, vocab.pad_id).to(device)
+    words = [("knight", ["N", "AY", "T"]), ("lamb", ["L", "AE", "M"])]
+    return lambda: {
+        "logits": model(batch.src, batch.src_lengths, batch.tgt_in),
+        "maps": model.attention_maps(batch.src, batch.src_lengths, batch.tgt_in),
+        "greedy": greedy_decode(model, batch.src, batch.src_lengths, vocab.pad_id, vocab.eos_id, 6),
+        "uncached": greedy_decode_uncached(model, batch.src, batch.src_lengths, vocab.pad_id,
+                                           vocab.eos_id, 6),
+        "beam": beam_search(model, batch.src, batch.src_lengths, vocab.pad_id, vocab.eos_id, 6,
+                            beam_size=2),
+        "text": text_to_text.evaluate_text_g2p(model, words, vocab),
+    }
+
+
+@case
 def g2p_evaluation(device):
     src_vocab, tgt_vocab = Vocab("abcdefg"), Vocab(["AH", "B", "K", "D", "EH"])
     model = seeded(lambda: Transformer(TransformerConfig(len(src_vocab), len(tgt_vocab), d_model=32,
@@ -367,9 +392,10 @@ def test_every_model_and_task_module_has_a_case():
 
     covered = {
         "models": {"attention_only", "bert", "cnn", "encoder_decoder", "gpt", "llama", "rnn",
-                   "tagger", "transformer", "vit"},
+                   "t5", "tagger", "transformer", "vit"},
         "tasks": {"g2p", "image_classification", "induction", "language_modeling", "masked_lm",
-                  "tagging", "text_classification", "token_stream"},
+                  "span_corruption", "tagging", "text_classification", "text_to_text",
+                  "token_stream"},
     }
     for package in (attnbook.models, attnbook.tasks):
         group = package.__name__.rsplit(".", 1)[1]
