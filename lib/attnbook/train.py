@@ -58,8 +58,8 @@ def evaluating(model: nn.Module) -> Iterator[nn.Module]:
     try:
         yield model
     finally:
-        for module, was_training in modes:  # a parent's train() sets its children; theirs comes after
-            module.train(was_training)
+        for module, was_training in modes:  # each module's own flag, not train(), which would
+            module.training = was_training  # also reset the children (and a shared one twice)
 
 
 def fit(

@@ -8,15 +8,17 @@ import torch
 from torch import nn
 
 from attnbook.checkpoints import minilm_dir
+from attnbook.data.byte_text import ByteVocab
 from attnbook.data.digits import ImageSet
 from attnbook.data.vocab import Vocab
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, BertConfig, BertForPreTraining
 from attnbook.models.gpt import GPT, GPTConfig
+from attnbook.models.t5 import T5, T5Config
 from attnbook.models.tagger import SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
-from attnbook.tasks import tagging, text_classification, token_stream
+from attnbook.tasks import tagging, text_classification, text_to_text, token_stream
 
 TASKS = Path(__file__).resolve().parents[2] / "lib" / "attnbook" / "tasks"
 LIBRARY = TASKS.parent
@@ -32,6 +34,14 @@ LETTERS, PHONEMES = Vocab("abcdefg"), Vocab("ABCDEFGHI")
 def _seq2seq() -> nn.Module:
     return Transformer(TransformerConfig(len(LETTERS), len(PHONEMES), d_model=16, num_heads=2, d_ff=32,
                                          num_encoder_layers=1, num_decoder_layers=1, dropout=0.1))
+
+
+BYTES = ByteVocab()
+
+
+def _t5() -> nn.Module:
+    return T5(T5Config(len(BYTES), d_model=16, num_heads=2, d_ff=32, num_encoder_layers=1,
+                       num_decoder_layers=1, dropout=0.1))
 
 
 def _bert_for_pretraining():
@@ -76,6 +86,8 @@ HELPERS = {
         lambda: Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32)),
         lambda m: text_classification.encode_texts(
             m, WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt"), ["in the beginning", "amen"])),
+    "text_to_text.generate_text": (
+        _t5, lambda m: text_to_text.generate_text(m, ["abc", "de"], BYTES, max_len=4)),
     "text_classification.accuracy": (
         lambda: nn.Sequential(nn.Dropout(0.5), nn.Linear(4, 2)),
         lambda m: text_classification.accuracy(m, torch.randn(5, 4), torch.arange(5) % 2)),
