@@ -5,15 +5,23 @@ import torch
 
 from attnbook.exercises.ch09 import (
     EXERCISES, KV_SETTING, check_kv_cache_prediction, check_merge_partials, check_mha_to_gqa,
-    check_repeat_kv, check_rms_norm_plus_one, check_rotate_interleaved, kv_cache_bytes,
+    check_repeat_kv, check_rms_norm_backward, check_rotate_interleaved, kv_cache_bytes,
 )
 from attnbook.models.llama import Llama, LlamaConfig
 
 
 # --- reference solutions (as in the chapter) ---
 
-def rms_norm_plus_one(x, weight, eps):
-    return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight)
+def rms_norm_backward(x, weight, grad_out, eps):
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    gw = grad_out * weight
+    return r * gw - r**3 * x * (gw * x).mean(-1, keepdim=True)
+
+
+def _rms_bw(x, w, go, eps, n=None, dim=-1):
+    n = x.shape[dim] if n is None else n
+    r = torch.rsqrt(x.pow(2).sum(dim, keepdim=True) / n + eps)
+    return r * go * w - r**3 * x * (go * w * x).sum(dim, keepdim=True) / n
 
 
 def repeat_kv(kv, group):
@@ -43,7 +51,7 @@ def rotate_interleaved(x, offset, base):
 
 
 @pytest.mark.parametrize("check, solution", [
-    (check_rms_norm_plus_one, rms_norm_plus_one), (check_repeat_kv, repeat_kv),
+    (check_rms_norm_backward, rms_norm_backward), (check_repeat_kv, repeat_kv),
     (check_merge_partials, merge_partials),
     (check_mha_to_gqa, mha_to_gqa), (check_rotate_interleaved, rotate_interleaved),
 ])
@@ -72,16 +80,38 @@ def _rotate_halves(x, offset, base):
     return RotaryEmbedding(x.shape[-1], offset + x.shape[-2], base).double()(x.double(), offset).to(x.dtype)
 
 
+def _halves_table(x, offset, base):  # Section 9.3's (T, Dh) table, read at column 2i
+    T, Dh = x.shape[-2:]
+    theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)
+    angles = (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+    cos, sin = angles.cos().repeat(1, 2)[:, 0::2], angles.sin().repeat(1, 2)[:, 0::2]
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * cos - x2 * sin, x1 * sin + x2 * cos], -1).flatten(-2)
+
+
+def _degrees(x, offset, base):
+    T, Dh = x.shape[-2:]
+    theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)
+    angle = torch.deg2rad((offset + torch.arange(T, dtype=torch.float64))[:, None] * theta)
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    return torch.stack([x1 * angle.cos() - x2 * angle.sin(), x1 * angle.sin() + x2 * angle.cos()], -1).flatten(-2)
+
+
 @pytest.mark.parametrize("check, wrong, diagnosis", [
-    (check_rms_norm_plus_one, lambda x, w, e: x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e) * w, "no plus one"),
-    (check_rms_norm_plus_one, lambda x, w, e: torch.nn.functional.layer_norm(x, x.shape[-1:], eps=e) * (1 + w),
-     "mean subtracted"),
-    (check_rms_norm_plus_one, lambda x, w, e: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + e) * (1 + w),
-     "eps outside the root"),
-    (check_rms_norm_plus_one, lambda x, w, e: x / x.norm(dim=-1, keepdim=True) * (1 + w), "norm of the vector"),
-    (check_rms_norm_plus_one, lambda x, w, e: x * torch.rsqrt(x.pow(2).mean(0, keepdim=True) + e) * (1 + w), ""),
+    (check_rms_norm_backward, lambda x, w, go, e: go * w * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e),
+     "rms held constant"),
+    (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, torch.ones_like(w), go, e), "weight forgotten"),
+    (check_rms_norm_backward, lambda x, w, go, e: _rms_bw(x, w, go, e, n=x.shape[-1] - 1), "D - 1 divisor"),
+    (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, w, go, 0.0), "eps dropped"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**3 * x * (go * w * x).sum(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sum, not mean"),
+    (check_rms_norm_backward, lambda x, w, go, e: _rms_bw(x, w, go, e, dim=0), "wrong axis"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w + r**3 * x * (go * w * x).mean(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sign"),
+    (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, w, go, e) + x, ""),
     (check_repeat_kv, lambda kv, g: kv.repeat(1, g, 1, 1), "tiled"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=2), "positions repeated"),
+    (check_repeat_kv, lambda kv, g: kv.repeat_interleave(kv.shape[1], dim=1), "Hkv for the group"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=1)[:, :-1], ""),
     (check_repeat_kv, lambda kv, g: kv.expand(-1, g, -1, -1) if kv.shape[1] == 1 else kv, ""),
     (check_merge_partials, lambda o, l: o.mean(0), "plain mean"),
@@ -92,6 +122,8 @@ def _rotate_halves(x, offset, base):
     (check_mha_to_gqa, lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]),
      "strided groups"),
     (check_mha_to_gqa, lambda w, H, K: mha_to_gqa(w, H, K) * (H // K), "sum"),
+    (check_mha_to_gqa, lambda w, H, K: w.view(K, H // K, w.shape[0] // H, -1).sum(1).reshape(-1, w.shape[1]) / H,
+     "divided by H"),
     (check_mha_to_gqa, lambda w, H, K: w.view(K, H // K, w.shape[0] // H, -1)[:, 0].reshape(-1, w.shape[1]),
      "first head"),
     (check_mha_to_gqa, lambda w, H, K: w.view(K, w.shape[0] // H, H // K, -1).mean(2).reshape(-1, w.shape[1]),
@@ -99,6 +131,8 @@ def _rotate_halves(x, offset, base):
     (check_rotate_interleaved, _rotate_halves, "halves layout"),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x.flip(-1), o, b).flip(-1), ""),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, 0, b), "offset ignored"),
+    (check_rotate_interleaved, _halves_table, "halves-layout table"),
+    (check_rotate_interleaved, _degrees, "degrees"),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, o + 1, b), "positions from 1"),
 ])
 def test_wrong_answers_are_rejected_and_named(check, wrong, diagnosis, capsys):
@@ -130,24 +164,31 @@ def test_rotation_backwards_and_wrong_frequencies_are_named():
 def _measure():
     s = KV_SETTING
     torch.manual_seed(0)
-    model = Llama(LlamaConfig(vocab_size=64, d_model=64, num_heads=4, num_kv_heads=1, num_layers=2))
+    model = Llama(LlamaConfig(vocab_size=64, d_model=64, num_heads=4, num_kv_heads=s["num_kv_heads"],
+                              num_layers=s["num_layers"]))
     prompt = torch.randint(64, (s["batch"], s["prompt"]))
     _, state = model.start(prompt)
     tokens = torch.zeros(s["batch"], dtype=torch.long)
-    for _ in range(s["new_tokens"] - 1):  # the 28th token is chosen, never fed back
+    for _ in range(s["new_tokens"] - 1):  # the last token is chosen, never fed back
         _, state = model.step(tokens, state)
     return sum(c.key.nbytes + c.value.nbytes for c in state.caches)
 
 
 def test_kv_cache_prediction(capsys):
     s = KV_SETTING
-    truth = kv_cache_bytes(2, 1, 16, 8, s["prompt"] + s["new_tokens"] - 1, 4)
+    positions = s["prompt"] + s["new_tokens"] - 1
+    setting = (s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"])
+    truth = kv_cache_bytes(*setting, positions, 4)
     assert check_kv_cache_prediction(truth, _measure)
     assert not check_kv_cache_prediction(None, _measure)
     assert "not done yet" in capsys.readouterr().out
-    for wrong, why in ((kv_cache_bytes(2, 1, 16, 8, 128, 4), "last generated token"), (truth // 2, "factor 2"),
-                       (truth * 4, "query heads"), (kv_cache_bytes(2, 1, 16, 8, 127, 2), "4 bytes"),
-                       (kv_cache_bytes(2, 1, 16, 8, 100, 4), "prompt only"),
+    L, Hkv, Dh, B = setting
+    for wrong, why in ((kv_cache_bytes(*setting, positions + 1, 4), "last generated token"),
+                       (truth // 2, "factor 2"), (kv_cache_bytes(*setting, positions, 2), "4 bytes"),
+                       (kv_cache_bytes(1, Hkv, Dh, B, positions, 4), "one block"),
+                       (kv_cache_bytes(L, 4, Dh, B, positions, 4), "query heads"),
+                       (kv_cache_bytes(L, Hkv, Dh, 1, positions, 4), "forgot the batch"),
+                       (kv_cache_bytes(*setting, s["prompt"], 4), "prompt only"),
                        (truth + 1, "times the truth")):
         result = check_kv_cache_prediction(wrong, _measure)
         assert not result and why in result.message, result.message

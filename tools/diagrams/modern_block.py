@@ -7,25 +7,26 @@ L = "attnbook.layers"
 BLOCK = f"{L}.CausalBlock"
 DESC = (
     "Two decoder-only models side by side, each drawn bottom to top. Left, GPT-2 (Chapter 8's GPT): "
-    "tokens (B, T) go through Embeddings, a token table plus LearnedPositionalEmbedding, then L "
+    "tokens (B, T) go through Embeddings, a token table plus LearnedPositionalEmbedding, then n_blocks "
     "CausalBlocks, each x = x + self_attn(norm1(x)) and x = x + feed_forward(norm2(x)) with LayerNorm "
     "norms, MultiHeadAttention with H heads for queries, keys and values, and a FeedForward D to 4D to D "
     "with GELU; a final LayerNorm and the read-out give logits (B, T, V). Right, the Llama-style model of "
     "this chapter, the same CausalBlock with four parts changed, each marked with its section: 9.1 RMSNorm "
     "in place of every LayerNorm; 9.2 a GatedFeedForward, SwiGLU, down(silu(gate(x)) * up(x)) of width "
-    "F about 8/3 D; 9.3 no position table: RotaryEmbedding turns the queries and keys inside attention; "
+    "F about 8/3 D; 9.3 no position table: RotaryEmbedding turns the queries and keys (not the values) "
+    "on their way into attention; "
     "9.4 grouped-query attention (GQA), H query heads but only Hkv key/value heads, so the cache of "
     "keys and values is (B, Hkv, P, Dh). No biases anywhere in the modern block."
 )
-W, H = 1090, 615
-DY = -40  # everything below the title moves up by this much
+W, H = 1090, 645
+DY = -10  # everything below the title moves up by this much
 
 
 def draw() -> Figure:
     fig = Figure("modern_block", W, H, "GPT-2's block beside a Llama-style block", DESC)
     column(fig, 10, modern=False)
     column(fig, 510, modern=True)
-    fig.legend(30, 602, ["query", "key", "value", "stream"])
+    fig.legend(30, 632, ["query", "key", "value", "stream"])
     return fig
 
 
@@ -52,15 +53,18 @@ def column(fig: Figure, x0: float, modern: bool) -> None:
         fig.box(bx, y - 34, bw, 28, fig.code(f"{name}: ", f"{BLOCK}:{name}") + norm, size=12)
         if modern and name == "norm1":
             mark(fig, bx + bw + 58, y - 20, "9.1 RMSNorm")
-        top = y - 34 - 74
+        top = y - 34 - (104 if modern and sub == "self_attn" else 74)
         if sub == "self_attn":
             for dx, role in ((-60, "query"), (0, "key"), (60, "value")):
                 fig.line([(mid, y - 34), (mid, y - 44), (mid + dx, y - 44), (mid + dx, top + 50)], role)
             if modern:
                 fig.box(bx, top, bw, 48, fig.code("self_attn", f"{BLOCK}:self_attn") + ": MultiHeadAttention",
-                        sub="K, V: Hkv < H heads; " + fig.code("RotaryEmbedding", f"{L}.RotaryEmbedding"), size=12)
-                mark(fig, bx + bw + 58, top + 14, "9.3 rotary")
-                mark(fig, bx + bw + 58, top + 34, "9.4 GQA")
+                        sub="H query heads; K, V: Hkv < H heads", size=12)
+                rotary = fig.code("RotaryEmbedding", f"{L}.RotaryEmbedding")
+                fig.box(mid - 92, y - 80, 124, 24, rotary, size=10)  # across the query and key arrows only
+                fig.text(mid + 68, y - 64, "V: not turned", "note", anchor="start", size=10)
+                mark(fig, bx + bw + 58, y - 72, "9.3 rotary")
+                mark(fig, bx + bw + 58, top + 24, "9.4 GQA")
             else:
                 fig.box(bx, top, bw, 48, "self_attn: " + fig.code("MultiHeadAttention", f"{L}.MultiHeadAttention"),
                         sub="H heads each for Q, K, V", size=12)
@@ -81,7 +85,7 @@ def column(fig: Figure, x0: float, modern: bool) -> None:
         y = plus - 20
     frame_top = y - 6
     fig.frame(x0 + 20, frame_top, 430, 522 + DY - frame_top,
-              fig.code("CausalBlock", BLOCK) + " × L" + (", no biases" if modern else ""), "top-right")
+              fig.code("CausalBlock", BLOCK) + " × n_blocks" + (", no biases" if modern else ""), "top-right")
     fig.line([(sx, y + 11), (sx, frame_top - 18)], "stream")
     fig.box(sx - 60, frame_top - 50, 240, 30, "final_norm: " + norm, size=12)
     fig.text(sx + 60, frame_top - 68, "readout → logits (B, T, V)", "code", size=12)

@@ -3,7 +3,7 @@
 Each ``check_*`` runs the reader's function on fixed cases and prints a verdict; when a wrong
 answer is exactly what a known mistake gives, the verdict names the mistake in one line.
 None of the answers is printed in the chapter: each exercise is a variant the chapter does not
-show (Gemma's RMSNorm, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
+show (RMSNorm's backward pass, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
 building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction``
 compares a prediction with a measurement. ``EXERCISES`` maps the notebook's function names to
 their checkers.
@@ -17,40 +17,54 @@ import torch
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
 
-# --- 1. Gemma's RMSNorm: scale by (1 + weight) ------------------------------------------------
+# --- 1. RMSNorm's backward pass, by hand -------------------------------------------------------
 
 
-def _rms_plus_one(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
-    return x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (1 + weight)
+def _rms_backward(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float,
+                  divisor: int | None = None, dim: int = -1) -> torch.Tensor:
+    """dL/dx of y = x · r · w with r = 1 / sqrt(mean(x²) + eps); ``divisor`` and ``dim`` give mistakes."""
+    n = x.shape[dim] if divisor is None else divisor
+    r = torch.rsqrt(x.pow(2).sum(dim, keepdim=True) / n + eps)
+    gw = grad_out * weight
+    return r * gw - r.pow(3) * x * (gw * x).sum(dim, keepdim=True) / n
 
 
-def check_rms_norm_plus_one(fn: Callable) -> CheckResult:
-    """``fn(x (..., D), weight (D,), eps) -> (..., D)``: ``x / sqrt(mean(x²) + eps) * (1 + weight)``."""
+def check_rms_norm_backward(fn: Callable) -> CheckResult:
+    """``fn(x (..., D), weight (D,), grad_out (..., D), eps) -> (..., D)``: the gradient of the loss
+    with respect to ``x`` through ``y = x / sqrt(mean(x²) + eps) * weight``, given ``grad_out = dL/dy``
+    (checked against autograd)."""
     g = torch.Generator().manual_seed(0)
     cases = []
-    for shape, eps, scale in (((2, 5, 8), 1e-6, 1.0), ((3, 16), 1e-2, 0.1), ((4, 6), 0.5, 3.0), ((1, 1, 4), 1e-6, 1.0)):
-        x = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + 0.7)  # a mean far from 0
-        w = torch.randn(shape[-1], generator=g, dtype=torch.float64) * 0.3
-        cases.append(Case(f"x of shape {shape}, eps={eps}", (x, w, eps), _rms_plus_one(x, w, eps),
-                          hint="divide by the root of the mean of squares over the last dimension (+ eps inside)"))
-    x = torch.randn(2, 8, generator=g, dtype=torch.float64)
-    cases.append(Case("weight all zeros: plain RMSNorm with unit scale", (x, torch.zeros(8, dtype=torch.float64), 1e-6),
-                      _rms_plus_one(x, torch.zeros(8, dtype=torch.float64), 1e-6)))
+    for shape, eps, scale in (((2, 5, 8), 1e-6, 1.0), ((3, 16), 1e-2, 0.1), ((4, 6), 0.5, 0.3), ((2, 3, 4), 1e-6, 2.0)):
+        x = (torch.randn(*shape, generator=g, dtype=torch.float64) * scale + 0.4).requires_grad_()
+        w = torch.randn(shape[-1], generator=g, dtype=torch.float64) * 0.5 + 1
+        grad_out = torch.randn(*shape, generator=g, dtype=torch.float64)
+        y = x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * w
+        (expected,) = torch.autograd.grad(y, x, grad_out)
+        x = x.detach()
+        cases.append(Case(f"x of shape {shape}, eps={eps}", (x, w, grad_out, eps), expected,
+                          hint="two paths lead from x to y: directly, and through r = 1/sqrt(mean(x²) + eps)"))
     mistakes = [
-        Mistake("no plus one", "you scaled by weight: this variant (Gemma's) scales by (1 + weight), so a zero weight "
-                "is the identity scale.", gives=lambda x, w, eps: _rms_plus_one(x, w - 1, eps)),
-        Mistake("mean subtracted", "you subtracted the mean: that is LayerNorm. RMSNorm divides x itself by its "
-                "root mean square.", gives=lambda x, w, eps: (x - x.mean(-1, keepdim=True))
-                / torch.sqrt(x.var(-1, unbiased=False, keepdim=True) + eps) * (1 + w)),
-        Mistake("eps outside the root", "eps belongs inside the square root: sqrt(mean(x²) + eps).",
-                gives=lambda x, w, eps: x / (torch.sqrt(x.pow(2).mean(-1, keepdim=True)) + eps) * (1 + w)),
-        Mistake("no root", "you divided by the mean square: take its square root (the *root* mean square).",
-                gives=lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True) + eps) * (1 + w)),
-        Mistake("norm of the vector", "you divided by the vector's length, sqrt(sum(x²)): the mean, not the sum, "
-                "keeps the output's scale independent of D.",
-                gives=lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * (1 + w)),
+        Mistake("rms held constant", "you treated r = 1/sqrt(mean(x²) + eps) as a constant: it depends on x too, "
+                "which adds -r³ · x · mean(grad_out · w · x).",
+                gives=lambda x, w, go, eps: torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * go * w),
+        Mistake("weight forgotten", "the weight multiplies the output, so the gradient reaching the normalised "
+                "vector is grad_out · weight.", gives=lambda x, w, go, eps: _rms_backward(x, torch.ones_like(w), go, eps)),
+        Mistake("D - 1 divisor", "RMSNorm's mean divides by D, not D - 1 (there is no variance estimate here).",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, divisor=x.shape[-1] - 1)),
+        Mistake("eps dropped", "eps stays inside the root in the backward pass too: r = 1/sqrt(mean(x²) + eps).",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, 0.0)),
+        Mistake("sum, not mean", "the second term averages over the D features: mean(grad_out · w · x), "
+                "not their sum.", gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps)
+                + (1 - x.shape[-1]) * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps).pow(3) * x
+                * (go * w * x).mean(-1, keepdim=True)),
+        Mistake("wrong axis", "the means run over the last dimension (each token's D features), not over "
+                "the tokens.", gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, dim=0)),
+        Mistake("sign", "the term through r enters with a minus sign: a larger x[i] makes r smaller.",
+                gives=lambda x, w, go, eps: 2 * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * go * w
+                - _rms_backward(x, w, go, eps)),
     ]
-    return run_cases("RMSNorm with (1 + weight)", fn, cases, mistakes)
+    return run_cases("RMSNorm backward", fn, cases, mistakes)
 
 
 # --- 2. repeat_kv: the copies grouped-query attention can be computed with -----------------------
@@ -74,6 +88,8 @@ def check_repeat_kv(fn: Callable) -> CheckResult:
                 gives=lambda kv, group: kv.repeat(1, group, 1, 1)),
         Mistake("positions repeated", "you repeated along the positions (dimension 2): repeat the heads, "
                 "dimension 1.", gives=lambda kv, group: kv.repeat_interleave(group, dim=2)),
+        Mistake("Hkv for the group", "you repeated each head Hkv times: repeat it `group` (= H / Hkv) times, "
+                "so that the result has H heads.", gives=lambda kv, group: kv.repeat_interleave(kv.shape[1], dim=1)),
     ]
     return run_cases("repeat_kv", fn, cases, mistakes)
 
@@ -162,6 +178,8 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
                 "key/value head h // (H / Hkv), so a group is H / Hkv *consecutive* heads.", gives=strided),
         Mistake("sum", "you summed each group: take the mean, so the pooled head keeps the scale of one head.",
                 gives=lambda w, H, Hkv: _pool(w, H, Hkv) * (H // Hkv)),
+        Mistake("divided by H", "you summed each group and divided by H, the number of *all* heads: divide by "
+                "the group's size, H / Hkv.", gives=lambda w, H, Hkv: _pool(w, H, Hkv) / Hkv),
         Mistake("first head", "you kept the first head of each group: the GQA paper mean-pools all of them "
                 "(it found that better than keeping one).",
                 gives=lambda w, H, Hkv: w.view(Hkv, H // Hkv, w.shape[0] // H, -1)[:, 0].reshape(-1, w.shape[1])),
@@ -209,6 +227,11 @@ def check_rotate_interleaved(fn: Callable) -> CheckResult:
                 gives=_backwards),
         Mistake("frequency exponent", "the frequencies are base^(-2i/Dh) for pair i (i = 0 .. Dh/2 - 1), "
                 "not base^(-i/Dh).", gives=lambda x, o, b: _interleaved_freq(x, o, b, 1)),
+        Mistake("halves-layout table", "your cos/sin table is the halves layout's (angles repeated as [θ, θ], as "
+                "Section 9.3's rotate builds it): pair i at dimensions (2i, 2i+1) needs angle θ_i, so take one "
+                "column per pair.", gives=lambda x, o, b: _interleaved_theta(x, o, b, halves_table=True)),
+        Mistake("degrees", "the angles are in radians: p · θ_i goes straight into cos and sin.",
+                gives=lambda x, o, b: _interleaved_theta(x, o, b, degrees=True)),
         Mistake("offset ignored", "positions start at offset, not at 0: a cached step's first new token sits at "
                 "position offset.", gives=lambda x, o, b: _interleaved(x, 0, b)),
         Mistake("positions from 1", "the first position is offset + 0: position 0 is not turned at all.",
@@ -219,6 +242,20 @@ def check_rotate_interleaved(fn: Callable) -> CheckResult:
 
 def _backwards(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
     return _interleaved_freq(x, offset, base, 2, sign=-1.0)
+
+
+def _interleaved_theta(x: torch.Tensor, offset: int, base: float, halves_table: bool = False,
+                       degrees: bool = False) -> torch.Tensor:
+    T, Dh = x.shape[-2], x.shape[-1]
+    theta = base ** (-torch.arange(0, Dh, 2, dtype=torch.float64) / Dh)  # (Dh/2,)
+    if halves_table:  # the (T, Dh) table [θ_0 .. θ_{Dh/2-1}, θ_0 ..] read at column 2i
+        theta = theta.repeat(2)[0::2]
+    angle = (offset + torch.arange(T, dtype=torch.float64))[:, None] * theta
+    if degrees:
+        angle = angle * math.pi / 180
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    even, odd = x[..., 0::2], x[..., 1::2]
+    return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
 
 
 def _interleaved_freq(x: torch.Tensor, offset: int, base: float, two: int, sign: float = 1.0) -> torch.Tensor:
@@ -232,7 +269,7 @@ def _interleaved_freq(x: torch.Tensor, offset: int, base: float, two: int, sign:
 
 # --- 6. predict, then measure: the bytes of a KV cache ------------------------------------------
 
-KV_SETTING = dict(num_layers=2, num_kv_heads=1, head_dim=16, batch=8, prompt=100, new_tokens=28, bytes_per_number=4)
+KV_SETTING = dict(num_layers=3, num_kv_heads=2, head_dim=16, batch=5, prompt=37, new_tokens=12, bytes_per_number=4)
 
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, batch: int, positions: int,
@@ -254,7 +291,7 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
     measured = int(no_grad(measure)())
     if measured != truth:
         return _finish(name, False, f"the measurement gave {measured:,} bytes, not the {truth:,} of this setting: "
-                       "run the measurement as given (num_kv_heads=1, 8 prompts of 100 tokens, 28 new tokens).")
+                       "run the measurement as given (the settings of KV_SETTING).")
     if int(predicted) == truth:
         return _finish(name, True, f"predicted {int(predicted):,} bytes, measured {measured:,}: exactly right.")
     base = dict(num_layers=s["num_layers"], num_kv_heads=s["num_kv_heads"], head_dim=s["head_dim"],
@@ -262,10 +299,12 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
     known = [
         ("you counted the last generated token: it is returned, never fed back, so the cache holds "
          "prompt + new - 1 positions", dict(base, positions=positions + 1)),
-        ("half the truth: a factor 2 is missing. Keys *and* values are cached (x2), each of the 2 blocks "
-         "keeps its own cache (x2), and a float32 number takes 4 bytes, not 2 (x2)", dict(base, num_layers=1)),
-        ("you used the 4 query heads: the cache holds only the num_kv_heads = 1 key/value head(s)",
+        ("half the truth: a factor 2 is missing. Keys *and* values are cached (x2), and a float32 number "
+         "takes 4 bytes, not 2", dict(base, bytes_per_number=2)),
+        (f"you counted one block: each of the {s['num_layers']} blocks keeps its own cache", dict(base, num_layers=1)),
+        ("you used the 4 query heads: the cache holds only the num_kv_heads key/value heads",
          dict(base, num_kv_heads=4)),
+        (f"you forgot the batch: each of the {s['batch']} sequences has its own cache", dict(base, batch=1)),
         ("you counted the prompt only", dict(base, positions=s["prompt"])),
     ]
     for why, setting in known:
@@ -278,7 +317,7 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
 
 
 EXERCISES = {
-    "rms_norm_plus_one": check_rms_norm_plus_one,
+    "rms_norm_backward": check_rms_norm_backward,
     "repeat_kv": check_repeat_kv,
     "merge_partials": check_merge_partials,
     "mha_to_gqa": check_mha_to_gqa,

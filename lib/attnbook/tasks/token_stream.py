@@ -12,6 +12,7 @@ Legend: B batch, T window length, V vocabulary.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import torch
@@ -104,3 +105,64 @@ def fit_bigram(train: torch.Tensor, vocab_size: int, grid: tuple[float, ...] = (
     losses = {w: ngram_loss(bigram_probs(fit_part, vocab_size, w), check[:-1], check[1:]) for w in grid}
     best = min(losses, key=losses.get)
     return bigram_probs(train, vocab_size, best), best
+
+
+class KneserNey:
+    """Interpolated Kneser-Ney n-gram counts (Chen and Goodman's "interpolated KN" with one
+    discount ``D`` for every order): the strongest simple counting baseline.
+
+    ``P(w | h) = max(c(h, w) - D, 0) / c(h) + D · N1+(h, ·) / c(h) · P(w | h minus its first token)``,
+    where ``c`` counts the ``order``-grams of the training stream for the full context and, for
+    every shorter context, *continuation* counts (how many different tokens precede the n-gram):
+    a token that follows many contexts gets more of the backed-off mass than one that is frequent
+    after a single context. The recursion ends at the uniform ``1 / V``; a context never seen
+    passes its lower order's probability through unchanged. A context shorter than ``order - 1``
+    tokens (the first tokens of a window) starts at its own length.
+    """
+
+    def __init__(self, stream: torch.Tensor, vocab_size: int, order: int, discount: float = 0.75) -> None:
+        if order < 1 or not 0.0 < discount < 1.0:
+            raise ValueError(f"order must be >= 1 and discount in (0, 1), got {order} and {discount}")
+        tokens = stream.tolist()
+        self.order, self.discount, self.vocab_size = order, discount, vocab_size
+        grams: dict[int, dict[tuple, int]] = {order: {}}
+        top = grams[order]
+        for i in range(len(tokens) - order + 1):
+            g = tuple(tokens[i : i + order])
+            top[g] = top.get(g, 0) + 1
+        for n in range(order - 1, 0, -1):  # continuation counts: distinct tokens before each n-gram
+            cont: dict[tuple, int] = {}
+            for g in grams[n + 1]:
+                cont[g[1:]] = cont.get(g[1:], 0) + 1
+            grams[n] = cont
+        self.grams = grams
+        self.context_total: dict[int, dict[tuple, int]] = {n: {} for n in grams}
+        self.context_types: dict[int, dict[tuple, int]] = {n: {} for n in grams}
+        for n, table in grams.items():
+            totals, types = self.context_total[n], self.context_types[n]
+            for g, c in table.items():
+                totals[g[:-1]] = totals.get(g[:-1], 0) + c
+                types[g[:-1]] = types.get(g[:-1], 0) + 1
+
+    def prob(self, context: tuple[int, ...], token: int) -> float:
+        """P(token | the last ``order - 1`` tokens of ``context``)."""
+        context = tuple(context)[max(0, len(context) - (self.order - 1)):] if self.order > 1 else ()
+        p = 1.0 / self.vocab_size
+        for n in range(1, len(context) + 2):
+            h = context[len(context) - (n - 1):] if n > 1 else ()
+            total = self.context_total[n].get(h, 0)
+            if total == 0:
+                continue
+            count = self.grams[n].get(h + (token,), 0)
+            p = max(count - self.discount, 0) / total + self.discount * self.context_types[n][h] / total * p
+        return p
+
+    def held_out_loss(self, stream: torch.Tensor, window: int) -> float:
+        """Mean cross-entropy (nats) over the targets of ``held_out_windows(stream, window)``, each
+        predicted from at most ``order - 1`` tokens before it *in its window* (the models' targets)."""
+        total, count = 0.0, 0
+        for row in held_out_windows(stream, window).tolist():
+            for i in range(1, len(row)):
+                total -= math.log(self.prob(tuple(row[max(0, i - self.order + 1) : i]), row[i]))
+                count += 1
+        return total / count

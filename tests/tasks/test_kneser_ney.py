@@ -1,0 +1,31 @@
+"""Interpolated Kneser-Ney counts (Chapter 9's strongest counting baseline)."""
+import math
+
+import pytest
+import torch
+
+from attnbook.tasks.token_stream import KneserNey
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_probabilities_sum_to_one_for_every_context_length(order):
+    stream = torch.randint(7, (400,), generator=torch.Generator().manual_seed(0))
+    model = KneserNey(stream, 7, order)
+    for context in [(), (3,), (1, 3), (2, 1, 3), (6, 6, 6, 6, 6)]:  # seen, unseen, longer
+        assert math.isclose(sum(model.prob(context, w) for w in range(7)), 1.0, rel_tol=1e-9)
+
+
+def test_continuation_counts_and_discount_by_hand():
+    # "a b a b a c": bigram counts ab 2, ba 2, ac 1; tokens preceded by: a {b}, b {a}, c {a}
+    model = KneserNey(torch.tensor([0, 1, 0, 1, 0, 2]), 3, 2, discount=0.5)
+    unigram_c = (1 - 0.5) / 3 + 0.5 * 3 / 3 * (1 / 3)  # continuation count 1 of 3 types
+    assert math.isclose(model.prob((), 2), unigram_c)
+    # after a: c(a, c) = 1 of 3, two distinct followers
+    assert math.isclose(model.prob((0,), 2), (1 - 0.5) / 3 + 0.5 * 2 / 3 * unigram_c)
+
+
+def test_held_out_loss_and_bad_arguments():
+    stream = torch.randint(5, (300,), generator=torch.Generator().manual_seed(1))
+    assert 0 < KneserNey(stream, 5, 3).held_out_loss(stream[:65], 16) < math.log(5) + 0.5
+    with pytest.raises(ValueError, match="order"):
+        KneserNey(stream, 5, 0)
