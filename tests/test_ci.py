@@ -53,6 +53,8 @@ def test_workflow_commands_are_those_of_ci_run(path):
     for command in _run_commands(path):
         if command.startswith("python -c"):  # the GPU workflow's visibility check
             continue
+        if path.name == "gpu.yml" and command == "python -m tools.tolerances":
+            continue  # the headroom of every comparison on CUDA: a GPU-only step
         assert command in CI_RUN, f"{path.name} runs {command!r}, which .ci/run does not"
 
 

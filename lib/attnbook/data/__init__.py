@@ -7,7 +7,8 @@
 - ``bible``: the World English Bible, verse by verse with book and genre (Chapters 6, 8);
 - ``wordpiece``: BERT's WordPiece tokeniser on a checkpoint's ``vocab.txt`` (Chapter 6);
 - ``digits``: scikit-learn's 8x8 handwritten digits, splits and augmentation (Chapter 7);
-- ``bpe``: byte-level byte-pair encoding, trained from scratch (Chapter 8).
+- ``bpe``: byte-level byte-pair encoding, trained from scratch (Chapter 8);
+- ``byte_text``: UTF-8 bytes as ids with T5's sentinels, as in ByT5 (Chapter 10).
 
 Packaged corpora are found by ``attnbook.package_data``. ``data`` imports only the foundation
 modules, never ``layers`` or ``models`` (``tests/test_layering.py``); the names below are the
