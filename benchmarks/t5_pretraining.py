@@ -22,7 +22,9 @@ it); ``python benchmarks/t5_pretraining.py --smoke`` runs in seconds and writes 
    the three arms depends on the budget, the scratch T5 and the Transformer with that many
    steps too.
 
-One thread; every run prints one JSON line, so ``--resume`` can skip finished runs.
+One thread; every run prints one JSON line, so ``--resume`` can skip finished runs. ``--mean-span``
+(the pretraining's mean span length) and ``--device`` exist for ``benchmarks/t5_pretraining_ablation.py``,
+which reuses these functions; the committed study used their defaults (3, cpu).
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ from attnbook.models.t5 import T5, T5Config
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.tasks.g2p import G2PRecipe, evaluate_g2p, train_g2p
 from attnbook.tasks.span_corruption import span_corruption_batches
-from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, text_pairs
+from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, generate_text, text_pairs
 from attnbook.train import fit
 
 SIZES = (500, 2000, 0)  # 0: every training word
@@ -90,7 +92,8 @@ def train_subset(train, size: int, seed: int):
 
 
 def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
-                directions: tuple[str, ...] = ("g2p",), steps: int | None = None) -> dict:
+                directions: tuple[str, ...] = ("g2p",), steps: int | None = None, samples: int = 0) -> dict:
+    """One fine-tuning run and its scores; with ``samples``, the outputs for the first test words too."""
     torch.manual_seed(seed)
     device = torch.device(args.device)
     model = T5(t5_config(args.smoke, dropout=0.0))
@@ -107,6 +110,10 @@ def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
     for d in directions:
         scores = evaluate_text_g2p(model, test, VOCAB, d, prefix)
         row[f"{d}_wer"], row[f"{d}_per"] = round(scores["wer"], 4), round(scores["per"], 4)
+    if samples:
+        shown = text_pairs(test[:samples], directions[0], prefix)
+        row["samples"] = [[source, target, output] for (source, target), output
+                          in zip(shown, generate_text(model, [s for s, _ in shown], VOCAB))]
     return row
 
 

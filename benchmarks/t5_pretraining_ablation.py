@@ -13,7 +13,10 @@ training words, 600 steps, three seeds, with the same model and recipe on the sa
 2. ``--part span``: a second pretraining with ByT5's mean span of 20 bytes (the same 15% of the
    bytes hidden; in a 64-byte window that is one span of 10 bytes), fine-tuned at 3e-3.
 
-The two parts run as two processes; ``--resume LOG LOG`` with ``--part none`` then writes the
+3. ``--part samples``: what a fine-tuned model writes: the study's pretrained T5 (600 steps) and
+   the T5 from scratch (1,200 steps), seed 0, on the first test words.
+
+The parts run as separate processes; ``--resume LOG LOG`` with ``--part none`` then writes the
 results file from their logs.
 """
 from __future__ import annotations
@@ -36,7 +39,7 @@ def key(row: dict) -> tuple:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--part", choices=("lr", "span", "both", "none"), default="both")
+    p.add_argument("--part", choices=("lr", "span", "samples", "both", "none"), default="both")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 1e-2])
     p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_pretrained.pt"),
@@ -74,6 +77,12 @@ def main(argv: list[str] | None = None) -> int:
         row, weights = pretrain(long_spans)
         record({k: v for k, v in row.items() if not k.endswith("_bias")} | {"mean_span": 20.0})
         finetune(weights, 3e-3, 20.0)
+    if args.part in ("samples", "both"):
+        weights = pretrain(settings)[1] if args.smoke else torch.load(args.checkpoint)
+        for arm, steps in (("pretrained", settings.steps), ("scratch", 2 * settings.steps)):
+            if ("samples", arm, None, settings.lr, 0) not in done:
+                run = finetune_t5(arm, train, test, 0, settings, weights, steps=steps, samples=12)
+                record({**run, "kind": "samples", "lr": settings.lr, "seed": 0})
     out = common.out_path(args, "t5_pretraining_ablation.json")
     if out is not None and args.part in ("both", "none"):
         common.write_result(out, {"description": __doc__.splitlines()[0], "machine": common.machine(),

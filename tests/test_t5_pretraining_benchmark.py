@@ -62,5 +62,8 @@ def test_ablation_smoke_runs_both_parts(tmp_path):
     subprocess.run([sys.executable, script, "--smoke", "--out", str(out)], check=True, capture_output=True,
                    text=True, timeout=300)
     runs = json.loads(out.read_text())["runs"]
-    assert {(r.get("mean_span"), r.get("lr")) for r in runs if r.get("arm") == "pretrained"} == {
+    assert {(r.get("mean_span"), r.get("lr")) for r in runs if r.get("arm") == "pretrained" and "kind" not in r} == {
         (3.0, 1e-3), (3.0, 1e-2), (20.0, 3e-3)}
+    samples = [r for r in runs if r.get("kind") == "samples"]
+    assert {r["arm"] for r in samples} == {"pretrained", "scratch"}
+    assert all(len(r["samples"]) == 12 and len(r["samples"][0]) == 3 for r in samples)
