@@ -22,7 +22,9 @@ it); ``python benchmarks/t5_pretraining.py --smoke`` runs in seconds and writes 
    the three arms depends on the budget, the scratch T5 and the Transformer with that many
    steps too.
 
-One thread; every run prints one JSON line, so ``--resume`` can skip finished runs.
+One thread; every run prints one JSON line, so ``--resume`` can skip finished runs. ``--mean-span``
+(the pretraining's mean span length) and ``--device`` exist for ``benchmarks/t5_pretraining_ablation.py``,
+which reuses these functions; the committed study used their defaults (3, cpu).
 """
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ from attnbook.models.t5 import T5, T5Config
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.tasks.g2p import G2PRecipe, evaluate_g2p, train_g2p
 from attnbook.tasks.span_corruption import span_corruption_batches
-from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, text_pairs
+from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, generate_text, text_pairs
 from attnbook.train import fit
 
 SIZES = (500, 2000, 0)  # 0: every training word
@@ -57,19 +59,21 @@ def t5_config(smoke: bool, dropout: float) -> T5Config:
 
 
 def loss_fn(model, batch) -> torch.Tensor:
+    batch = batch.to(next(model.parameters()).device)
     return sequence_cross_entropy(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out, VOCAB.pad_id)
 
 
 def pretrain(args) -> tuple[dict, dict]:
     torch.manual_seed(0)
-    model = T5(t5_config(args.smoke, dropout=0.0))
+    device = torch.device(args.device)
+    model = T5(t5_config(args.smoke, dropout=0.0)).to(device)
     text = " ".join(v.text for v in load_bible())
     stream = VOCAB.encode(text[: 20000] if args.smoke else text)
     batches = span_corruption_batches(stream, 64, 64, VOCAB.sentinel, VOCAB.eos_id, VOCAB.pad_id,
-                                      torch.Generator().manual_seed(0))
+                                      torch.Generator().manual_seed(0), mean_span_length=args.mean_span)
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     seconds, history = common.timed(lambda: fit(model, batches, loss_fn, optimizer, args.pretrain_steps,
-                                                progress=False), torch.device("cpu"))
+                                                progress=False), device)
     losses = history.smoothed_losses(50)
     row = {"kind": "pretrain", "steps": args.pretrain_steps, "seconds": round(seconds, 1),
            "parameters": count_parameters(model),
@@ -77,7 +81,7 @@ def pretrain(args) -> tuple[dict, dict]:
            or [[args.pretrain_steps, round(losses[-1], 4)]],
            "encoder_bias": model.encoder_position_bias.relative_attention_bias.weight.tolist(),
            "decoder_bias": model.decoder_position_bias.relative_attention_bias.weight.tolist()}
-    return row, model.state_dict()
+    return row, {k: v.cpu() for k, v in model.state_dict().items()}
 
 
 def train_subset(train, size: int, seed: int):
@@ -88,22 +92,28 @@ def train_subset(train, size: int, seed: int):
 
 
 def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
-                directions: tuple[str, ...] = ("g2p",), steps: int | None = None) -> dict:
+                directions: tuple[str, ...] = ("g2p",), steps: int | None = None, samples: int = 0) -> dict:
+    """One fine-tuning run and its scores; with ``samples``, the outputs for the first test words too."""
     torch.manual_seed(seed)
+    device = torch.device(args.device)
     model = T5(t5_config(args.smoke, dropout=0.0))
     if arm != "scratch":
         model.load_state_dict(pretrained)
+    model.to(device)
     prefix = len(directions) > 1
     pairs = [p for d in directions for p in text_pairs(train, d, prefix)]
     batches = byte_batches(pairs, VOCAB, args.batch_size, torch.Generator().manual_seed(seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     steps = steps or args.steps
-    seconds, _ = common.timed(lambda: fit(model, batches, loss_fn, optimizer, steps, progress=False),
-                              torch.device("cpu"))
+    seconds, _ = common.timed(lambda: fit(model, batches, loss_fn, optimizer, steps, progress=False), device)
     row = {"model": "t5", "arm": arm, "tasks": "+".join(directions), "steps": steps, "seconds": round(seconds, 1)}
     for d in directions:
         scores = evaluate_text_g2p(model, test, VOCAB, d, prefix)
         row[f"{d}_wer"], row[f"{d}_per"] = round(scores["wer"], 4), round(scores["per"], 4)
+    if samples:
+        shown = text_pairs(test[:samples], directions[0], prefix)
+        row["samples"] = [[source, target, output] for (source, target), output
+                          in zip(shown, generate_text(model, [s for s, _ in shown], VOCAB))]
     return row
 
 
@@ -136,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=600, help="fine-tuning steps (every arm)")
     p.add_argument("--batch-size", type=int, default=64)
     p.add_argument("--lr", type=float, default=3e-3)
+    p.add_argument("--mean-span", type=float, default=3.0, help="pretraining's mean span length")
+    p.add_argument("--device", default="cpu", help="where the T5 runs train (the study: cpu)")
     p.add_argument("--test-every", type=int, default=5, help="evaluate on every k-th test word")
     p.add_argument("--no-multitask", action="store_true")
     p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_pretrained.pt"),

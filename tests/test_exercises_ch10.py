@@ -6,10 +6,9 @@ import pytest
 import torch
 
 from attnbook.exercises.ch10 import (
-    check_bucket_range, check_fill_spans, check_no_position_t5, check_target_length,
+    check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_trained_buckets,
 )
 from attnbook.models.t5 import T5
-from attnbook.tasks.span_corruption import corruption_statistics
 
 
 # --- reference solutions ---
@@ -55,8 +54,27 @@ def fill_spans(inputs, target, eos_id):
     return out
 
 
-def measure_target_length():
-    return corruption_statistics(200, sequences=50, noise_density=0.3, mean_span_length=5).mean_target_length
+def corrupt(tokens, mask, sentinel, eos_id):
+    inputs, target, spans = [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not mask[position - 1]):
+            inputs.append(sentinel(spans))
+            target.append(sentinel(spans))
+            spans += 1
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def trained_buckets(config, src_length, tgt_length):
+    """Measured: one loss, backward, the rows of each table with a gradient."""
+    model = T5(config)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(3, config.vocab_size, (2, src_length), generator=g)
+    tgt = torch.randint(3, config.vocab_size, (2, tgt_length), generator=g)
+    model(src, torch.tensor([src_length] * 2), tgt).sum().backward()
+    return tuple(
+        sorted(torch.nonzero(bias.relative_attention_bias.weight.grad.abs().sum(1)).flatten().tolist())
+        for bias in (model.encoder_position_bias, model.decoder_position_bias))
 
 
 def t5_without_position_bias(config):
@@ -68,7 +86,8 @@ def t5_without_position_bias(config):
 
 @pytest.mark.parametrize("check, solution", [
     (check_bucket_range, bucket_range), (check_fill_spans, fill_spans),
-    (check_target_length, measure_target_length), (check_no_position_t5, t5_without_position_bias),
+    (check_corrupt, corrupt), (check_trained_buckets, trained_buckets),
+    (check_no_position_t5, t5_without_position_bias),
 ])
 def test_reference_passes(check, solution, capsys):
     assert check(solution)
@@ -79,7 +98,7 @@ def not_done(*args):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("check", [check_bucket_range, check_fill_spans, check_target_length,
+@pytest.mark.parametrize("check", [check_bucket_range, check_fill_spans, check_corrupt, check_trained_buckets,
                                    check_no_position_t5])
 def test_not_done_yet(check, capsys):
     assert not check(not_done)
@@ -119,8 +138,30 @@ def bucket_bounded(bucket, bidirectional, n, d):
     return (-d if low is None else low, d if high is None else high)
 
 
+def bucket_causal_zero_closed(bucket, bidirectional, n, d):
+    return (0, 0) if not bidirectional and bucket == 0 else bucket_range(bucket, bidirectional, n, d)
+
+
+def bucket_causal_sign_flipped(bucket, bidirectional, n, d):
+    low, high = bucket_range(bucket, bidirectional, n, d)
+    if bidirectional:
+        return (low, high)
+    return (None if high is None else -high, None if low is None else -low)
+
+
+def bucket_one_past_the_end(bucket, bidirectional, n, d):
+    """The far end of a log bucket written as the start of the next one."""
+    low, high = bucket_range(bucket, bidirectional, n, d)
+    if low is None or high is None or low == high:
+        return (low, high)
+    return (low, high + 1) if low > 0 else (low - 1, high)
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
     (bucket_halves_swapped, "halves swapped"),
+    (bucket_causal_zero_closed, "causal bucket 0 closed"),
+    (bucket_causal_sign_flipped, "causal sign flipped"),
+    (bucket_one_past_the_end, "one past the end"),
     (bucket_rounded, "rounded log"),
     (bucket_bounded, "last bucket bounded"),
     (lambda bucket, bi, n, d: (bucket, bucket), "halves swapped"),  # every bucket exact, no sign
@@ -173,7 +214,41 @@ def fill_in_place(inputs, target, eos_id):
     return out
 
 
+def fill_first_hole_takes_all(inputs, target, eos_id):
+    spans = [t for t in target[: target.index(eos_id)] if t <= 900]
+    out, first = [], True
+    for token in inputs[: inputs.index(eos_id)]:
+        if token > 900:
+            out += spans if first else []
+            first = False
+        else:
+            out.append(token)
+    return out
+
+
+def fill_skips_token_after_span(inputs, target, eos_id):
+    """Moves two steps past each sentinel: the kept token after it is lost."""
+    spans, current = {}, None
+    for token in target[: target.index(eos_id)]:
+        if token > 900:
+            current = spans.setdefault(token, [])
+        else:
+            current.append(token)
+    out, i = [], 0
+    inputs = inputs[: inputs.index(eos_id)]
+    while i < len(inputs):
+        if inputs[i] > 900:
+            out += spans.get(inputs[i], [])
+            i += 2
+        else:
+            out.append(inputs[i])
+            i += 1
+    return out
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
+    (fill_first_hole_takes_all, "all spans into the first hole"),
+    (fill_skips_token_after_span, "drops a kept token"),
     (fill_keep_sentinels, "sentinels kept"),
     (fill_by_position, "spans by position"),
     (fill_keeps_eos, "eos kept"),
@@ -185,25 +260,101 @@ def test_fill_spans_rejects(wrong, diagnosis):
     assert not result and result.diagnosis == diagnosis
 
 
+def corrupt_per_token(tokens, mask, sentinel, eos_id):
+    inputs, target, n = [], [], 0
+    for token, hidden in zip(tokens, mask.tolist()):
+        if hidden:
+            inputs.append(sentinel(n))
+            target += [sentinel(n), token]
+            n += 1
+        else:
+            inputs.append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def corrupt_same_sentinel(tokens, mask, sentinel, eos_id):
+    return corrupt(tokens, mask, lambda i: sentinel(0), eos_id)
+
+
+def corrupt_bare_target(tokens, mask, sentinel, eos_id):
+    inputs, _ = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs, [t for t, h in zip(tokens, mask.tolist()) if h] + [eos_id]
+
+
+def corrupt_keeps_hidden(tokens, mask, sentinel, eos_id):
+    inputs, spans = [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not mask[position - 1]):
+            inputs.append(sentinel(spans))
+            spans += 1
+        inputs.append(token)
+    return inputs + [eos_id], corrupt(tokens, mask, sentinel, eos_id)[1]
+
+
+def corrupt_paper_figure(tokens, mask, sentinel, eos_id):
+    inputs, target = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs, target[:-1] + [sentinel(sum(1 for t in target if t not in tokens and t != eos_id)), eos_id]
+
+
+def corrupt_no_eos(tokens, mask, sentinel, eos_id):
+    inputs, target = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs[:-1], target[:-1]
+
+
+def corrupt_in_place(tokens, mask, sentinel, eos_id):
+    out = corrupt(tokens, mask, sentinel, eos_id)
+    mask[:] = False
+    return out
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
-    (lambda: corruption_statistics(200, 50, 0.3, 5).mean_input_length, "input length"),
-    (lambda: 60.0, "hidden only"),
-    (lambda: 72.0, "no eos"),
-    (lambda: 201.0, "whole text"),
-    (lambda: corruption_statistics(200, 50).mean_target_length, ""),  # default density and span
-    (lambda: "73", ""),
+    (corrupt_per_token, "one sentinel per token"),
+    (corrupt_same_sentinel, "one sentinel for every span"),
+    (corrupt_bare_target, "target without sentinels"),
+    (corrupt_keeps_hidden, "hidden tokens kept in the input"),
+    (corrupt_paper_figure, "final sentinel"),
+    (corrupt_no_eos, "no eos"),
+    (corrupt_in_place, "mutated input"),
+    (lambda tokens, mask, sentinel, eos_id: (list(tokens), [eos_id]), ""),
 ])
-def test_target_length_rejects(wrong, diagnosis):
-    result = check_target_length(wrong, prediction=70)
+def test_corrupt_rejects(wrong, diagnosis):
+    result = check_corrupt(wrong)
     assert not result and result.diagnosis == diagnosis
 
 
-@pytest.mark.parametrize("prediction, phrase", [
-    (70, "within 10%"), (60, "hidden tokens alone"), (200, "the whole text"), (30, "one sentinel per span"),
-    (None, "measured 73.0"),
+def buckets_by_formula(config, src_length, tgt_length, reach=0):
+    from attnbook.layers.relative_position import relative_position_bucket
+    enc = torch.arange(-(src_length - 1) - reach, src_length + reach)
+    dec = torch.arange(-(tgt_length - 1) - reach, 1)
+    return (sorted(set(relative_position_bucket(enc, True, config.num_buckets, config.max_distance).tolist())),
+            sorted(set(relative_position_bucket(dec, False, config.num_buckets, config.max_distance).tolist())))
+
+
+def buckets_left_only(config, src_length, tgt_length):
+    enc, dec = buckets_by_formula(config, src_length, tgt_length)
+    return [b for b in enc if b < config.num_buckets // 2], dec
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (lambda c, s, t: trained_buckets(c, s, t)[::-1], "stacks swapped"),
+    (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "one offset too far"),
+    (buckets_left_only, "one side only"),
+    (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), ""),
 ])
-def test_target_length_explains_the_prediction(prediction, phrase, capsys):
-    assert check_target_length(measure_target_length, prediction=prediction)
+def test_trained_buckets_rejects(wrong, diagnosis):
+    result = check_trained_buckets(wrong, prediction=27)
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_trained_buckets_by_formula_passes():
+    assert check_trained_buckets(buckets_by_formula)
+
+
+@pytest.mark.parametrize("prediction, phrase", [
+    (27, "was right"), (28, "the pretraining trains 27"), (None, "no prediction given"),
+])
+def test_trained_buckets_explains_the_prediction(prediction, phrase, capsys):
+    assert check_trained_buckets(trained_buckets, prediction=prediction)
     assert phrase in capsys.readouterr().out
 
 
@@ -226,7 +377,31 @@ def zeroed(config):
     return model
 
 
+class ZeroBias(torch.nn.Module):
+    """A bias module that adds nothing: no position, but still a module."""
+
+    def __init__(self, heads):
+        super().__init__()
+        self.heads = heads
+
+    def forward(self, num_queries, num_keys, offset=0):
+        return torch.zeros(1, self.heads, num_queries, num_keys)
+
+
+def zero_modules(config):
+    model = T5(config)
+    model.encoder_position_bias = ZeroBias(config.num_heads)
+    model.decoder_position_bias = ZeroBias(config.num_heads)
+    return model
+
+
+def test_no_position_t5_measures_the_decoder(capsys):
+    assert check_no_position_t5(t5_without_position_bias)
+    assert "the decoder is another matter" in capsys.readouterr().out.lower()
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
+    (zero_modules, "bias module kept"),
     (only_decoder, "encoder kept"),
     (only_encoder, "decoder kept"),
     (zeroed, "zeroed"),

@@ -42,3 +42,28 @@ def test_committed_results_cover_the_grid():
                                                  r.get("steps")) == (model, arm, size, "g2p", steps)}
             assert seeds == {0, 1, 2}, (model, arm, size)
     assert len([r for r in runs if r.get("tasks") == "g2p+p2g"]) == 3
+
+
+def test_baselines_smoke_and_committed_results(tmp_path):
+    script = str(ROOT / "benchmarks" / "t5_baselines.py")
+    run = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True,
+                         timeout=300)
+    assert "letter window" in run.stdout and "text trigram" in run.stdout
+    result = load_result("t5_baselines.json")
+    methods = {(r["task"], r["method"], r["size"]) for r in result["g2p_p2g"]}
+    assert {("g2p", "letter rule", 0), ("g2p", "letter window", 500), ("g2p", "letter window", 2000),
+            ("p2g", "copy phoneme names", 0), ("p2g", "phoneme window", 105103)} <= methods
+    assert len(result["span_targets_nats_per_token"]) == 4
+
+
+def test_ablation_smoke_runs_both_parts(tmp_path):
+    script = str(ROOT / "benchmarks" / "t5_pretraining_ablation.py")
+    out = tmp_path / "ablation.json"
+    subprocess.run([sys.executable, script, "--smoke", "--out", str(out)], check=True, capture_output=True,
+                   text=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert {(r.get("mean_span"), r.get("lr")) for r in runs if r.get("arm") == "pretrained" and "kind" not in r} == {
+        (3.0, 1e-3), (3.0, 1e-2), (20.0, 3e-3)}
+    samples = [r for r in runs if r.get("kind") == "samples"]
+    assert {r["arm"] for r in samples} == {"pretrained", "scratch"}
+    assert all(len(r["samples"]) == 12 and len(r["samples"][0]) == 3 for r in samples)

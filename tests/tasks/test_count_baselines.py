@@ -1,0 +1,65 @@
+"""Chapter 10's count-table baselines: the rule, the alignment, the window lookups, the n-gram
+losses on span-corruption targets."""
+import math
+
+import pytest
+
+from attnbook.data.byte_text import ByteVocab
+from attnbook.tasks.count_baselines import (
+    LetterAligner, LetterWindowG2P, PhonemeWindowP2G, copy_phoneme_names, letter_rule,
+    span_target_baselines,
+)
+
+PAIRS = [("thought", ("TH", "AO", "T")), ("tough", ("T", "AH", "F")), ("box", ("B", "AA", "K", "S")),
+         ("hello", ("HH", "AH", "L", "OW")), ("tell", ("T", "EH", "L")), ("bought", ("B", "AO", "T")),
+         ("sought", ("S", "AO", "T")), ("hot", ("HH", "AA", "T"))] * 3
+
+
+def test_letter_rule_reads_doubled_letters_once_and_x_as_two():
+    assert letter_rule("hello") == ("HH", "EH", "L", "AA")
+    assert letter_rule("box") == ("B", "AA", "K", "S")
+    assert letter_rule("a-b") == ("AE", "B")  # not a letter: skipped
+
+
+def test_copy_phoneme_names():
+    assert copy_phoneme_names(("TH", "AO", "T")) == "thaot"
+
+
+def test_alignment_covers_every_letter_and_joins_to_the_phonemes():
+    aligner = LetterAligner(PAIRS)
+    for word, phonemes in PAIRS:
+        units = aligner.align(word, phonemes)
+        assert len(units) == len(word)
+        assert tuple(p for unit in units for p in unit) == phonemes
+    units = aligner.align("box", ("B", "AA", "K", "S"))
+    assert units[-1] == ("K", "S")
+    assert aligner.align("a", ("B", "C", "D")) is None  # three phonemes for one letter
+
+
+def test_window_tables_reproduce_their_training_words():
+    """Words whose five-letter windows occur in no other word come back exactly, whatever the
+    alignment (on eight words, hard EM has little to go on)."""
+    aligner = LetterAligner(PAIRS)
+    g2p, p2g = LetterWindowG2P(PAIRS, aligner), PhonemeWindowP2G(PAIRS, aligner)
+    for word, phonemes in PAIRS:
+        if "ought" not in word:
+            assert g2p(word) == phonemes
+            assert p2g(phonemes) == word
+    assert len(g2p("hox")) >= 2  # an unseen word: narrower windows answer
+
+
+def test_span_target_baselines_rank_as_expected():
+    vocab = ByteVocab(num_sentinels=16)
+    stream = vocab.encode("the quick brown fox jumps over the lazy dog. " * 200)
+    nats = span_target_baselines(stream, 64, vocab.sentinel, vocab.eos_id, len(vocab), windows=200)
+    assert set(nats) == {"target unigram", "target bigram", "text bigram + span length",
+                         "text trigram + span length"}
+    assert all(math.isfinite(v) and v > 0 for v in nats.values())
+    # a repetitive text: knowing the text's n-grams beats modelling the target sequence alone
+    assert nats["text trigram + span length"] < nats["text bigram + span length"] < nats["target bigram"]
+
+
+@pytest.mark.parametrize("word", ["", "q"])
+def test_g2p_table_on_short_words(word):
+    aligner = LetterAligner(PAIRS)
+    assert LetterWindowG2P(PAIRS, aligner)(word) == ()
