@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from attnbook.exercises.ch10 import (
-    check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_trained_buckets,
+    check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_target_length,
+    check_trained_buckets,
 )
 from attnbook.models.t5 import T5
 
@@ -411,3 +412,178 @@ def test_no_position_t5_measures_the_decoder(capsys):
 def test_no_position_t5_rejects(wrong, diagnosis):
     result = check_no_position_t5(wrong)
     assert not result and result.diagnosis == diagnosis
+
+
+# --- named mistakes added after the second review ---
+
+def bucket_no_halving(bucket, bidirectional, num_buckets, max_distance):
+    """The reference with the per-side halving forgotten: every bucket read as keys before."""
+    exact = num_buckets // 2
+
+    def first_distance(k):
+        d = exact
+        while exact + int(math.log(d / exact) / math.log(max_distance / exact) * (num_buckets - exact)) < k:
+            d += 1
+        return d
+
+    if bucket < exact:
+        low, high = bucket, bucket
+    else:
+        low = first_distance(bucket)
+        high = None if bucket == num_buckets - 1 else first_distance(bucket + 1) - 1
+    if bidirectional:
+        return (None if high is None else -high, -low)
+    return (None if high is None else -high, None if bucket == 0 else -low)
+
+
+def test_bucket_range_names_no_halving():
+    result = check_bucket_range(bucket_no_halving)
+    assert not result and result.diagnosis == "no per-side halving"
+
+
+def fill_only_sentinel_zero(inputs, target, eos_id):
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token == 1000:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if token == 1000 else [token])
+    return out
+
+
+def fill_keeps_unfilled(inputs, target, eos_id):
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token > 900:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, [token]) if token > 900 else [token])
+    return out
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (fill_only_sentinel_zero, "only sentinel 0"),
+    (fill_keeps_unfilled, "unfilled sentinel kept"),
+])
+def test_fill_spans_names_more(wrong, diagnosis):
+    result = check_fill_spans(wrong)
+    assert not result and result.diagnosis == diagnosis
+
+
+def corrupt_from_one(tokens, mask, sentinel, eos_id):
+    return corrupt(tokens, mask, lambda i: sentinel(i + 1), eos_id)
+
+
+def corrupt_misses_start(tokens, mask, sentinel, eos_id):
+    inputs, target, spans = [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and position > 0 and not mask[position - 1]:
+            inputs.append(sentinel(spans))
+            target.append(sentinel(spans))
+            spans += 1
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def corrupt_flush_on_kept(tokens, mask, sentinel, eos_id):
+    """Writes a span to the target when a kept token closes it, and forgets the last one."""
+    inputs, target, span, spans = [], [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden:
+            if position == 0 or not mask[position - 1]:
+                inputs.append(sentinel(spans))
+                span = [sentinel(spans)]
+                spans += 1
+            span.append(token)
+        else:
+            target += span
+            span = []
+            inputs.append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (corrupt_from_one, "sentinels from 1"),
+    (corrupt_misses_start, "no span at the start"),
+    (corrupt_flush_on_kept, "last span dropped"),
+])
+def test_corrupt_names_more(wrong, diagnosis):
+    result = check_corrupt(wrong)
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_corrupt_refuses_the_library(capsys):
+    from attnbook.tasks import span_corruption
+    from attnbook.tasks.span_corruption import corrupt as library_corrupt
+
+    for wrong in (library_corrupt, lambda t, m, s, e: library_corrupt(t, m, s, e),
+                  lambda t, m, s, e: span_corruption.corrupt(t, m, s, e)):
+        result = check_corrupt(wrong)
+        assert not result and result.diagnosis == "calls the library"
+    assert "calls the library's `corrupt`" in capsys.readouterr().out
+
+
+def trained_decoder_bidirectional(config, src_length, tgt_length):
+    from attnbook.layers.relative_position import relative_position_bucket
+    enc, _ = buckets_by_formula(config, src_length, tgt_length)
+    dec = torch.arange(-(tgt_length - 1), 1)
+    return enc, sorted(set(relative_position_bucket(dec, True, config.num_buckets, config.max_distance).tolist()))
+
+
+def test_trained_buckets_names_decoder_bidirectional():
+    result = check_trained_buckets(trained_decoder_bidirectional, prediction=27)
+    assert not result and result.diagnosis == "decoder as bidirectional"
+
+
+# --- predict, then measure: target length ---
+
+def mean_target_length(length, sequences):
+    from attnbook.tasks.span_corruption import corrupt as library_corrupt
+    from attnbook.tasks.span_corruption import noise_mask
+    g = torch.Generator().manual_seed(1)
+    lengths = [len(library_corrupt(list(range(length)), noise_mask(length, generator=g), lambda i: -1 - i, -9)[1])
+               for _ in range(sequences)]
+    return sum(lengths) / sequences
+
+
+def test_target_length_reference_passes(capsys):
+    assert check_target_length(mean_target_length, {20: 5, 2048: 410})
+    out = capsys.readouterr().out
+    assert "✓" in out and out.count("(right)") == 2
+
+
+@pytest.mark.parametrize("prediction, phrase", [
+    ({20: 4, 2048: 308}, "off by -102"), (None, "no prediction given"), ({20: 5}, "n = 2048: no prediction"),
+])
+def test_target_length_explains_the_prediction(prediction, phrase, capsys):
+    assert check_target_length(mean_target_length, prediction)
+    assert phrase in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (lambda n, k: mean_target_length(n, k) - 1, "no eos"),
+    (lambda n, k: float(min(max(round(0.15 * n), 1), n - 1) + 1), "no sentinels"),
+    (lambda n, k: float(n + 1), "the whole text"),
+    (lambda n, k: float(n - round(0.15 * n) + round(round(0.15 * n) / 3) + 1), "measured the input"),
+    (lambda n, k: 0.2 * n + 1, ""),
+    (not_done, None),
+])
+def test_target_length_rejects(wrong, diagnosis):
+    result = check_target_length(wrong, {20: 5, 2048: 410})
+    assert not result
+    if diagnosis is not None:
+        assert result.diagnosis == diagnosis

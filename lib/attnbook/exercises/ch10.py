@@ -3,8 +3,9 @@
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
 library (``attnbook.layers.relative_position``, ``attnbook.tasks.span_corruption``,
 ``attnbook.models.t5``) and prints a verdict; a wrong answer that a known mistake gives is named
-in one line. ``check_trained_buckets`` is a predict-then-measure exercise: it checks the
-measurement and explains the gap to the reader's prediction.
+in one line. ``check_trained_buckets`` and ``check_target_length`` are predict-then-measure exercises:
+they check the measurement and explain the gap to the reader's prediction. ``check_corrupt``
+refuses a function that calls the library's ``corrupt``.
 ``EXERCISES`` maps the notebook's function names to their checkers.
 """
 from __future__ import annotations
@@ -85,6 +86,12 @@ def _one_past_the_end(bucket, bidirectional, num_buckets, max_distance):
     return (low, high + 1) if low > 0 else (low - 1, high)
 
 
+def _no_halving(bucket, bidirectional, num_buckets, max_distance):
+    """The bidirectional table read as if each side had all ``num_buckets`` buckets: bucket b
+    then holds the distances of causal bucket b, keys before the query."""
+    return _bucket_range(bucket, False, num_buckets, max_distance)
+
+
 def check_bucket_range(fn: Callable) -> CheckResult:
     """``fn(bucket, bidirectional, num_buckets, max_distance) -> (low, high)``: the smallest and
     largest offset ``key - query`` that fall in ``bucket`` (None on an unbounded side)."""
@@ -103,6 +110,9 @@ def check_bucket_range(fn: Callable) -> CheckResult:
     mistakes = [
         Mistake("halves swapped", "bidirectional: the lower half of the buckets holds keys at or *before* the "
                 "query (offset <= 0), the upper half keys after it.", gives=_halves_swapped),
+        Mistake("no per-side halving", "bidirectional: the buckets are split in two, num_buckets // 2 per "
+                "side, and the exact ones are half of *those*; a bucket number beyond the first half is a key "
+                "after the query.", gives=_no_halving),
         Mistake("causal sign flipped", "offsets are key - query, and a causal decoder's keys come at or before "
                 "its query: its buckets hold offsets <= 0 (bucket 5 is offset -5, not +5).",
                 gives=_causal_sign_flipped),
@@ -220,6 +230,38 @@ def _drops_kept_token(args, got) -> bool:
     return at == len(got) and all(t in kept and t not in spans for t in missing)
 
 
+def _only_first_sentinel(inputs, target, eos_id):
+    """Only sentinel 0 (id 1000) is recognised; the other sentinels are read as text."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token == SENTINEL_BASE:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if token == SENTINEL_BASE else [token])
+    return out
+
+
+def _unfilled_sentinel_kept(inputs, target, eos_id):
+    """A sentinel the target never wrote is left in the text instead of an empty hole."""
+    written = set(_sentinels_in_order(target, eos_id))
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        if token > SENTINEL_BASE - 100 and token not in written:
+            out.append(token)
+        else:
+            out.extend(_fill_spans([token, eos_id], target, eos_id))
+    return out
+
+
 def _keeps_eos(inputs, target, eos_id):
     return _fill_spans(inputs, target, eos_id) + [eos_id]
 
@@ -247,6 +289,10 @@ def check_fill_spans(fn: Callable) -> CheckResult:
     mistakes = [
         Mistake("sentinels kept", "replace each sentinel by its span: the sentinels themselves are not text.",
                 gives=_keep_sentinels),
+        Mistake("unfilled sentinel kept", "a sentinel that the model never wrote in its target hides nothing: "
+                "its hole stays empty, and the sentinel goes too.", gives=_unfilled_sentinel_kept),
+        Mistake("only sentinel 0", "every sentinel id marks a hole, not only the first (1000): sentinel i "
+                "is 1000 - i, so test for the range of sentinel ids.", gives=_only_first_sentinel),
         Mistake("spans by position", "a span belongs to the sentinel written before it in the target, "
                 "not to the n-th sentinel of the input: the model may write them in another order or skip one.",
                 gives=_by_position),
@@ -315,6 +361,66 @@ def _no_eos(tokens, mask, sentinel, eos_id):
     return inputs[:-1], target[:-1]
 
 
+def _sentinels_from_one(tokens, mask, sentinel, eos_id):
+    return corrupt(tokens, mask, lambda i: sentinel(i + 1), eos_id)
+
+
+def _starts(mask) -> list[bool]:
+    bits = [bool(b) for b in mask.tolist()]
+    return [h and (p == 0 or not bits[p - 1]) for p, h in enumerate(bits)]
+
+
+def _no_span_at_start(tokens, mask, sentinel, eos_id):
+    """A span starts only where a kept token comes before it: a span at position 0 gets no
+    sentinel, its tokens go to the target bare."""
+    inputs, target, n = [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and position > 0 and not bool(mask[position - 1]):
+            inputs.append(sentinel(n))
+            target.append(sentinel(n))
+            n += 1
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def _last_span_dropped(tokens, mask, sentinel, eos_id):
+    """Spans written to the target only when a kept token closes them: one running to the end is lost."""
+    inputs, target, n, span = [], [], 0, None
+    for token, start, hidden in zip(tokens, _starts(mask), mask.tolist()):
+        if start:
+            inputs.append(sentinel(n))
+            span = [sentinel(n)]
+            n += 1
+        if hidden:
+            span.append(token)
+        else:
+            if span:
+                target += span
+                span = None
+            inputs.append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def _calls_library(fn: Callable) -> bool:
+    """Whether ``fn`` is, or calls by name, the library's ``corrupt``."""
+    if fn is corrupt:
+        return True
+    code, names = getattr(fn, "__code__", None), set()
+    stack = [code] if code is not None else []
+    while stack:
+        c = stack.pop()
+        names |= set(c.co_names)
+        stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    space = getattr(fn, "__globals__", {})
+    seen = [space.get(n) for n in names]
+    for cell in getattr(fn, "__closure__", None) or ():
+        try:
+            seen.append(cell.cell_contents)
+        except ValueError:  # an empty cell
+            pass
+    return any(v is corrupt or getattr(v, "corrupt", None) is corrupt for v in seen)
+
+
 def check_corrupt(fn: Callable) -> CheckResult:
     """``fn(tokens, mask, sentinel, eos_id) -> (inputs, target)``: each run of hidden tokens
     (``mask`` True) replaced in the input by ``sentinel(i)`` for the i-th run; the target is
@@ -351,10 +457,19 @@ def check_corrupt(fn: Callable) -> CheckResult:
                 "nobody can tell where one span ends and which hole it fills.", gives=_target_without_sentinels),
         Mistake("hidden tokens kept in the input", "the input loses the hidden tokens: the sentinel stands "
                 "in for the whole span.", gives=_hidden_kept_in_input),
+        Mistake("sentinels from 1", "the first span gets sentinel(0), the next sentinel(1): count spans "
+                "from 0.", gives=_sentinels_from_one),
+        Mistake("no span at the start", "a hidden token at position 0 starts a span too: it has no left "
+                "neighbour, and it gets sentinel(0).", gives=_no_span_at_start),
+        Mistake("last span dropped", "a span that runs to the end of the tokens is still a span: write it to "
+                "the target (no kept token comes to close it).", gives=_last_span_dropped),
         Mistake("final sentinel", "that is the layout of the paper's figure; T5's code (and the library) writes "
                 "no closing sentinel, the target ends with the last span and </s>.", gives=_final_sentinel),
         Mistake("no eos", "both sequences end with eos_id.", gives=_no_eos),
     ]
+    if callable(fn) and _calls_library(fn):
+        return _finish("corrupt", False, "your function calls the library's `corrupt`: write the loop "
+                       "yourself (the library's answer is what the checker compares with).", "calls the library")
     return run_cases("corrupt", fn, cases, mistakes)
 
 
@@ -393,6 +508,13 @@ def _one_side_only(config, src_length, tgt_length):
             _trained_buckets(config, src_length, tgt_length)[1])
 
 
+def _decoder_bidirectional(config, src_length, tgt_length):
+    """The decoder counted like the encoder: its table read as bidirectional."""
+    dec = torch.arange(-(tgt_length - 1), 1)
+    return (_trained_buckets(config, src_length, tgt_length)[0],
+            sorted(set(relative_position_bucket(dec, True, config.num_buckets, config.max_distance).tolist())))
+
+
 def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckResult:
     """``fn(config, src_length, tgt_length) -> (encoder_buckets, decoder_buckets)``: the sorted
     bucket ids of each stack's bias table that get a non-zero gradient from one loss on a batch
@@ -413,6 +535,9 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
         Mistake("stacks swapped", "return the encoder's buckets first, then the decoder's.", gives=_stacks_swapped),
         Mistake("one offset too far", "a source of S tokens has offsets -(S-1) to S-1, not -S to S.",
                 gives=_one_offset_too_far),
+        Mistake("decoder as bidirectional", "the decoder's table is causal: all its buckets serve offsets <= 0, "
+                "so a past offset -d lands in bucket b(d) of the whole table, not of its lower half.",
+                gives=_decoder_bidirectional),
         Mistake("one side only", "the encoder is bidirectional: keys after the query (offsets > 0) use the "
                 "upper half of its buckets.", gives=_one_side_only),
     ]
@@ -538,10 +663,65 @@ def check_no_position_t5(fn: Callable) -> CheckResult:
                    f"{spread:.2f}), because position t averages over t + 1 values under the causal mask.")
 
 
+# --- 6. predict, then measure: how long is a span-corruption target? ---------------------------
+
+TARGET_LENGTH_ASKED = (20, 2048)  # the lengths the reader predicts for (the chapter prints 64 and 512)
+
+
+def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0) -> tuple[int, int]:
+    """Hidden tokens and spans of one sequence, as ``noise_mask`` fixes them (the same for every draw)."""
+    hidden = min(max(round(length * noise_density), 1), length - 1)
+    spans = min(max(round(hidden / mean_span_length), 1), hidden, length - hidden)
+    return hidden, spans
+
+
+def _target_length(length, sequences):
+    hidden, spans = _counts(length)
+    return float(hidden + spans + 1)
+
+
+def check_target_length(fn: Callable, prediction: dict | None = None) -> CheckResult:
+    """``fn(length, sequences) -> float``: the mean target length (sentinels, hidden tokens and
+    ``</s>``) of span corruption (15% hidden, mean span 3) over ``sequences`` drawn sequences of
+    ``length`` tokens; ``prediction``, written before measuring: ``{20: ..., 2048: ...}``."""
+    cases = [Case(f"n = {n}, {k} sequences", (n, k), _target_length(n, k), atol=1e-6,
+                  hint="draw each mask with noise_mask(length, generator=...), build (inputs, target) with "
+                       "corrupt, and average len(target)")
+             for n, k in ((64, 30), (20, 30), (300, 10), (2048, 5), (7, 30))]
+    mistakes = [
+        Mistake("no eos", "the target ends with </s>, one token more.",
+                gives=lambda n, k: _target_length(n, k) - 1),
+        Mistake("no sentinels", "the target writes one sentinel before each span, as well as the hidden tokens.",
+                gives=lambda n, k: float(_counts(n)[0] + 1)),
+        Mistake("the whole text", "span corruption's target holds only the hidden spans, not the whole text.",
+                gives=lambda n, k: float(n + 1)),
+        Mistake("measured the input", "that is the length of the input (kept tokens, a sentinel per span, </s>); "
+                "measure the target.", gives=lambda n, k: float(n - _counts(n)[0] + _counts(n)[1] + 1)),
+    ]
+    result = run_cases("target length", fn, cases, mistakes)
+    if result.passed:
+        if not prediction:
+            print("(no prediction given: write yours into `prediction` before you measure)")
+            return result
+        for n in TARGET_LENGTH_ASKED:
+            hidden, spans = _counts(n)
+            true = hidden + spans + 1
+            guess = prediction.get(n)
+            if guess is None:
+                print(f"   n = {n}: no prediction.")
+                continue
+            verdict = "right" if abs(guess - true) <= 0.05 * true + 0.5 else f"off by {guess - true:+g}"
+            print(f"   n = {n:,}: you predicted {guess:g}, the target is {true} ({verdict}): {hidden} hidden "
+                  f"tokens (round(0.15 n)), {spans} span{'s' if spans != 1 else ''} (round(hidden / 3)), 1 </s>; "
+                  "about n / 5 + 1.")
+    return result
+
+
 EXERCISES = {
     "bucket_range": check_bucket_range,
     "fill_spans": check_fill_spans,
     "corrupt_spans": check_corrupt,
     "trained_buckets": check_trained_buckets,
     "t5_without_position_bias": check_no_position_t5,
+    "mean_target_length": check_target_length,
 }
