@@ -7,7 +7,7 @@ from .svg import Figure
 MHA = "attnbook.layers.MultiHeadAttention"
 DESC = (
     "Three panels, each with 4 query heads q0 to q3 on top and the key/value heads that are cached "
-    "below (outlined in blue), an orange arrow from every query head to the key/value head it reads. Left, multi-head attention "
+    "below, an orange arrow from every query head to the key/value head it reads. Left, multi-head attention "
     "(num_kv_heads=4): q_h reads head h, 4 heads cached. Middle, grouped-query attention (num_kv_heads=2, "
     "group size g = 2): q0 and q1 read head 0, q2 and q3 read head 1, 2 heads cached. Right, multi-query "
     "attention (num_kv_heads=1): all four read head 0, 1 head cached. Query head h reads key/value head "
@@ -25,8 +25,8 @@ def draw() -> Figure:
     for i, (kv_heads, title) in enumerate(((4, "multi-head (Hkv = H = 4)"), (2, "grouped-query (Hkv = 2, g = 2)"),
                                            (1, "multi-query (Hkv = 1, g = 4)"))):
         panel(fig, 20 + i * (PANEL + 15), kv_heads, title)
-    fig.legend(20, 290, ["query"])  # the arrows; the blue outlines are the key/value heads (boxes, not lines)
-    fig.text(150, 294, "blue outline: a cached key/value head", "note", anchor="start")
+    fig.legend(20, 290, ["query"])  # the arrows: no key or value arrows are drawn, so no such entry
+    fig.text(150, 294, "(arrow: the key/value head a query head reads)", "note", anchor="start")
     return fig
 
 
