@@ -14,6 +14,9 @@ and the batches; every variant sees the same batches for a given seed.
 
 Variants: ``gpt`` (Chapter 8's class); ``+rmsnorm``, ``+swiglu``, ``+rotary``, ``+gqa`` (one change
 each, through ``LlamaConfig``'s switches); ``modern`` (all four, and no biases: Llama's block).
+Position controls (``--variants sinusoidal nope``, written to ``modern_ablation_positions.json``):
+the GPT's recipe with the fixed sinusoidal table (scaled to the token table's rms, 0.02) in place
+of the learned one, or with no position signal at all (causal masking alone).
 Measured: held-out perplexity over Chapter 8's held-out windows of 64 tokens (the same targets as
 the counting baselines, also recorded: unigram, bigram and trigram with interpolation weights chosen
 on the last tenth of the training text, and interpolated Kneser-Ney of orders 3 to 5), the mean loss at
@@ -44,6 +47,7 @@ from attnbook.tasks.token_stream import (
 from attnbook.train import fit
 
 VARIANTS = ("gpt", "+rmsnorm", "+swiglu", "+rotary", "+gqa", "modern")
+CONTROLS = ("sinusoidal", "nope")  # the GPT's recipe with a fixed table / no position signal
 SEEDS = tuple(range(8))
 VOCAB, WINDOW, BATCH, STEPS, LONG = 512, 64, 64, 600, 256
 GPT_SIZES = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2)
@@ -69,6 +73,8 @@ def llama_config(variant: str, d_ff: int, smoke: bool) -> LlamaConfig:
         "+swiglu": dict(feed_forward="swiglu"),
         "+rotary": dict(positions="rotary", max_len=LONG),
         "+gqa": dict(num_kv_heads=2),
+        "sinusoidal": dict(positions="sinusoidal"),
+        "nope": dict(positions="none"),
         "modern": dict(norm="rmsnorm", norm_eps=1e-6, feed_forward="swiglu", positions="rotary", max_len=LONG,
                        num_kv_heads=2, bias=False),
     }[variant]
@@ -193,7 +199,7 @@ def run_one(variant: str, seed: int, smoke: bool, steps: int = STEPS) -> dict:
 def main() -> None:
     p = common.experiment_parser(__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS + CONTROLS)
     p.add_argument("--steps", type=int, default=STEPS,
                    help=f"training steps (default {STEPS}, the chapter's budget; another budget writes "
                         "modern_ablation_steps<N>.json)")
@@ -223,9 +229,11 @@ def main() -> None:
         "unigram": {"held_out_loss": round(unigram, 5), "held_out_perplexity": round(math.exp(unigram), 3)},
         "trigram": trigram_baseline(train, test),
         "kneser_ney": kneser_ney_baselines(train, test),
-        "runs": sorted(rows, key=lambda r: (VARIANTS.index(r["variant"]), r["seed"])),
+        "runs": sorted(rows, key=lambda r: ((VARIANTS + CONTROLS).index(r["variant"]), r["seed"])),
     }
     name = "modern_ablation.json" if args.steps == STEPS else f"modern_ablation_steps{args.steps}.json"
+    if set(args.variants) <= set(CONTROLS):  # the position controls keep a file of their own
+        name = name.replace("modern_ablation", "modern_ablation_positions")
     out = common.out_path(args, name)
     if out is not None:
         common.write_result(out, result)

@@ -106,6 +106,10 @@ def _degrees(x, offset, base):
     (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**3 * x * (go * w * x).sum(
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sum, not mean"),
     (check_rms_norm_backward, lambda x, w, go, e: _rms_bw(x, w, go, e, dim=0), "wrong axis"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**3 * x * (go * x).mean(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "weight in one term"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**2 * x * (go * w * x).mean(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "r² for r³"),
     (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w + r**3 * x * (go * w * x).mean(
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sign"),
     (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, w, go, e) + x, ""),
@@ -128,10 +132,13 @@ def _degrees(x, offset, base):
      "first head"),
     (check_mha_to_gqa, lambda w, H, K: w.view(K, w.shape[0] // H, H // K, -1).mean(2).reshape(-1, w.shape[1]),
      "wrong view order"),
+    (check_mha_to_gqa, lambda w, H, K: w[: K * (w.shape[0] // H)], "first Hkv heads"),
     (check_rotate_interleaved, _rotate_halves, "halves layout"),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x.flip(-1), o, b).flip(-1), ""),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, 0, b), "offset ignored"),
     (check_rotate_interleaved, _halves_table, "halves-layout table"),
+    (check_rotate_interleaved, lambda x, o, b: (lambda y: torch.cat([y[..., 0::2], y[..., 1::2]], -1))(
+        rotate_interleaved(x, o, b)), "halves concatenated"),
     (check_rotate_interleaved, _degrees, "degrees"),
     (check_rotate_interleaved, lambda x, o, b: rotate_interleaved(x, o + 1, b), "positions from 1"),
 ])
@@ -189,6 +196,7 @@ def test_kv_cache_prediction(capsys):
                        (kv_cache_bytes(L, 4, Dh, B, positions, 4), "query heads"),
                        (kv_cache_bytes(L, Hkv, Dh, 1, positions, 4), "forgot the batch"),
                        (kv_cache_bytes(*setting, s["prompt"], 4), "prompt only"),
+                       (kv_cache_bytes(*setting, s["new_tokens"], 4), "generated tokens only"),
                        (truth + 1, "times the truth")):
         result = check_kv_cache_prediction(wrong, _measure)
         assert not result and why in result.message, result.message

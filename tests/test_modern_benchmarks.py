@@ -69,3 +69,12 @@ def test_committed_longer_budget_runs():
     assert result["recipe"]["steps"] == 2400
     assert {(r["variant"], r["seed"], r["steps"]) for r in result["runs"]} == {
         (v, 0, 2400) for v in ("gpt", "+rotary", "modern")}
+
+
+def test_committed_position_controls():
+    result = load_result("modern_ablation_positions.json")
+    runs = result["runs"]
+    assert {r["variant"] for r in runs} == {"sinusoidal", "nope"}
+    assert {r["seed"] for r in runs if r["variant"] == "nope"} == {r["seed"] for r in runs
+                                                                    if r["variant"] == "sinusoidal"}
+    assert all(r["d_ff"] == 272 and r["steps"] == 600 for r in runs)  # rotary's width: no table either

@@ -4,6 +4,7 @@ GPT when every switch is GPT-2's, and rejects bad configurations and inputs."""
 import pytest
 import torch
 
+from attnbook.layers import RotaryEmbedding
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.models.llama import Llama, LlamaConfig, from_transformers, to_transformers
 from attnbook.tasks.language_modeling import generate, generate_uncached
@@ -98,7 +99,7 @@ def test_rotary_model_reads_past_its_training_length_and_stops_at_max_len():
     ({"d_model": 36}, "must be even"),
     ({"norm": "batchnorm"}, "norm"),
     ({"feed_forward": "relu"}, "feed_forward"),
-    ({"positions": "sinusoidal"}, "positions"),
+    ({"positions": "alibi"}, "positions"),
     ({"rope_base": 1.0}, "rope_base"),
     ({"vocab_size": 0}, "vocab_size"),
     ({"norm_eps": 0.0}, "eps"),
@@ -118,3 +119,20 @@ def test_bad_inputs_are_rejected():
         model.step(torch.zeros(3, dtype=torch.long), model.start(torch.zeros(2, 3, dtype=torch.long))[1])
     with pytest.raises(ValueError, match="only a configuration with all of Llama"):
         to_transformers(Llama(LlamaConfig(**SMALL, norm="layernorm")))
+
+
+@pytest.mark.parametrize("positions", ["sinusoidal", "none"])
+def test_position_controls(positions):
+    """The ablation's controls: "sinusoidal" adds the fixed table at the token table's scale
+    (rms 0.02), "none" adds no position signal and no rotary turning."""
+    model = Llama(LlamaConfig(**{**SMALL, "positions": positions}))
+    assert not any(isinstance(m, RotaryEmbedding) for m in model.modules())
+    ids = torch.zeros(1, 5, dtype=torch.long)
+    with torch.no_grad():
+        embedded = model.embeddings(ids)[0]  # one token at 5 positions
+    if positions == "none":
+        assert torch.equal(embedded, embedded[:1].expand(5, -1))
+    else:
+        table = model.embeddings.positions.table
+        assert abs(table.pow(2).mean().sqrt().item() - 0.02) < 2e-3
+        torch.testing.assert_close(embedded - embedded[:1], table[:5] - table[:1])

@@ -25,7 +25,8 @@ def draw() -> Figure:
     for i, (kv_heads, title) in enumerate(((4, "multi-head (Hkv = H = 4)"), (2, "grouped-query (Hkv = 2, g = 2)"),
                                            (1, "multi-query (Hkv = 1, g = 4)"))):
         panel(fig, 20 + i * (PANEL + 15), kv_heads, title)
-    fig.legend(20, 290, ["query", "key"])
+    fig.legend(20, 290, ["query"])  # the arrows: no key or value arrows are drawn, so no such entry
+    fig.text(150, 294, "(arrow: the key/value head a query head reads)", "note", anchor="start")
     return fig
 
 

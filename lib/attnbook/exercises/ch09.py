@@ -29,6 +29,12 @@ def _rms_backward(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor,
     return r * gw - r.pow(3) * x * (gw * x).sum(dim, keepdim=True) / n
 
 
+def _rms_second(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float) -> torch.Tensor:
+    """The second term's size, r³ · x · mean(grad_out · w · x) (the backward pass subtracts it)."""
+    r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+    return r.pow(3) * x * (grad_out * weight * x).mean(-1, keepdim=True)
+
+
 def check_rms_norm_backward(fn: Callable) -> CheckResult:
     """``fn(x (..., D), weight (D,), grad_out (..., D), eps) -> (..., D)``: the gradient of the loss
     with respect to ``x`` through ``y = x / sqrt(mean(x²) + eps) * weight``, given ``grad_out = dL/dy``
@@ -50,6 +56,14 @@ def check_rms_norm_backward(fn: Callable) -> CheckResult:
                 gives=lambda x, w, go, eps: torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * go * w),
         Mistake("weight forgotten", "the weight multiplies the output, so the gradient reaching the normalised "
                 "vector is grad_out · weight.", gives=lambda x, w, go, eps: _rms_backward(x, torch.ones_like(w), go, eps)),
+        Mistake("weight in one term", "the weight scales grad_out on both paths: the second term is "
+                "-r³ · x · mean(grad_out · w · x), not mean(grad_out · x).",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps) + _rms_second(x, w, go, eps)
+                - _rms_second(x, torch.ones_like(w), go, eps)),
+        Mistake("r² for r³", "the path through r gives d r / d x = -r³ · x / D (r is a power -1/2 of the mean, "
+                "whose derivative brings 2x/D): the second term carries r³, not r².",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps) + _rms_second(x, w, go, eps)
+                - _rms_second(x, w, go, eps) / torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
         Mistake("D - 1 divisor", "RMSNorm's mean divides by D, not D - 1 (there is no variance estimate here).",
                 gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, divisor=x.shape[-1] - 1)),
         Mistake("eps dropped", "eps stays inside the root in the backward pass too: r = 1/sqrt(mean(x²) + eps).",
@@ -183,6 +197,9 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
         Mistake("first head", "you kept the first head of each group: the GQA paper mean-pools all of them "
                 "(it found that better than keeping one).",
                 gives=lambda w, H, Hkv: w.view(Hkv, H // Hkv, w.shape[0] // H, -1)[:, 0].reshape(-1, w.shape[1])),
+        Mistake("first Hkv heads", "you kept the first Hkv heads of the checkpoint and dropped the rest: "
+                "each new head stands for a group of H / Hkv consecutive heads, and is their mean.",
+                gives=lambda w, H, Hkv: w[: Hkv * (w.shape[0] // H)]),
         Mistake("wrong view order", "you viewed the rows as (Hkv, Dh, H / Hkv, D): the rows of one head are "
                 "consecutive, so view them as (Hkv, H / Hkv, Dh, D) and average row j of each head.",
                 gives=lambda w, H, Hkv: w.view(Hkv, w.shape[0] // H, H // Hkv, -1).mean(2).reshape(-1, w.shape[1])),
@@ -223,6 +240,9 @@ def check_rotate_interleaved(fn: Callable) -> CheckResult:
     mistakes = [
         Mistake("halves layout", "you paired dimension i with i + Dh/2 (the layout of transformers and of this "
                 "book's library): this exercise pairs neighbours, 2i with 2i + 1.", gives=_halves),
+        Mistake("halves concatenated", "you turned the right pairs but wrote the results as [all evens, all odds] "
+                "(torch.cat): put each pair back in its place, 2i and 2i + 1 (torch.stack(..., -1).flatten(-2)).",
+                gives=lambda x, o, b: _interleaved_cat(x, o, b)),
         Mistake("turned backwards", "you turned by -angle: the rotation is x'_{2i} = x_{2i} cos - x_{2i+1} sin.",
                 gives=_backwards),
         Mistake("frequency exponent", "the frequencies are base^(-2i/Dh) for pair i (i = 0 .. Dh/2 - 1), "
@@ -238,6 +258,11 @@ def check_rotate_interleaved(fn: Callable) -> CheckResult:
                 gives=lambda x, o, b: _interleaved(x, o + 1, b)),
     ]
     return run_cases("interleaved rotary", fn, cases, mistakes)
+
+
+def _interleaved_cat(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
+    turned = _interleaved(x, offset, base)
+    return torch.cat([turned[..., 0::2], turned[..., 1::2]], dim=-1)
 
 
 def _backwards(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
@@ -306,6 +331,10 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
          dict(base, num_kv_heads=4)),
         (f"you forgot the batch: each of the {s['batch']} sequences has its own cache", dict(base, batch=1)),
         ("you counted the prompt only", dict(base, positions=s["prompt"])),
+        ("you counted the generated tokens only: the prompt's keys and values are cached too (prompt + new - 1 "
+         "positions)", dict(base, positions=s["new_tokens"])),
+        ("you counted the generated tokens only, and the prompt is cached too (prompt + new - 1 positions)",
+         dict(base, positions=s["new_tokens"] - 1)),
     ]
     for why, setting in known:
         value = kv_cache_bytes(**setting)

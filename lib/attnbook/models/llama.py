@@ -31,13 +31,14 @@ from torch import nn
 
 from attnbook.layers import (
     AttentionSpec, CausalBlock, Embeddings, FeedForwardSpec, LearnedPositionalEmbedding, Norm,
+    SinusoidalPositionalEncoding,
 )
 from attnbook.layers.validation import check_choice, check_eps, check_heads, check_positive
 from attnbook.models.gpt import GPT
 
 NORMS = ("rmsnorm", "layernorm")
 FEED_FORWARDS = ("swiglu", "gelu")
-POSITIONS = ("rotary", "learned")
+POSITIONS = ("rotary", "learned", "sinusoidal", "none")
 
 
 @dataclass(frozen=True)
@@ -46,7 +47,8 @@ class LlamaConfig:
 
     Llama 2 7B: ``vocab_size=32000, max_len=4096, d_model=4096, num_heads=32, num_kv_heads=32,
     d_ff=11008, num_layers=32``; Llama 3 8B has ``num_kv_heads=8, d_ff=14336, rope_base=500000``.
-    ``max_len`` bounds the positions (the rotary table, or the learned one); ``tie_embeddings``
+    ``max_len`` bounds the positions (the rotary table, or the learned or sinusoidal one;
+    ``positions="none"`` adds no position signal at all, a control); ``tie_embeddings``
     reads the logits with the token table, as GPT does.
     """
 
@@ -112,7 +114,10 @@ class Llama(GPT):
         positions = None
         if c.positions == "learned":
             positions = LearnedPositionalEmbedding(c.d_model, c.max_len, init_std=0.02)
-        self.embeddings = Embeddings(tokens, positions)  # rotary: positions=None, no table
+        elif c.positions == "sinusoidal":  # the fixed table, scaled to the token table's size:
+            positions = SinusoidalPositionalEncoding(c.d_model, c.max_len)  # entries of rms 1/√2
+            positions.table.mul_(0.02 * 2**0.5)  # -> rms 0.02, as the tokens start
+        self.embeddings = Embeddings(tokens, positions)  # rotary or "none": positions=None, no table
         norm, feed_forward, attention = c.block_specs()
         self.blocks = nn.ModuleList(
             CausalBlock(c.d_model, c.num_heads, norm_first=True, norm=norm,
