@@ -28,29 +28,28 @@ import torch
 from torch.overrides import TorchFunctionMode
 
 import attnbook.data
-
 from attnbook.attention_maps import attention_rollout, mean_attention_distance
+from attnbook.data.byte_text import ByteVocab
 from attnbook.data.digits import ImageSet
 from attnbook.data.vocab import Vocab
 from attnbook.data.wordpiece import SPECIAL_TOKENS, BertInputs, WordPieceTokenizer
 from attnbook.decoding import beam_search, greedy_decode, greedy_decode_uncached
+from attnbook.layers.tiled import tiled_attention
 from attnbook.models.attention_only import AttentionOnly
 from attnbook.models.bert import Bert, BertConfig, BertForPreTraining, sentence_embeddings
 from attnbook.models.cnn import CNNConfig, SmallCNN
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.models.llama import Llama, LlamaConfig
-from attnbook.models.t5 import T5, T5Config
 from attnbook.models.rnn import (
     RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig,
 )
+from attnbook.models.t5 import T5, T5Config
 from attnbook.models.tagger import SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
-from attnbook.layers.tiled import tiled_attention
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
 from attnbook.tasks import span_corruption, tagging, text_classification, text_to_text
 from attnbook.tasks import token_stream
-from attnbook.data.byte_text import ByteVocab
 
 DEVICE = torch.device(os.environ.get("ATTNBOOK_DEVICE", "cpu"))
 
