@@ -6,8 +6,9 @@ import pytest
 import torch
 
 from attnbook.exercises.ch03 import (
-    LENGTH_TRANSFER_RANGE, check_cached_causal_mask, check_length_transfer,
-    check_pe_similarity, check_scaled_dot_product_attention,
+    LENGTH_TRANSFER_RANGE, check_attention_pool, check_cached_causal_mask,
+    check_length_prediction, check_length_transfer, check_pe_similarity,
+    check_scaled_dot_product_attention,
 )
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
@@ -18,6 +19,14 @@ from conftest import assert_rejected
 def attention(q, k, v):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     return torch.softmax(scores, dim=-1) @ v
+
+
+def attention_pool(x, query, lengths):
+    B, S, D = x.shape
+    scores = x @ query / math.sqrt(D)  # (B, S)
+    real = torch.arange(S)[None, :] < lengths[:, None]  # (B, S)
+    weights = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=1)
+    return (weights[:, :, None] * x).sum(1)  # (B, D)
 
 
 def cached_causal_mask(num_queries, num_keys):
@@ -60,6 +69,47 @@ SDPA_WRONG = [
     (sdpa_in_place, MUTATION),
     (sdpa_key_untransposed, ""),
     (sdpa(lambda q, k: math.sqrt(8)), ""),  # a fixed d_k
+    (not_done, ""),
+]
+
+def pool(divisor=None, mask="before", dim=1, mean=False, weights=False):
+    def fn(x, query, lengths):
+        B, S, D = x.shape
+        real = torch.arange(S)[None, :] < lengths[:, None]
+        scores = x @ query / (math.sqrt(D) if divisor is None else divisor(x, lengths))
+        if mask == "before":
+            scores = scores.masked_fill(~real, float("-inf"))
+        a = torch.softmax(scores, dim=dim)
+        if mask == "after":
+            a = a * real
+        if mean:
+            a = real / lengths[:, None]
+        return a if weights else (a[:, :, None] * x).sum(1)
+    return fn
+
+
+def pool_masked_with_minus_large(x, query, lengths):  # -1e9 instead of -inf: right, accepted
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+    scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, -1e9)
+    return (torch.softmax(scores, 1)[:, :, None] * x).sum(1)
+
+
+def pool_in_place(x, query, lengths):
+    query /= math.sqrt(x.shape[-1])  # scales the caller's query
+    return pool(divisor=lambda x, n: 1.0)(x, query, lengths)
+
+
+POOL_WRONG = [
+    (pool(mask=None), "padding attended"),
+    (pool(mask="after"), "masked after the softmax"),
+    (pool(divisor=lambda x, n: 1.0), "unscaled"),
+    (pool(divisor=lambda x, n: math.sqrt(x.shape[1])), "scaled by length"),
+    (pool(dim=0), "softmax over the batch"),
+    (pool(mean=True), "mean of the real tokens"),
+    (lambda x, q, n: pool(mean=True)(x, q, n) * 0 + x.mean(1), ""),  # mean over padding too
+    (pool(weights=True), "returns weights"),
+    (pool(divisor=lambda x, n: x.shape[-1]), ""),  # divided by D
+    (pool_in_place, MUTATION),
     (not_done, ""),
 ]
 
@@ -138,8 +188,45 @@ def test_length_transfer_range_keeps_its_margin():
     assert high - low <= 0.08  # far from the old 0%-50%
 
 
+def test_attention_pool_accepts_a_large_negative_mask():
+    assert check_attention_pool(pool_masked_with_minus_large)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), POOL_WRONG)
+def test_attention_pool_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_attention_pool, wrong, diagnosis, capsys)
+
+
+# predict, then measure: the prediction is explained, the measurement is checked
+@pytest.mark.parametrize(("prediction", "side"), [
+    (0.0, "below"), (0.05, "below"), (0.125, "inside"), (0.9, "above"), (1.0, "above"),
+    (torch.tensor(0.5), "above"),
+])
+def test_length_prediction_explains_each_side(prediction, side, capsys):
+    assert check_length_prediction(prediction, 0.125)
+    out = capsys.readouterr().out
+    assert "(expected 8.4%–15.6%) ok" in out and f"is {side} the measured range" in out
+
+
+@pytest.mark.parametrize(("prediction", "measured", "diagnosis"), [
+    (None, None, ""), (None, 0.125, ""), (0.2, None, ""),  # not done yet
+    (12.5, 0.125, "prediction not a fraction"), ("high", 0.125, "prediction not a fraction"),
+    (-0.1, 0.125, "prediction not a fraction"),
+    (0.2, 12.5, "measurement a percentage"),
+    (0.2, 1.0, "wrong measurement"),  # scored on the training length
+    (0.2, 0.0003, "wrong measurement"),  # the learned-positions model
+    (0.2, float("nan"), "wrong measurement"),
+])
+def test_length_prediction_rejected(prediction, measured, diagnosis, capsys):
+    result = check_length_prediction(prediction, measured)
+    out = capsys.readouterr().out
+    assert not result and out.startswith("✗") and result.diagnosis == diagnosis
+    if prediction is None or measured is None:
+        assert "not done yet" in out
+
+
 @pytest.mark.parametrize(("checker", "reference"), [
-    (check_scaled_dot_product_attention, attention), (check_cached_causal_mask, cached_causal_mask),
+    (check_scaled_dot_product_attention, attention), (check_attention_pool, attention_pool), (check_cached_causal_mask, cached_causal_mask),
     (check_pe_similarity, pe_similarity),
 ])
 def test_reference_passes(checker, reference):
@@ -177,7 +264,7 @@ def test_similarity_is_the_same_at_every_position():
                                    atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("prefix", ['SDPA', 'CACHED_MASK', 'SIMILARITY'])
+@pytest.mark.parametrize("prefix", ['SDPA', 'POOL', 'CACHED_MASK', 'SIMILARITY'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch03 as checkers

@@ -3,19 +3,32 @@ answers, and names the mistake where it is a known one ("" = rejected without a 
 import pytest
 import torch
 
-from attnbook.exercises.ch04 import check_cached_self_attention, check_merge_heads, check_split_heads
+from attnbook.exercises.ch04 import (
+    HEADS_RANGE, check_cached_self_attention, check_heads_prediction, check_merge_heads_strided,
+    check_split_heads_strided,
+)
 from attnbook.exercises.core import MUTATION
 from attnbook.layers import KVCache, causal_mask
 from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
-def split_heads(x, num_heads):
+def split_heads_strided(x, num_heads):
+    B, T, D = x.shape
+    return x.view(B, T, D // num_heads, num_heads).permute(0, 3, 1, 2)
+
+
+def merge_heads_strided(x):
+    B, H, T, Dh = x.shape
+    return x.permute(0, 2, 3, 1).reshape(B, T, Dh * H)
+
+
+def blocks_split(x, num_heads):  # the chapter's layout
     B, T, D = x.shape
     return x.view(B, T, num_heads, D // num_heads).transpose(1, 2)
 
 
-def merge_heads(x):
+def blocks_merge(x):
     B, H, T, Dh = x.shape
     return x.transpose(1, 2).contiguous().view(B, T, H * Dh)
 
@@ -33,30 +46,76 @@ def not_done(*args):
 
 # --- wrong answers, each with the diagnosis it must get -----------------------------------------
 def split_in_place(x, num_heads):
-    out = split_heads(x.clone(), num_heads)
+    out = split_heads_strided(x.clone(), num_heads)
     x.mul_(2.0)
     return out
 
 
+def split_by_index(x, num_heads):  # right, another way: gather columns h, h + H, ...
+    return torch.stack([x[..., h::num_heads] for h in range(num_heads)], dim=1)
+
+
 SPLIT_WRONG = [
-    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no transpose"),
-    (lambda x, h: x.view(x.shape[0], x.shape[1], x.shape[2] // h, h).permute(0, 3, 1, 2), "interleaved columns"),
-    (lambda x, h: x.view(x.shape[0], x.shape[1], h, x.shape[2] // h), "heads not moved"),
-    (lambda x, h: split_heads(x, 2), "ignores num_heads"),
+    (blocks_split, "blocks of columns"),
+    (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
+    (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
     (split_in_place, MUTATION),
-    (lambda x, h: split_heads(x, h).flip(1), ""),  # heads in reverse order
+    (lambda x, h: split_heads_strided(x, h).flip(1), ""),  # heads in reverse order
+    (lambda x, h: split_heads_strided(x, h).flip(-1), ""),  # columns of each head reversed
     (not_done, ""),
 ]
 
 MERGE_WRONG = [
-    (lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), "transposed head merge"),
-    (lambda x: x.permute(0, 2, 3, 1).reshape(x.shape[0], x.shape[2], -1), "interleaved heads"),
+    (blocks_merge, "blocks of columns"),
+    (lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), "plain reshape"),
     (lambda x: x.mean(1), "averaged heads"),
     (lambda x: x.sum(1), "averaged heads"),
-    (lambda x: merge_heads(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),
-    (lambda x: merge_heads(x.flip(1)), ""),  # heads in reverse order
+    (lambda x: merge_heads_strided(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),
+    (lambda x: merge_heads_strided(x.flip(1)), ""),  # heads in reverse order
     (not_done, ""),
 ]
+
+
+def test_strided_split_by_index_passes():
+    assert check_split_heads_strided(split_by_index)
+
+
+def test_strided_layout_round_trips():
+    x = torch.randn(2, 3, 12)
+    torch.testing.assert_close(merge_heads_strided(split_heads_strided(x, 4)), x)
+    assert torch.equal(split_heads_strided(x, 4)[:, 1, :, 2], x[..., 2 * 4 + 1])
+
+
+@pytest.mark.parametrize(("prediction", "side"), [
+    (0.0, "below"), (0.1, "below"), (0.43, "inside"), (1.0, "above"), (0.99, "above"),
+])
+def test_heads_prediction_explains_each_side(prediction, side, capsys):
+    assert check_heads_prediction(prediction, 0.43)
+    out = capsys.readouterr().out
+    assert "(expected 33.0%–53.0%) ok" in out and f"is {side} the measured range" in out
+
+
+@pytest.mark.parametrize(("prediction", "measured", "diagnosis"), [
+    (None, None, ""), (0.5, None, ""),
+    (100, 0.43, "prediction not a fraction"),
+    (0.5, 43.0, "measurement a percentage"),
+    (0.5, 1.0, "wrong measurement"),  # H = 2, 4, 8 or 32
+    (0.5, 0.272, "wrong measurement"),  # H = 1
+    (0.5, 0.636, "wrong measurement"),  # one read-out's accuracy, not both
+])
+def test_heads_prediction_rejected(prediction, measured, diagnosis, capsys):
+    result = check_heads_prediction(prediction, measured)
+    assert not result and result.diagnosis == diagnosis
+    assert capsys.readouterr().out.startswith("✗")
+
+
+def test_heads_range_keeps_its_margin():
+    low, high = HEADS_RANGE
+    runs = (0.4233, 0.452, 0.4119, 0.4519, 0.445, 0.4273)  # seeds 0-5, see the checker
+    spread = max(runs) - min(runs)
+    assert min(runs) - low >= 2 * spread - 0.005 and high - max(runs) >= 2 * spread - 0.005
+    assert high < 0.636 and low > 0.272  # one read-out's accuracy and one head stay outside
 
 
 def cached_discards_extend(attn, x, cache):  # the mutable-cache habit: extend() "in place"
@@ -122,7 +181,7 @@ CACHED_WRONG = [
 
 
 @pytest.mark.parametrize(("checker", "reference"), [
-    (check_split_heads, split_heads), (check_merge_heads, merge_heads),
+    (check_split_heads_strided, split_heads_strided), (check_merge_heads_strided, merge_heads_strided),
     (check_cached_self_attention, cached_self_attention),
 ])
 def test_reference_passes(checker, reference):
@@ -131,12 +190,12 @@ def test_reference_passes(checker, reference):
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), SPLIT_WRONG)
 def test_splitassert_rejected(wrong, diagnosis, capsys):
-    assert_rejected(check_split_heads, wrong, diagnosis, capsys)
+    assert_rejected(check_split_heads_strided, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), MERGE_WRONG)
 def test_mergeassert_rejected(wrong, diagnosis, capsys):
-    assert_rejected(check_merge_heads, wrong, diagnosis, capsys)
+    assert_rejected(check_merge_heads_strided, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), CACHED_WRONG)

@@ -3,7 +3,7 @@
 Expected answers come from the library (``attnbook.layers``) or from closed forms written out
 below; each checker lists the known mistakes it can name. ``EXERCISES`` maps the notebook's
 function names to their checkers.
-Legend: T query length, S key length, Dk query/key width, Dv value width, D model width.
+Legend: B batch, T query length, S key length, Dk query/key width, Dv value width, D model width.
 """
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from collections.abc import Callable
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.predictions import Outcome, check_prediction
 from attnbook.layers.attention import scaled_dot_product_attention
-from attnbook.layers.masks import causal_mask
+from attnbook.layers.masks import causal_mask, token_mask
 from attnbook.layers.positional import sinusoidal_encoding
 
 
@@ -63,6 +64,69 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
                  "dimension of the scores); then weights @ V.",
         ))
     return run_cases("scaled dot-product attention", fn, cases, SDPA_MISTAKES)
+
+
+# --- attention pooling: one query summarises a padded sequence ------------------------------------
+def _pool(x, query, lengths, divisor=None, mask=True, dim=-1, renormalise=True, weights_only=False):
+    B, S, D = x.shape
+    scores = x @ query / (math.sqrt(D) if divisor is None else divisor)  # (B, S)
+    real = token_mask(lengths, S)  # (B, S)
+    if mask and renormalise:
+        scores = scores.masked_fill(~real, float("-inf"))
+    weights = torch.softmax(scores, dim=dim)  # (B, S)
+    if mask and not renormalise:
+        weights = weights * real
+    if weights_only:
+        return weights
+    return (weights[:, :, None] * x).sum(1)  # (B, D)
+
+
+def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: float):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(B, S, D, generator=g)  # (B, S, D), padding included
+    query = scale * torch.randn(D, generator=g)  # (D,)
+    return x, query, torch.tensor(lengths)
+
+
+POOL_MISTAKES = [
+    Mistake("padding attended", "the padded positions got weight: set their scores to -inf before the "
+            "softmax (token_mask(lengths, S) is True on the real tokens).",
+            gives=lambda x, q, n: _pool(x, q, n, mask=False)),
+    Mistake("masked after the softmax", "you zeroed the padding's weights after the softmax, so each row "
+            "no longer sums to 1: mask the scores (-inf) before it.",
+            gives=lambda x, q, n: _pool(x, q, n, renormalise=False)),
+    Mistake("unscaled", "the scores look unscaled: divide x · query by √D.",
+            gives=lambda x, q, n: _pool(x, q, n, divisor=1.0)),
+    Mistake("scaled by length", "divide by √D, the width of a vector, not by √(sequence length).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
+            and any(torch.allclose(got, _pool(*args, divisor=math.sqrt(float(n))), atol=1e-5)
+                    for n in {args[0].shape[1], *args[2].tolist()})),
+    Mistake("softmax over the batch", "the softmax runs over the positions of each sequence (dim 1 of the "
+            "(B, S) scores), not over the batch.", gives=lambda x, q, n: _pool(x, q, n, dim=0)),
+    Mistake("mean of the real tokens", "that is the mean of the real tokens: weight them by "
+            "softmax(x · query / √D) instead, so the query decides what counts.",
+            gives=lambda x, q, n: (x * token_mask(n, x.shape[1])[:, :, None]).sum(1) / n[:, None]),
+    Mistake("returns weights", "you returned the (B, S) weights: return their weighted sum of the tokens.",
+            gives=lambda x, q, n: _pool(x, q, n, weights_only=True)),
+]
+
+
+def check_attention_pool(fn: Callable) -> CheckResult:
+    """``attention_pool(x (B, S, D), query (D,), lengths (B,)) -> (B, D)``: softmax over the real
+    tokens of x · query / √D, then the weighted sum of the tokens."""
+    cases = []
+    for n, (B, S, D, lengths, scale) in enumerate([
+        (2, 4, 8, [4, 2], 1.0), (3, 5, 16, [1, 5, 3], 2.0), (1, 6, 4, [6], 1.0), (2, 3, 9, [3, 1], 3.0),
+        (4, 7, 6, [2, 7, 5, 1], 1.5), (1, 1, 5, [1], 1.0),
+    ]):
+        x, query, lengths = _pool_inputs(n, B, S, D, lengths, scale)
+        cases.append(Case(
+            f"x {tuple(x.shape)}, query ({D},), lengths {lengths.tolist()}", (x, query, lengths),
+            _pool(x, query, lengths),
+            hint="scores = x @ query / √D, shape (B, S); padded positions (s >= lengths[b]) get -inf; "
+                 "softmax over the positions; then the weights' sum of the tokens, (B, D).",
+        ))
+    return run_cases("attention pooling", fn, cases, POOL_MISTAKES)
 
 
 # --- the causal mask of queries that come after a cache -----------------------------------------
@@ -189,8 +253,31 @@ def _measured(passed: bool, detail: str, diagnosis: str = "") -> CheckResult:
     return CheckResult("length transfer", passed, message, diagnosis)
 
 
+# --- exercise 4 as predict, then measure ---------------------------------------------------------
+LENGTH_OUTCOME = Outcome(
+    exercise="reversal on length 8",
+    label="accuracy on length 8, trained on length 10",
+    low=LENGTH_TRANSFER_RANGE[0], high=LENGTH_TRANSFER_RANGE[1],
+    how_to_measure="score models['sinusoidal'] on reversal_task(500, 8, VOCAB, ...) with "
+                   "tagging_accuracy(...)['answer'] and pass that fraction.",
+    below="The model is not guessing: it still answers position i with the letter at 9 - i, "
+          "which at length 8 is right only for position 0 (its mirror, 7, is the last "
+          "position, where 9 is clamped to): 1 of 8 positions, 12.5%.",
+    inside="The rule it learned, position i looks at position 9 - i, belongs to the training "
+           "length; at length 8 only position 0 still finds its mirror.",
+    above="Positional encodings give positions, not the task's rule: the model learned 'position "
+          "i looks at position 9 - i', and at length 8 the mirror of i is 7 - i; nothing in the "
+          "input tells it the length.",
+)
+
+
+def check_length_prediction(prediction: object, measured: object) -> CheckResult:
+    """Exercise 4: the reader's predicted accuracy on length 8, then the measured one."""
+    return check_prediction(LENGTH_OUTCOME, prediction, measured)
+
+
 EXERCISES = {
-    "attention": check_scaled_dot_product_attention,
+    "attention_pool": check_attention_pool,
     "cached_causal_mask": check_cached_causal_mask,
     "pe_similarity": check_pe_similarity,
 }
