@@ -8,7 +8,8 @@ printed library sources), each fenced code block of the markdown cells too.
 
 Both sides are reduced to normalised tokens: comments dropped, string literals replaced by one
 token, and the names the code binds itself (variables, parameters, the functions it defines)
-replaced by one placeholder (a function's ``def`` line is dropped: the exercise gives it), so that renaming ``x`` to ``inputs`` or ``reference_f`` to ``f``
+replaced by one placeholder (a function's ``def`` line and a line unpacking ``x.shape`` are dropped: the exercise
+gives both), so that renaming ``x`` to ``inputs`` or ``reference_f`` to ``f``
 does not hide a copy; names it only uses (``torch``, ``view``, ``softmax``) and numbers are kept.
 The solution's own boiler-plate (the ``# @title`` line, the ``check_...(...)`` call) is left out.
 
@@ -57,6 +58,7 @@ _BOUND = re.compile(r"""(?x)
     """, re.MULTILINE)
 
 
+_UNPACK_SHAPE = re.compile(r"^[ \t]*[\w\t ,]+=[ \t]*\w+\.shape(?:\[[^\]\n]*\])?[ \t]*$", re.M)
 _DEF_HEADER = re.compile(r"\bdef\s+\w+\s*\((?:[^()]|\([^()]*\))*\)\s*(?:->[^:]*)?:")
 
 
@@ -83,6 +85,7 @@ def tokens(code: str) -> list[str]:
     code = _strip(code)
     own = bound_names(code) | {"self"}  # a method's self is a function's first argument
     code = _DEF_HEADER.sub(" ", code)  # a signature is given in the exercise's text
+    code = _UNPACK_SHAPE.sub("", code)  # so are the shapes: `B, T, D = x.shape` restates them
     out: list[str] = []
     for token in _TOKEN.findall(code):
         if token.startswith("reference_"):
