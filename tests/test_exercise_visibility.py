@@ -6,11 +6,12 @@ visible source. ``python -m tools.exercise_visibility`` prints every score.
 
 Why one half. On the book as the exercise review found it, the solutions that review named as
 printed above (Chapter 2's additive score, Chapter 4's split and merge, Chapter 5's encoder
-layer, Chapter 7's patchify, class token and rollout) scored 0.63-0.92, and every other solution
-0.46 or less, bar one of Chapter 9 at 0.54 (a solution that reuses a few of the chapter's lines to measure something, or a
-variant of a shown function such as an interleaved rotation); 0.5 lies in that gap, and it
-reads plainly: a reader who could copy more than half of the answer from a cell just run has
-nothing left to work out.
+layer, Chapter 7's patchify, class token and rollout) scored 0.63-0.92. Every other solution
+scored 0.46 or less (those near 0.4 reuse a few of the chapter's lines to measure something, or
+are variants of a shown function, such as an interleaved rotation), except Chapter 9's RMSNorm
+backward at 0.54, most of whose code that chapter shows. 0.5 lies in the gap, and it reads
+plainly: a reader who could copy more than half of the answer from a cell just run has nothing
+left to work out.
 """
 import copy
 
