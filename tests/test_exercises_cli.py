@@ -11,9 +11,10 @@ CH03_RIGHT = '''
 import math
 import torch
 
-def attention(query, key, value):
-    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
-    return torch.softmax(scores, dim=-1) @ value
+def attention_pool(x, query, lengths):
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+    scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
+    return (torch.softmax(scores, dim=1)[:, :, None] * x).sum(1)
 
 def cached_causal_mask(num_queries, num_keys):
     return torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
@@ -40,7 +41,7 @@ def test_all_right_exits_0(tmp_path, capsys):
 
 
 def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
-    text = CH03_RIGHT.replace("/ math.sqrt(query.shape[-1])", "")
+    text = CH03_RIGHT.replace("/ math.sqrt(x.shape[-1])", "")
     text = text.replace("def pe_similarity", "def pe_similarity_draft")
     assert main(["3", str(_write(tmp_path, text))]) == 1
     out = capsys.readouterr().out
@@ -50,8 +51,8 @@ def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
 
 
 def test_a_name_that_is_not_a_function(tmp_path, capsys):
-    assert main(["ch04", str(_write(tmp_path, "split_heads = 3\n"))]) == 1
-    assert "`split_heads` in answers.py is a int, not a function" in capsys.readouterr().out
+    assert main(["ch04", str(_write(tmp_path, "split_heads_strided = 3\n"))]) == 1
+    assert "`split_heads_strided` in answers.py is a int, not a function" in capsys.readouterr().out
 
 
 def test_a_file_that_does_not_run(tmp_path, capsys):
@@ -84,7 +85,7 @@ def test_runs_as_a_module(tmp_path):
     done = subprocess.run([sys.executable, "-m", "attnbook.exercises", "ch03", str(path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    stub = _write(tmp_path, "def attention(q, k, v):\n    raise NotImplementedError\n", "stub.py")
+    stub = _write(tmp_path, "def attention_pool(x, q, n):\n    raise NotImplementedError\n", "stub.py")
     done = subprocess.run([sys.executable, "-m", "attnbook.exercises", "ch03", str(stub)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and "not done yet" in done.stdout
