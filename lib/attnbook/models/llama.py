@@ -24,14 +24,14 @@ F feed-forward width, V vocabulary, L layers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
 from attnbook.layers import (
     AttentionSpec, CausalBlock, Embeddings, FeedForwardSpec, LearnedPositionalEmbedding, Norm,
-    SinusoidalPositionalEncoding,
+    RotaryEmbedding, SinusoidalPositionalEncoding,
 )
 from attnbook.layers.validation import check_choice, check_eps, check_heads, check_positive
 from attnbook.models.gpt import GPT
@@ -149,6 +149,25 @@ LLAMA_NAMES = {
     "final_norm.weight": "model.norm.weight",
     "readout.weight": "lm_head.weight",
 }
+
+
+def interpolate_positions(model: Llama, max_len: int) -> Llama:
+    """Position interpolation (Chen et al., 2023) *without* its fine-tuning: a copy of ``model``
+    (same weights) that reads up to ``max_len`` positions, turning position p as if it were
+    p · train_len / max_len, so that every angle stays inside the range the model was trained on.
+    The published method then fine-tunes briefly (about 1,000 steps) on long texts; this does not."""
+    c = model.config
+    if c.positions != "rotary":
+        raise ValueError(f"position interpolation rescales rotary positions, this model has {c.positions!r}")
+    if max_len < c.max_len:
+        raise ValueError(f"interpolate to at least the training length {c.max_len}, got max_len={max_len}")
+    longer = Llama(replace(c, max_len=max_len)).to(next(model.parameters()).device)
+    longer.load_state_dict(model.state_dict())
+    for block in longer.blocks:  # every block's rotary table, computed at the scaled positions
+        rotary = block.self_attn.rotary
+        block.self_attn.rotary = RotaryEmbedding(rotary.head_dim, max_len, rotary.base,
+                                                 position_scale=c.max_len / max_len).to(rotary.cos.device)
+    return longer.train(model.training)
 
 
 def _names(num_layers: int) -> dict[str, str]:
