@@ -193,7 +193,7 @@ def run_one(variant: str, seed: int, smoke: bool, steps: int = STEPS) -> dict:
     if isinstance(model, Llama) and model.config.positions == "rotary":
         by_position = loss_by_position(model.eval(), test, LONG)
         row["loss_by_position_256"] = [round(x, 4) for x in by_position]
-        interpolated = loss_by_position(interpolate_positions(model.eval(), LONG), test, LONG)
+        interpolated = loss_by_position(interpolate_positions(model.eval(), WINDOW, LONG), test, LONG)
         row["loss_by_position_256_interpolated"] = [round(x, 4) for x in interpolated]
     else:  # a learned table: positions 1 .. 64 only (what a sliding window of 64 keeps)
         row["loss_by_position_64"] = [round(x, 4) for x in loss_by_position(model.eval(), test, WINDOW)]
