@@ -237,3 +237,12 @@ def test_kv_cache_mistakes_are_told_apart():
     values = [kv_cache_bytes(**setting) for _, setting in _kv_mistakes(s, positions)]
     truth = kv_cache_bytes(s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"], positions, 4)
     assert len(set(values)) == len(values) and truth not in values
+
+
+def test_mha_to_gqa_changes_a_model():
+    """The checker's model step: a right conversion keeps the logits of a multi-head Llama whose
+    grouped heads are equal; a strided grouping does not."""
+    from attnbook.exercises.ch09 import _converted_llama_matches
+    assert _converted_llama_matches(mha_to_gqa)
+    assert not _converted_llama_matches(
+        lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]))

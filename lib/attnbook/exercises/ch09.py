@@ -224,7 +224,37 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
                 "consecutive, so view them as (Hkv, H / Hkv, Dh, D) and average row j of each head.",
                 gives=lambda w, H, Hkv: w.view(Hkv, w.shape[0] // H, H // Hkv, -1).mean(2).reshape(-1, w.shape[1])),
     ]
-    return run_cases("MHA to GQA weights", fn, cases, mistakes)
+    result = run_cases("MHA to GQA weights", fn, cases, mistakes)
+    if result:  # then change a model with it
+        same = _converted_llama_matches(fn)
+        print(f"  a multi-head Llama (4 heads, 2 blocks) turned into a grouped-query one (2 key/value "
+              f"heads) with your function: same logits where each group's heads were equal: {same}")
+    return result
+
+
+def _converted_llama_matches(fn: Callable, num_heads: int = 4, num_kv_heads: int = 2) -> bool:
+    """Build a multi-head ``Llama`` whose key/value heads are equal within each group, convert its
+    key and value projections with ``fn`` into a grouped-query ``Llama``, compare the logits."""
+    from dataclasses import replace
+
+    from attnbook.models.llama import Llama, LlamaConfig
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=50, max_len=16, d_model=32, num_heads=num_heads, num_kv_heads=num_heads,
+                         d_ff=64, num_layers=2)
+    mha = Llama(config).eval()
+    with torch.no_grad():  # the heads of each group made equal: pooling them then loses nothing
+        for block in mha.blocks:
+            for proj in (block.self_attn.k_proj, block.self_attn.v_proj):
+                heads = proj.weight.view(num_kv_heads, num_heads // num_kv_heads, -1, config.d_model)
+                heads.copy_(heads[:, :1].expand_as(heads).clone())
+    state = {name: (fn(w.clone(), num_heads, num_kv_heads) if name.endswith(("k_proj.weight", "v_proj.weight"))
+                    else w) for name, w in mha.state_dict().items()}
+    gqa = Llama(replace(config, num_kv_heads=num_kv_heads)).eval()
+    gqa.load_state_dict(state)
+    tokens = torch.randint(50, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return bool(torch.allclose(gqa(tokens), mha(tokens), atol=1e-5))
 
 
 # --- 5. rotary embeddings, interleaved pairs (RoFormer, GPT-J, Meta's Llama code) ---------------
