@@ -11,13 +11,24 @@ One thread. First the machine's two ceilings: the peak rate of a large float32 m
   which writes the ``(T, T)`` scores and weights to memory and reads them back;
 - ``sdpa``: PyTorch's fused ``F.scaled_dot_product_attention`` (on a CPU and 4-D inputs, a tiled
   kernel in C++);
-- ``tiled``: the chapter's Python loop over tiles (``attnbook.layers.tiled.tiled_attention``).
+- ``tiled``: the chapter's Python loop over tiles (``attnbook.layers.tiled.tiled_attention``,
+  query blocks and key tiles of ``BLOCK`` = 128, as in the chapter).
 
 For each: the achieved FLOP/s, with FLOPs = 4·B·H·T²·Dh (the two matrix products), as a fraction
-of the matmul peak; and the arithmetic intensity of the explicit algorithm (FLOPs per byte of the
-minimal memory traffic when the scores go through memory: 16·T² bytes for writing and reading the
-scores and the weights, plus 16·T·Dh for Q, K, V and the output, per head, float32). Below the
-ridge point (peak FLOP/s ÷ bandwidth) a computation is bound by memory, above it by arithmetic.
+of the matmul peak; and the arithmetic intensity of its algorithm, FLOPs per byte of the minimal
+traffic to main memory (per head, float32):
+
+- explicit: the scores go through memory: 16·T² bytes (write and read the scores and the
+  weights) plus 16·T·Dh (read Q, K, V, write the output);
+- tiled, with query blocks of Bq rows: Q read and the output written once (8·T·Dh), and K and V
+  read once per query block (8·T·Dh · ⌈T/Bq⌉), so the intensity is T / (2 (1 + ⌈T/Bq⌉)), which
+  tends to Bq/2 as T grows, whatever Dh;
+- sdpa: the same formula with PyTorch's CPU query block (32 rows for T < 192, 64 up to 767, 256
+  from 768: ``q_split_size`` in ``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``).
+
+Below the ridge point (peak FLOP/s ÷ bandwidth) a computation is bound by memory, above it by
+arithmetic. Then explicit attention's three steps (Q Kᵀ, softmax, P V) timed apart at Dh = 64 and
+T = 512, 1024 (``steps``), to see which one slows when the scores outgrow the last-level cache.
 """
 from __future__ import annotations
 
@@ -35,6 +46,37 @@ from attnbook.layers.tiled import tiled_attention
 LENGTHS = (128, 256, 512, 1024, 2048)
 HEAD_DIMS = (16, 64, 128)
 HEADS = 8  # H, with B = 1
+BLOCK = 128  # the tiled loop's query block and key tile, as in the chapter
+
+
+def sdpa_query_block(T: int) -> int:
+    """PyTorch's CPU flash-attention query block for a query length T (q_split_size)."""
+    return min(T, 256 if T >= 768 else 64 if T >= 192 else 32)
+
+
+def tiled_intensity(T: int, Dh: int, query_block: int) -> float:
+    """FLOPs / bytes of a tiled kernel: Q in and output out once, K and V once per query block."""
+    blocks = -(-T // query_block)
+    return 4 * T * T * Dh / (4 * (2 * T * Dh + 2 * T * Dh * blocks))
+
+
+def explicit_steps(repeats: int) -> list[dict]:
+    """Q Kᵀ, softmax and P V of explicit attention timed apart (8 heads, Dh = 64)."""
+    rows = []
+    for T in (512, 1024):
+        q, k, v = (torch.randn(1, HEADS, T, 64) for _ in range(3))
+        s = q @ k.transpose(-2, -1) / 8
+        w = s.softmax(-1)
+        ms = [1e3 * best_seconds(fn, repeats) for fn in
+              (lambda: q @ k.transpose(-2, -1), lambda: s.softmax(-1), lambda: w @ v)]
+        gflop = 2 * HEADS * T * T * 64 / 1e9  # one of the two products
+        rows.append({"T": T, "Dh": 64, "qk_ms": round(ms[0], 3), "softmax_ms": round(ms[1], 3),
+                     "pv_ms": round(ms[2], 3), "qk_gflops": round(gflop / ms[0] * 1e3, 1),
+                     "pv_gflops": round(gflop / ms[2] * 1e3, 1),
+                     "softmax_ns_per_score": round(ms[1] * 1e6 / (HEADS * T * T), 3),
+                     "scores_bytes": 4 * HEADS * T * T})
+        print(rows[-1], flush=True)
+    return rows
 
 
 def best_seconds(fn, repeats: int) -> float:
@@ -92,14 +134,18 @@ def main() -> None:
             impls = {
                 "explicit": lambda: scaled_dot_product_attention(q, k, v),
                 "sdpa": lambda: F.scaled_dot_product_attention(q, k, v),
-                "tiled": lambda: tiled_attention(q, k, v, block_size=128),
+                "tiled": lambda: tiled_attention(q, k, v, block_size=BLOCK),
             }
+            blocks = {"explicit": None, "sdpa": sdpa_query_block(T), "tiled": BLOCK}
             for name, fn in impls.items():
                 seconds = best_seconds(fn, args.repeats)
                 row = {"impl": name, "T": T, "Dh": Dh, "ms": round(1e3 * seconds, 3),
                        "gflops": round(flops / seconds / 1e9, 2),
                        "fraction_of_peak": round(flops / seconds / peak, 4),
-                       "intensity_explicit": round(flops / traffic, 2), "scores_bytes": 4 * HEADS * T * T}
+                       "intensity_explicit": round(flops / traffic, 2), "query_block": blocks[name],
+                       "intensity": round(flops / traffic if blocks[name] is None
+                                          else tiled_intensity(T, Dh, blocks[name]), 2),
+                       "scores_bytes": 4 * HEADS * T * T}
                 rows.append(row)
                 print(row, flush=True)
     result = {
@@ -111,6 +157,8 @@ def main() -> None:
         "copy_bandwidth_gbs": round(bandwidth / 1e9, 2),
         "ridge_flop_per_byte": round(peak / bandwidth, 2),
         "heads": HEADS,
+        "tiled_block": BLOCK,
+        "steps": explicit_steps(args.repeats) if not args.smoke else [],
         "wall_seconds": round(time.perf_counter() - start),
         "rows": rows,
     }

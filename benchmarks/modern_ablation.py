@@ -21,7 +21,10 @@ Measured: held-out perplexity over Chapter 8's held-out windows of 64 tokens (th
 the counting baselines, also recorded: unigram, bigram and trigram with interpolation weights chosen
 on the last tenth of the training text, and interpolated Kneser-Ney of orders 3 to 5), the mean loss at
 each of the 64 positions for models with a learned table, and for rotary models the mean loss at each position of
-256-token windows (four times the training length) to see what happens past it.
+256-token windows (four times the training length) to see what happens past it, read two ways:
+plain extrapolation (positions 0 .. 255 as they are) and position interpolation without
+fine-tuning (Chen et al., 2023: position p turned as if at p · 64/256; ``interpolate_positions``).
+``--interpolation`` writes the rotary runs to ``modern_ablation_interpolation.json``.
 One thread per run.
 """
 from __future__ import annotations
@@ -38,7 +41,7 @@ from attnbook.checks import count_parameters
 from attnbook.data.bible import load_bible
 from attnbook.data.bpe import train_bpe
 from attnbook.models.gpt import GPT, GPTConfig
-from attnbook.models.llama import Llama, LlamaConfig
+from attnbook.models.llama import Llama, LlamaConfig, interpolate_positions
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.tasks.language_modeling import next_token_cross_entropy, next_token_loss
 from attnbook.tasks.token_stream import (
@@ -190,6 +193,8 @@ def run_one(variant: str, seed: int, smoke: bool, steps: int = STEPS) -> dict:
     if isinstance(model, Llama) and model.config.positions == "rotary":
         by_position = loss_by_position(model.eval(), test, LONG)
         row["loss_by_position_256"] = [round(x, 4) for x in by_position]
+        interpolated = loss_by_position(interpolate_positions(model.eval(), WINDOW, LONG), test, LONG)
+        row["loss_by_position_256_interpolated"] = [round(x, 4) for x in interpolated]
     else:  # a learned table: positions 1 .. 64 only (what a sliding window of 64 keeps)
         row["loss_by_position_64"] = [round(x, 4) for x in loss_by_position(model.eval(), test, WINDOW)]
     print(json.dumps(row), flush=True)
@@ -203,8 +208,13 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=STEPS,
                    help=f"training steps (default {STEPS}, the chapter's budget; another budget writes "
                         "modern_ablation_steps<N>.json)")
+    p.add_argument("--interpolation", action="store_true",
+                   help="rotary variants only; writes modern_ablation_interpolation.json (plain "
+                        "extrapolation and position interpolation of the same runs)")
     args = p.parse_args()
     common.check_jobs(p, args)
+    if args.interpolation and not set(args.variants) <= {"+rotary", "modern"}:
+        p.error("--interpolation measures rotary models: --variants +rotary and/or modern")
     done = {(r["variant"], r["seed"]): r for r in common.log_rows(args.resume)}
     todo = [(v, s, args.smoke, args.steps) for s in args.seeds for v in args.variants if (v, s) not in done]
     start = time.perf_counter()
@@ -234,6 +244,8 @@ def main() -> None:
     name = "modern_ablation.json" if args.steps == STEPS else f"modern_ablation_steps{args.steps}.json"
     if set(args.variants) <= set(CONTROLS):  # the position controls keep a file of their own
         name = name.replace("modern_ablation", "modern_ablation_positions")
+    if args.interpolation:
+        name = name.replace("modern_ablation", "modern_ablation_interpolation")
     out = common.out_path(args, name)
     if out is not None:
         common.write_result(out, result)

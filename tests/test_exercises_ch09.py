@@ -75,6 +75,17 @@ def _naive_merge(outs, lses):
     return (w[..., None] * outs).sum(0) / w.sum(0)[..., None]
 
 
+def _sign_flipped_merge(outs, lses):
+    top = lses.max(0).values
+    w = torch.exp(top - lses)  # the exponent's sign flipped
+    return (w[..., None] * outs).sum(0) / w.sum(0)[..., None]
+
+
+def _modulo_groups(w, H, K):  # head h pooled into key/value head h % Hkv, not h // (H / Hkv)
+    heads = w.view(H, -1, w.shape[1])
+    return torch.cat([heads[torch.arange(H) % K == j].mean(0) for j in range(K)])
+
+
 def _rotate_halves(x, offset, base):
     from attnbook.layers.rotary import RotaryEmbedding
     return RotaryEmbedding(x.shape[-1], offset + x.shape[-2], base).double()(x.double(), offset).to(x.dtype)
@@ -110,10 +121,16 @@ def _degrees(x, offset, base):
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "weight in one term"),
     (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**2 * x * (go * w * x).mean(
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "r² for r³"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r * x * (go * w * x).mean(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "r for r³"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - 0.5 * r**3 * x * (go * w * x).mean(
+        -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "half the second term"),
     (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w + r**3 * x * (go * w * x).mean(
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sign"),
     (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, w, go, e) + x, ""),
     (check_repeat_kv, lambda kv, g: kv.repeat(1, g, 1, 1), "tiled"),
+    (check_repeat_kv, lambda kv, g: kv[:, torch.arange(kv.shape[1] * g) % kv.shape[1]], "tiled"),  # h % Hkv
+    (check_repeat_kv, lambda kv, g: kv[:, torch.arange(kv.shape[1] * g) // kv.shape[1]], "divided by Hkv"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=2), "positions repeated"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(kv.shape[1], dim=1), "Hkv for the group"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=1)[:, :-1], ""),
@@ -123,8 +140,11 @@ def _degrees(x, offset, base):
     (check_merge_partials, lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0),
      "unnormalised weights"),
     (check_merge_partials, lambda o, l: (torch.softmax(l, 1)[..., None] * o).sum(0), "weights over the wrong axis"),
+    (check_merge_partials, lambda o, l: o[l.argmax(0), torch.arange(o.shape[1])], "largest chunk only"),
+    (check_merge_partials, _sign_flipped_merge, "rescale sign flipped"),
     (check_mha_to_gqa, lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]),
      "strided groups"),
+    (check_mha_to_gqa, _modulo_groups, "strided groups"),  # group of head h: h % Hkv
     (check_mha_to_gqa, lambda w, H, K: mha_to_gqa(w, H, K) * (H // K), "sum"),
     (check_mha_to_gqa, lambda w, H, K: w.view(K, H // K, w.shape[0] // H, -1).sum(1).reshape(-1, w.shape[1]) / H,
      "divided by H"),
@@ -171,8 +191,8 @@ def test_rotation_backwards_and_wrong_frequencies_are_named():
 def _measure():
     s = KV_SETTING
     torch.manual_seed(0)
-    model = Llama(LlamaConfig(vocab_size=64, d_model=64, num_heads=4, num_kv_heads=s["num_kv_heads"],
-                              num_layers=s["num_layers"]))
+    model = Llama(LlamaConfig(vocab_size=64, d_model=s["d_model"], num_heads=s["num_heads"],
+                              num_kv_heads=s["num_kv_heads"], num_layers=s["num_layers"]))
     prompt = torch.randint(64, (s["batch"], s["prompt"]))
     _, state = model.start(prompt)
     tokens = torch.zeros(s["batch"], dtype=torch.long)
@@ -190,10 +210,16 @@ def test_kv_cache_prediction(capsys):
     assert not check_kv_cache_prediction(None, _measure)
     assert "not done yet" in capsys.readouterr().out
     L, Hkv, Dh, B = setting
+    H = s["num_heads"]
     for wrong, why in ((kv_cache_bytes(*setting, positions + 1, 4), "last generated token"),
-                       (truth // 2, "factor 2"), (kv_cache_bytes(*setting, positions, 2), "4 bytes"),
+                       (truth // 2, "keys *and* values"),
+                       (truth // 4, "numbers, not bytes: each float32"),
+                       (truth // 8, "numbers, not bytes (4 per float32 number), and only one"),
                        (kv_cache_bytes(1, Hkv, Dh, B, positions, 4), "one block"),
-                       (kv_cache_bytes(L, 4, Dh, B, positions, 4), "query heads"),
+                       (kv_cache_bytes(2, Hkv, Dh, B, positions, 4), "2 blocks"),
+                       (2 * L * 2 * Hkv * Dh * B * positions * 4 // 2 // 3, "one block"),  # "2" read as blocks
+                       (kv_cache_bytes(L, H, Dh, B, positions, 4), "D = H · Dh = 64"),
+                       (L * s["d_model"] * B * positions * 4, "instead of Hkv · Dh"),  # D, and no K/V factor
                        (kv_cache_bytes(L, Hkv, Dh, 1, positions, 4), "forgot the batch"),
                        (kv_cache_bytes(*setting, s["prompt"], 4), "prompt only"),
                        (kv_cache_bytes(*setting, s["new_tokens"], 4), "generated tokens only"),
@@ -201,3 +227,22 @@ def test_kv_cache_prediction(capsys):
         result = check_kv_cache_prediction(wrong, _measure)
         assert not result and why in result.message, result.message
     assert not check_kv_cache_prediction(truth, lambda: 123)  # a measurement of another setting
+
+
+def test_kv_cache_mistakes_are_told_apart():
+    """Every named mistake gives a different number, none of them the truth."""
+    from attnbook.exercises.ch09 import _kv_mistakes
+    s = KV_SETTING
+    positions = s["prompt"] + s["new_tokens"] - 1
+    values = [kv_cache_bytes(**setting) for _, setting in _kv_mistakes(s, positions)]
+    truth = kv_cache_bytes(s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"], positions, 4)
+    assert len(set(values)) == len(values) and truth not in values
+
+
+def test_mha_to_gqa_changes_a_model():
+    """The checker's model step: a right conversion keeps the logits of a multi-head Llama whose
+    grouped heads are equal; a strided grouping does not."""
+    from attnbook.exercises.ch09 import _converted_llama_matches
+    assert _converted_llama_matches(mha_to_gqa)
+    assert not _converted_llama_matches(
+        lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]))

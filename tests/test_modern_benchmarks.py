@@ -78,3 +78,16 @@ def test_committed_position_controls():
     assert {r["seed"] for r in runs if r["variant"] == "nope"} == {r["seed"] for r in runs
                                                                     if r["variant"] == "sinusoidal"}
     assert all(r["d_ff"] == 272 and r["steps"] == 600 for r in runs)  # rotary's width: no table either
+
+
+def test_committed_interpolation_runs_match_the_ablation():
+    """The position-interpolation file holds rotary runs of the ablation's recipe: the plain curve
+    of each is the ablation's own run of that seed (same training), the interpolated one differs."""
+    runs = load_result("modern_ablation_interpolation.json")["runs"]
+    ablation = {(r["variant"], r["seed"]): r for r in load_result("modern_ablation.json")["runs"]}
+    assert len(runs) >= 3 and {r["variant"] for r in runs} == {"+rotary"}
+    for r in runs:
+        assert len(r["loss_by_position_256"]) == len(r["loss_by_position_256_interpolated"]) == 256
+        assert r["loss_by_position_256"] != r["loss_by_position_256_interpolated"]
+        same = ablation[(r["variant"], r["seed"])]
+        assert abs(r["held_out_perplexity"] - same["held_out_perplexity"]) < 0.05 * same["held_out_perplexity"]

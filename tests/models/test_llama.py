@@ -136,3 +136,22 @@ def test_position_controls(positions):
         table = model.embeddings.positions.table
         assert abs(table.pow(2).mean().sqrt().item() - 0.02) < 2e-3
         torch.testing.assert_close(embedded - embedded[:1], table[:5] - table[:1])
+
+
+def test_interpolate_positions_turns_position_p_as_p_times_train_len_over_max_len():
+    from attnbook.models.llama import interpolate_positions
+    model = _model(max_len=16)
+    longer = interpolate_positions(model, train_len=16, max_len=64)
+    original, scaled = model.blocks[0].self_attn.rotary, longer.blocks[0].self_attn.rotary
+    assert scaled.max_len == 64 and scaled.position_scale == 0.25
+    torch.testing.assert_close(scaled.cos[::4], original.cos)  # position 4k reads as position k
+    torch.testing.assert_close(scaled.sin[::4], original.sin)
+    tokens = torch.randint(97, (2, 64))
+    assert longer(tokens).shape == (2, 64, 97)
+    assert not torch.allclose(longer(tokens[:, :16]), model(tokens[:, :16]))  # positions moved
+    same = interpolate_positions(model, train_len=16)  # max_len = the model's: nothing rescaled
+    assert torch.equal(same(tokens[:, :16]), model(tokens[:, :16]))
+    with pytest.raises(ValueError, match="rotary"):
+        interpolate_positions(_model(positions="learned"), train_len=16)
+    with pytest.raises(ValueError, match="at least"):
+        interpolate_positions(model, train_len=32, max_len=16)

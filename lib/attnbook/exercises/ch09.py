@@ -64,6 +64,13 @@ def check_rms_norm_backward(fn: Callable) -> CheckResult:
                 "whose derivative brings 2x/D): the second term carries r³, not r².",
                 gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps) + _rms_second(x, w, go, eps)
                 - _rms_second(x, w, go, eps) / torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)),
+        Mistake("r for r³", "the path through r carries r³, not r: d r / d x_i = -r³ · x_i / D, because r is "
+                "mean(x²) + eps to the power -1/2 (the power drops by one and a half).",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps) + _rms_second(x, w, go, eps)
+                - _rms_second(x, w, go, eps) / torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps).pow(2)),
+        Mistake("half the second term", "the second term is -r³ · x · mean(grad_out · w · x), not half of it: "
+                "the -1/2 of the power and the 2 of d(x²)/dx cancel, so no factor 1/2 stays.",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps) + 0.5 * _rms_second(x, w, go, eps)),
         Mistake("D - 1 divisor", "RMSNorm's mean divides by D, not D - 1 (there is no variance estimate here).",
                 gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, divisor=x.shape[-1] - 1)),
         Mistake("eps dropped", "eps stays inside the root in the backward pass too: r = 1/sqrt(mean(x²) + eps).",
@@ -89,7 +96,8 @@ def check_repeat_kv(fn: Callable) -> CheckResult:
     head h // group (each head repeated ``group`` times in a row), as ``transformers``' ``repeat_kv``."""
     g = torch.Generator().manual_seed(4)
     cases = []
-    for shape, group in (((1, 2, 3, 4), 2), ((2, 3, 5, 2), 4), ((2, 1, 4, 3), 6), ((1, 4, 2, 2), 1)):
+    for shape, group in (((1, 2, 3, 4), 2), ((1, 4, 3, 2), 2), ((2, 3, 5, 2), 4), ((2, 1, 4, 3), 6),
+                         ((1, 4, 2, 2), 1), ((2, 4, 2, 3), 3)):
         kv = torch.randn(*shape, generator=g)
         what = {1: "group 1: nothing to repeat"}.get(group, f"{shape[1]} key/value heads, groups of {group}")
         if shape[1] == 1:
@@ -100,6 +108,10 @@ def check_repeat_kv(fn: Callable) -> CheckResult:
         Mistake("tiled", "you tiled the heads (0, 1, 0, 1, ...): query head h then reads key/value head "
                 "h % Hkv. Each key/value head must serve a *consecutive* group: (0, 0, 1, 1, ...).",
                 gives=lambda kv, group: kv.repeat(1, group, 1, 1)),
+        Mistake("divided by Hkv", "query head h reads key/value head h // group, with group = H / Hkv query "
+                "heads per key/value head; you used h // Hkv, which sends the first Hkv query heads to key/value "
+                "head 0 and leaves some key/value heads unread.",
+                gives=lambda kv, group: kv[:, torch.arange(kv.shape[1] * group) // kv.shape[1]]),
         Mistake("positions repeated", "you repeated along the positions (dimension 2): repeat the heads, "
                 "dimension 1.", gives=lambda kv, group: kv.repeat_interleave(group, dim=2)),
         Mistake("Hkv for the group", "you repeated each head Hkv times: repeat it `group` (= H / Hkv) times, "
@@ -155,6 +167,13 @@ def check_merge_partials(fn: Callable) -> CheckResult:
                 and bool(torch.isfinite(args[1]).all()) and args[1].max() > 700),
         Mistake("unnormalised weights", "you weighted by exp(lse_i - max) without dividing by their sum: the weights "
                 "must add up to 1.", gives=lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0)),
+        Mistake("largest chunk only", "you kept the output of the chunk with the largest lse (its maximum) and "
+                "dropped the others: every chunk contributes, weighted by exp(lse_i - the largest lse), then "
+                "normalised, as the online softmax rescales what it has instead of discarding it.",
+                gives=lambda o, l: o.gather(0, l.argmax(0)[None, :, None].expand(1, *o.shape[1:]))[0]),
+        Mistake("rescale sign flipped", "the rescale factor is exp(lse_i - max), at most 1; you used "
+                "exp(max - lse_i), which weights the chunks with the *least* mass the most.",
+                gives=lambda o, l: (torch.softmax(-l, dim=0).nan_to_num(0.0)[..., None] * o).sum(0)),
         Mistake("weights over the wrong axis", "you normalised the weights over the queries: normalise over the "
                 "chunks (dimension 0), separately for each query.",
                 gives=lambda o, l: (torch.softmax(l, dim=1)[..., None] * o).sum(0)),
@@ -177,7 +196,8 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
     (query head h reads key/value head h // (H / Hkv), as in the library)."""
     g = torch.Generator().manual_seed(2)
     cases = []
-    for H, Hkv, Dh, D in ((4, 2, 3, 5), (8, 2, 2, 4), (6, 3, 4, 6), (4, 1, 2, 3), (4, 4, 2, 3)):
+    for H, Hkv, Dh, D in ((4, 2, 3, 5), (8, 2, 2, 4), (6, 3, 4, 6), (4, 1, 2, 3), (4, 4, 2, 3), (8, 4, 2, 3),
+                          (12, 4, 1, 2)):
         w = torch.randn(H * Dh, D, generator=g)
         what = {1: "multi-query (Hkv = 1)", H: "Hkv = H: nothing to pool"}.get(Hkv, f"groups of {H // Hkv}")
         cases.append(Case(f"H={H}, Hkv={Hkv}, Dh={Dh}: {what}", (w, H, Hkv), _pool(w, H, Hkv),
@@ -204,7 +224,37 @@ def check_mha_to_gqa(fn: Callable) -> CheckResult:
                 "consecutive, so view them as (Hkv, H / Hkv, Dh, D) and average row j of each head.",
                 gives=lambda w, H, Hkv: w.view(Hkv, w.shape[0] // H, H // Hkv, -1).mean(2).reshape(-1, w.shape[1])),
     ]
-    return run_cases("MHA to GQA weights", fn, cases, mistakes)
+    result = run_cases("MHA to GQA weights", fn, cases, mistakes)
+    if result:  # then change a model with it
+        same = _converted_llama_matches(fn)
+        print(f"  a multi-head Llama (4 heads, 2 blocks) turned into a grouped-query one (2 key/value "
+              f"heads) with your function: same logits where each group's heads were equal: {same}")
+    return result
+
+
+def _converted_llama_matches(fn: Callable, num_heads: int = 4, num_kv_heads: int = 2) -> bool:
+    """Build a multi-head ``Llama`` whose key/value heads are equal within each group, convert its
+    key and value projections with ``fn`` into a grouped-query ``Llama``, compare the logits."""
+    from dataclasses import replace
+
+    from attnbook.models.llama import Llama, LlamaConfig
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=50, max_len=16, d_model=32, num_heads=num_heads, num_kv_heads=num_heads,
+                         d_ff=64, num_layers=2)
+    mha = Llama(config).eval()
+    with torch.no_grad():  # the heads of each group made equal: pooling them then loses nothing
+        for block in mha.blocks:
+            for proj in (block.self_attn.k_proj, block.self_attn.v_proj):
+                heads = proj.weight.view(num_kv_heads, num_heads // num_kv_heads, -1, config.d_model)
+                heads.copy_(heads[:, :1].expand_as(heads).clone())
+    state = {name: (fn(w.clone(), num_heads, num_kv_heads) if name.endswith(("k_proj.weight", "v_proj.weight"))
+                    else w) for name, w in mha.state_dict().items()}
+    gqa = Llama(replace(config, num_kv_heads=num_kv_heads)).eval()
+    gqa.load_state_dict(state)
+    tokens = torch.randint(50, (2, 16), generator=torch.Generator().manual_seed(1))
+    with torch.no_grad():
+        return bool(torch.allclose(gqa(tokens), mha(tokens), atol=1e-5))
 
 
 # --- 5. rotary embeddings, interleaved pairs (RoFormer, GPT-J, Meta's Llama code) ---------------
@@ -294,13 +344,46 @@ def _interleaved_freq(x: torch.Tensor, offset: int, base: float, two: int, sign:
 
 # --- 6. predict, then measure: the bytes of a KV cache ------------------------------------------
 
-KV_SETTING = dict(num_layers=3, num_kv_heads=2, head_dim=16, batch=5, prompt=37, new_tokens=12, bytes_per_number=4)
+KV_SETTING = dict(num_layers=3, d_model=64, num_heads=8, num_kv_heads=2, head_dim=8, batch=5, prompt=37,
+                  new_tokens=11, bytes_per_number=4)
 
 
 def kv_cache_bytes(num_layers: int, num_kv_heads: int, head_dim: int, batch: int, positions: int,
-                   bytes_per_number: int) -> int:
-    """2 (keys and values) · L · Hkv · Dh · B · positions · bytes."""
-    return 2 * num_layers * num_kv_heads * head_dim * batch * positions * bytes_per_number
+                   bytes_per_number: int, kv_factor: int = 2) -> int:
+    """2 (keys and values) · blocks · Hkv · Dh · B · positions · bytes (``kv_factor`` gives a mistake)."""
+    return kv_factor * num_layers * num_kv_heads * head_dim * batch * positions * bytes_per_number
+
+
+def _kv_mistakes(s: dict, positions: int) -> list[tuple[str, dict]]:
+    """Plausible wrong predictions in the setting ``s``: (what went wrong, the arguments that give it)."""
+    base = dict(num_layers=s["num_layers"], num_kv_heads=s["num_kv_heads"], head_dim=s["head_dim"],
+                batch=s["batch"], positions=positions, bytes_per_number=s["bytes_per_number"])
+    kv_width = s["num_kv_heads"] * s["head_dim"]
+    return [
+        ("you counted the last generated token: it is returned, never fed back, so the cache holds "
+         "prompt + new - 1 positions", dict(base, positions=positions + 1)),
+        ("a factor 2 is missing: keys *and* values are cached, two tensors per block", dict(base, kv_factor=1)),
+        (f"you counted numbers, not bytes: each float32 number takes {s['bytes_per_number']} bytes",
+         dict(base, bytes_per_number=1)),
+        (f"you counted numbers, not bytes ({s['bytes_per_number']} per float32 number), and only one of the "
+         "two cached tensors (keys and values)", dict(base, bytes_per_number=1, kv_factor=1)),
+        (f"you counted one block (or took the formula's 2, which counts keys and values, for the blocks): each of "
+         f"the {s['num_layers']} blocks keeps its own keys and values", dict(base, num_layers=1)),
+        (f"you used 2 blocks, the size of Section 9.4's models: this one has {s['num_layers']}",
+         dict(base, num_layers=2)),
+        (f"you used D = H · Dh = {s['d_model']} numbers per position, the width of all {s['num_heads']} query "
+         f"heads: the cache holds only Hkv · Dh = {s['num_kv_heads']} · {s['head_dim']} = {kv_width}",
+         dict(base, num_kv_heads=s["num_heads"])),
+        (f"you used D = {s['d_model']} numbers per position instead of Hkv · Dh = {kv_width}, and counted only "
+         "one of keys and values", dict(base, num_kv_heads=s["num_heads"], kv_factor=1)),
+        (f"you forgot the batch: each of the {s['batch']} sequences has its own cache", dict(base, batch=1)),
+        ("you counted the prompt only: the generated tokens fed back are cached too (prompt + new - 1 positions)",
+         dict(base, positions=s["prompt"])),
+        ("you counted the generated tokens only: the prompt's keys and values are cached too (prompt + new - 1 "
+         "positions)", dict(base, positions=s["new_tokens"])),
+        ("you counted the generated tokens only, and the prompt is cached too (prompt + new - 1 positions)",
+         dict(base, positions=s["new_tokens"] - 1)),
+    ]
 
 
 def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int]) -> CheckResult:
@@ -319,26 +402,8 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
                        "run the measurement as given (the settings of KV_SETTING).")
     if int(predicted) == truth:
         return _finish(name, True, f"predicted {int(predicted):,} bytes, measured {measured:,}: exactly right.")
-    base = dict(num_layers=s["num_layers"], num_kv_heads=s["num_kv_heads"], head_dim=s["head_dim"],
-                batch=s["batch"], positions=positions, bytes_per_number=s["bytes_per_number"])
-    known = [
-        ("you counted the last generated token: it is returned, never fed back, so the cache holds "
-         "prompt + new - 1 positions", dict(base, positions=positions + 1)),
-        ("half the truth: a factor 2 is missing. Keys *and* values are cached (x2), and a float32 number "
-         "takes 4 bytes, not 2", dict(base, bytes_per_number=2)),
-        (f"you counted one block: each of the {s['num_layers']} blocks keeps its own cache", dict(base, num_layers=1)),
-        ("you used the 4 query heads: the cache holds only the num_kv_heads key/value heads",
-         dict(base, num_kv_heads=4)),
-        (f"you forgot the batch: each of the {s['batch']} sequences has its own cache", dict(base, batch=1)),
-        ("you counted the prompt only", dict(base, positions=s["prompt"])),
-        ("you counted the generated tokens only: the prompt's keys and values are cached too (prompt + new - 1 "
-         "positions)", dict(base, positions=s["new_tokens"])),
-        ("you counted the generated tokens only, and the prompt is cached too (prompt + new - 1 positions)",
-         dict(base, positions=s["new_tokens"] - 1)),
-    ]
-    for why, setting in known:
-        value = kv_cache_bytes(**setting)
-        if int(predicted) == value:
+    for why, setting in _kv_mistakes(s, positions):
+        if int(predicted) == kv_cache_bytes(**setting):
             return _finish(name, False, f"predicted {int(predicted):,}, measured {measured:,}: {why}.")
     ratio = int(predicted) / truth
     return _finish(name, False, f"predicted {int(predicted):,}, measured {measured:,} ({ratio:.2f} times the truth). "

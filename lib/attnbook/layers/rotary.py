@@ -27,14 +27,21 @@ def rotate_half(x: torch.Tensor) -> torch.Tensor:
 class RotaryEmbedding(nn.Module):
     """Rotates ``(B, H, T, Dh)`` queries or keys by their positions ``offset .. offset + T - 1``."""
 
-    def __init__(self, head_dim: int, max_len: int, base: float = 10000.0) -> None:
+    def __init__(self, head_dim: int, max_len: int, base: float = 10000.0,
+                 position_scale: float = 1.0) -> None:
+        """``position_scale``: turn position p as if it were p · position_scale (1: plain rotary;
+        train_len / max_len: position interpolation, Chen et al., 2023)."""
         super().__init__()
         check_positive(head_dim=head_dim, max_len=max_len)
+        if not position_scale > 0:
+            raise ValueError(f"position_scale must be > 0, got {position_scale}")
         if head_dim % 2:
             raise ValueError(f"rotary embeddings rotate pairs of dimensions: head_dim must be even, got {head_dim}")
         self.head_dim, self.max_len, self.base = head_dim, max_len, base
+        self.position_scale = position_scale
         inv_freq = base ** (-torch.arange(0, head_dim, 2, dtype=torch.float32) / head_dim)  # (Dh/2,)
-        angles = torch.arange(max_len, dtype=torch.float32)[:, None] * inv_freq  # (max_len, Dh/2)
+        positions = torch.arange(max_len, dtype=torch.float32) * position_scale  # (max_len,)
+        angles = positions[:, None] * inv_freq  # (max_len, Dh/2)
         angles = torch.cat([angles, angles], dim=-1)  # (max_len, Dh): pair i and i + Dh/2 share an angle
         self.register_buffer("cos", angles.cos(), persistent=False)
         self.register_buffer("sin", angles.sin(), persistent=False)
@@ -51,4 +58,5 @@ class RotaryEmbedding(nn.Module):
         return x * cos + rotate_half(x) * sin  # (B, H, T, Dh)
 
     def extra_repr(self) -> str:
-        return f"head_dim={self.head_dim}, max_len={self.max_len}, base={self.base}"
+        scaled = "" if self.position_scale == 1.0 else f", position_scale={self.position_scale:g}"
+        return f"head_dim={self.head_dim}, max_len={self.max_len}, base={self.base}{scaled}"

@@ -37,8 +37,8 @@ def online_softmax_merge(
 ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """Merge two partial softmax sums over disjoint sets of keys into one.
 
-    Each part holds, per query, its largest score ``m (..., 1)``, ``l = Σ exp(s - m)`` ``(..., 1)``
-    and ``acc = Σ exp(s - m) v`` ``(..., Dv)``. Returns the same three for the union of the keys;
+    Each part holds, per query, its largest score ``m (..., 1)``, ``l = Σ exp(e - m)`` ``(..., 1)``
+    and ``acc = Σ exp(e - m) v`` ``(..., Dv)`` (``e``: the query's scores on the part's keys). Returns the same three for the union of the keys;
     ``acc / l`` is then the softmax-weighted mean of the values. A part with no keys has
     ``m = -inf`` and ``l = acc = 0``.
     """
@@ -80,15 +80,15 @@ def tiled_attention(
         for k0 in range(0, last_key + 1, block_size):
             k = key[..., k0 : k0 + block_size, :]  # (..., Sk, Dh)
             v = value[..., k0 : k0 + block_size, :]
-            s = q @ k.transpose(-2, -1)  # (..., Tq, Sk): one tile of scores
+            e = q @ k.transpose(-2, -1)  # (..., Tq, Sk): one tile of scores
             if causal and k0 + k.shape[-2] - 1 > q0 + shift:  # the tile crosses the diagonal
                 rows = torch.arange(q0, q0 + Tq, device=q.device)[:, None] + shift
                 cols = torch.arange(k0, k0 + k.shape[-2], device=q.device)[None, :]
-                s = s.masked_fill(cols > rows, float("-inf"))
-            m_tile = s.amax(-1, keepdim=True)  # (..., Tq, 1)
+                e = e.masked_fill(cols > rows, float("-inf"))
+            m_tile = e.amax(-1, keepdim=True)  # (..., Tq, 1)
             safe = torch.where(torch.isfinite(m_tile), m_tile, torch.zeros_like(m_tile))
-            p = torch.exp(s - safe)  # (..., Tq, Sk); a fully masked row gives zeros
-            m, l, acc = online_softmax_merge(m, l, acc, m_tile, p.sum(-1, keepdim=True), p @ v)
+            w = torch.exp(e - safe)  # (..., Tq, Sk); a fully masked row gives zeros
+            m, l, acc = online_softmax_merge(m, l, acc, m_tile, w.sum(-1, keepdim=True), w @ v)
         outputs.append(acc / l)  # (..., Tq, Dv)
     return torch.cat(outputs, dim=-2)  # (..., T, Dv)
 

@@ -24,14 +24,14 @@ F feed-forward width, V vocabulary, L layers.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 from torch import nn
 
 from attnbook.layers import (
     AttentionSpec, CausalBlock, Embeddings, FeedForwardSpec, LearnedPositionalEmbedding, Norm,
-    SinusoidalPositionalEncoding,
+    RotaryEmbedding, SinusoidalPositionalEncoding,
 )
 from attnbook.layers.validation import check_choice, check_eps, check_heads, check_positive
 from attnbook.models.gpt import GPT
@@ -149,6 +149,28 @@ LLAMA_NAMES = {
     "final_norm.weight": "model.norm.weight",
     "readout.weight": "lm_head.weight",
 }
+
+
+def interpolate_positions(model: Llama, train_len: int, max_len: int | None = None) -> Llama:
+    """Position interpolation (Chen et al., 2023) *without* its fine-tuning: a copy of ``model``
+    (same weights) that reads up to ``max_len`` positions (default: the model's ``max_len``),
+    turning position p as if it were p · train_len / max_len, so that every angle stays inside the
+    range of the ``train_len`` positions the model was trained on. The published method then
+    fine-tunes briefly (about 1,000 steps) on long texts; this copy is not trained at all."""
+    c = model.config
+    max_len = c.max_len if max_len is None else max_len
+    if c.positions != "rotary":
+        raise ValueError(f"position interpolation rescales rotary positions, this model has {c.positions!r}")
+    check_positive(train_len=train_len, max_len=max_len)
+    if max_len < train_len:
+        raise ValueError(f"interpolate to at least the training length {train_len}, got max_len={max_len}")
+    longer = Llama(replace(c, max_len=max_len)).to(next(model.parameters()).device)
+    longer.load_state_dict(model.state_dict())
+    for block in longer.blocks:  # every block's rotary table, computed at the scaled positions
+        rotary = block.self_attn.rotary
+        block.self_attn.rotary = RotaryEmbedding(rotary.head_dim, max_len, rotary.base,
+                                                 position_scale=train_len / max_len).to(rotary.cos.device)
+    return longer.train(model.training)
 
 
 def _names(num_layers: int) -> dict[str, str]:
