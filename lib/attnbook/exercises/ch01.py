@@ -293,8 +293,8 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
           f"(expected {_percent(low)}–{_percent(high)})")
     print(f"   the same outputs against the pronunciation of the word whose C was used: {_percent(donor)} "
           "(expected 5.0%–45.0%)")
-    meaning = ("the decoder has no other route to the input, so it pronounces the word whose C it was given: "
-               "against that word's pronunciation its PER is close to the usual one.")
+    meaning = ("the decoder has no other route to the input: its output is a function of C alone, so it "
+               "pronounces the word whose C it was given, exactly as it pronounces that word as usual.")
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {SWAP_TOLERANCE:.0%} of the measurement: "
                        + meaning)
