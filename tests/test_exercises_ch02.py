@@ -265,3 +265,8 @@ def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
 def test_uniform_attention_rejects_a_wrong_measurement(measured):
     result = check_uniform_attention(0.9, lambda: measured)
     assert not result and result.diagnosis == "measurement"
+
+
+def test_uniform_attention_too_pessimistic(capsys):
+    result = check_uniform_attention(1.0, lambda: dict(UNIFORM_MEASURED, uniform_wer=0.78))
+    assert not result and result.diagnosis == "too pessimistic"
