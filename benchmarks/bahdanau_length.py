@@ -12,6 +12,14 @@ own (Chapter 1's GRU encoder-decoder, Chapter 2's GRU + additive attention), tra
 book's shared recipe (Adam 3e-3, gradients clipped at 1) on the same batches in the same order,
 for the same number of steps, with three seeds. Scored by phoneme error rate (PER) per bucket
 (whole-input WER is close to 100% for long inputs and says little). One thread per run.
+
+The three seeds are tested on the same 150 inputs per bucket, so the 95% intervals resample
+*inputs* (each input's errors summed over the seeds), not the 450 answers as if independent.
+
+``--checkpoints 250,500,750`` adds one run of the model without attention (seed 0, the same
+batches as the main seed-0 run) scored at those steps, to show how its length curve moves with
+training: ``python benchmarks/bahdanau_length.py --resume lib/attnbook/results/bahdanau_length.log
+--checkpoints 250,500,750`` retrains only that run (about 4 CPU-minutes).
 """
 from __future__ import annotations
 
@@ -36,7 +44,7 @@ BUCKETS = ((1, 9), (10, 19), (20, 29), (30, 39), (40, 49), (50, 59))
 MODELS = ("gru", "gru_attention")
 SEEDS = (0, 1, 2)
 TRAIN_PER_BUCKET, TEST_PER_BUCKET = 10_000, 150
-RECIPE = G2PRecipe(steps=2000, batch_size=64)
+RECIPE = G2PRecipe(steps=1500, batch_size=64)  # the committed run's steps
 BOOTSTRAP = 2000
 
 
@@ -84,6 +92,51 @@ def run_one(kind: str, seed: int, steps: int, smoke: bool) -> dict:
     return row
 
 
+def run_checkpoints(kind: str, seed: int, checkpoints: tuple[int, ...], smoke: bool) -> dict:
+    """One run scored on the test inputs at each of ``checkpoints`` steps (per-input edit distances)."""
+    torch.set_num_threads(1)
+    data, train, test = datasets(smoke)
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
+    steps = max(checkpoints)
+    recipe = G2PRecipe(steps=steps, batch_size=RECIPE.batch_size, lr=RECIPE.lr, clip_norm=RECIPE.clip_norm, seed=seed)
+    by_step = {}
+
+    def score(m) -> dict:
+        predictions = predict(m, [w for w, _ in test], src_vocab, tgt_vocab)
+        done = len(by_step)
+        at = sorted(checkpoints)[done] if done < len(checkpoints) else steps
+        by_step[str(at)] = [edit_distance(p, ref) for p, (_, ref) in zip(predictions, test)]
+        return {}
+
+    every = min(checkpoints)
+    if any(c % every for c in checkpoints):
+        raise ValueError(f"checkpoints must be multiples of the first, got {checkpoints}")
+    seconds, history = common.timed(
+        lambda: train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, score, every),
+        torch.device("cpu"))
+    losses = {str(c): round(statistics.mean(history.losses[max(0, c - 50):c]), 4) for c in sorted(checkpoints)}
+    row = {"model": kind, "seed": seed, "checkpoints": sorted(checkpoints), "losses": losses,
+           "train_seconds": round(seconds, 1), "errors_by_step": {k: by_step[k] for k in map(str, sorted(checkpoints))},
+           "load_average": os.getloadavg()[0]}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, every):
+    """``train_g2p``'s loop (same batches, same optimizer) with ``eval_fn`` every ``every`` steps."""
+    from attnbook.data import iterate_batches
+    from attnbook.tasks.g2p import g2p_loss
+    from attnbook.train import fit
+    generator = torch.Generator().manual_seed(recipe.seed)
+    batches = iterate_batches(train, src_vocab, tgt_vocab, recipe.batch_size, generator)
+    optimizer = torch.optim.Adam(model.parameters(), lr=recipe.lr)
+    return fit(model, batches, lambda m, b: g2p_loss(m, b, tgt_vocab.pad_id, recipe.label_smoothing),
+               optimizer, recipe.steps, clip_norm=recipe.clip_norm, eval_fn=eval_fn, eval_every=every,
+               progress=False)
+
+
 def bucket_of(letters: int) -> str:
     for low, high in BUCKETS:
         if low <= letters <= high:
@@ -92,7 +145,11 @@ def bucket_of(letters: int) -> str:
 
 
 def per_with_interval(errors: list[int], lengths: list[int], rng: random.Random) -> dict:
-    """PER (total edits / total reference phonemes) and a 95% bootstrap interval over inputs."""
+    """PER (total edits / total reference phonemes) and a 95% bootstrap interval over inputs.
+
+    One entry per *input*: with several seeds, ``errors[i]`` sums the seeds' edits on input i and
+    ``lengths[i]`` its reference length times the number of seeds.
+    """
     n = len(errors)
     samples = []
     for _ in range(BOOTSTRAP):
@@ -116,26 +173,53 @@ def summarize(rows: list[dict], test) -> dict:
             name = f"{low}-{high}"
             index = [i for i, b in enumerate(buckets) if b == name]
             per_seed = [sum(r["errors"][i] for i in index) / sum(ref_lengths[i] for i in index) for r in mine]
-            pooled = per_with_interval([r["errors"][i] for r in mine for i in index],
-                                       [ref_lengths[i] for _ in mine for i in index], rng)
+            pooled = per_with_interval([sum(r["errors"][i] for r in mine) for i in index],
+                                       [ref_lengths[i] * len(mine) for i in index], rng)
             out[kind][name] = {"inputs": len(index), "per_by_seed": [round(p, 4) for p in per_seed],
                                "mean_per": round(statistics.mean(per_seed), 4),
                                "pooled_interval_95": [pooled["low"], pooled["high"]]}
     return out
 
 
+def checkpoint_summary(curve: dict, rows: list[dict], test) -> dict:
+    """PER by bucket of the no-attention seed-0 run at each checkpoint, and at the main run's end."""
+    buckets = [bucket_of(len(w)) for w, _ in test]
+    ref_lengths = [len(p) for _, p in test]
+    final = next(r for r in rows if r["model"] == "gru" and r["seed"] == curve["seed"])
+    series = dict(curve["errors_by_step"])
+    series[str(final["steps"])] = final["errors"]
+    losses = dict(curve["losses"], **{str(final["steps"]): final["final_loss"]})
+    out = {"model": "gru", "seed": curve["seed"], "steps": [int(k) for k in series], "final_loss": losses,
+           "per_by_length": {}}
+    for low, high in BUCKETS:
+        name = f"{low}-{high}"
+        index = [i for i, b in enumerate(buckets) if b == name]
+        total = sum(ref_lengths[i] for i in index)
+        out["per_by_length"][name] = [round(sum(errs[i] for i in index) / total, 4) for errs in series.values()]
+    return out
+
+
 def main() -> None:
     parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
+    parser.add_argument("--checkpoints", default="",
+                        help="comma-separated steps: also score one no-attention run (seed 0) at each")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
-    done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume)}
+    done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume) if "steps" in row}
     todo = [(m, s) for s in seeds for m in MODELS if (m, s, steps) not in done]
     new = common.run_jobs(run_one, [(m, s, steps, args.smoke) for m, s in todo], args.jobs)
     done.update({(r["model"], r["seed"], r["steps"]): r for r in new})
     rows = [done[(m, s, steps)] for m in MODELS for s in seeds]
+    checkpoints = tuple(int(c) for c in args.checkpoints.split(",") if c)
+    if args.smoke and checkpoints:
+        checkpoints = (2, 4)
+    curve = None
+    if checkpoints:
+        logged = [r for r in common.log_rows(args.resume) if r.get("checkpoints") == sorted(checkpoints)]
+        curve = logged[0] if logged else run_checkpoints("gru", 0, checkpoints, args.smoke)
     out = common.out_path(args, "bahdanau_length.json")
     if out is None:
         return
@@ -143,7 +227,8 @@ def main() -> None:
     result = {
         "description": "Chapter 2: phoneme error rate by input length (joined words), GRU encoder-decoder vs "
                        "GRU + additive attention; written by benchmarks/bahdanau_length.py",
-        "command": f"python benchmarks/bahdanau_length.py --jobs 2 --steps {steps}",
+        "command": f"python benchmarks/bahdanau_length.py --jobs 2 --steps {steps}"
+                   + (f" --checkpoints {args.checkpoints}" if checkpoints else ""),
         "setup": {"buckets": [f"{a}-{b}" for a, b in BUCKETS], "words_per_input": [1, 6],
                   "train_inputs": len(train), "test_inputs": len(test), "steps": steps,
                   "batch_size": RECIPE.batch_size, "lr": RECIPE.lr, "clip_norm": RECIPE.clip_norm,
@@ -151,6 +236,7 @@ def main() -> None:
         "machine": common.machine(args.jobs),
         "conditions": args.conditions,
         "by_length": summarize(rows, test),
+        "checkpoints": None if curve is None else checkpoint_summary(curve, rows, test),
         "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
     }
     common.write_result(out, result)

@@ -49,7 +49,7 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
 from attnbook.tasks import span_corruption, tagging, text_classification, text_to_text
-from attnbook.tasks import token_stream
+from attnbook.tasks import g2p_search, token_stream
 
 DEVICE = torch.device(os.environ.get("ATTNBOOK_DEVICE", "cpu"))
 
@@ -299,6 +299,16 @@ def g2p_evaluation(device):
 
 
 @case
+def g2p_exact_search(device):
+    src_vocab, tgt_vocab = Vocab("abcdefg"), Vocab(["AH", "B", "K", "D", "EH"])
+    model = seeded(lambda: RNNSeq2Seq(RNNSeq2SeqConfig(len(src_vocab), len(tgt_vocab), emb_dim=8,
+                                                       enc_hidden=8, dec_hidden=8)), device)
+    pairs = [("abc", ["AH", "B", "K"]), ("fed", ["D", "EH"]), ("g", ["B"])]
+    return lambda: {"differ": g2p_search.compare_with_greedy(model, pairs, src_vocab, tgt_vocab,
+                                                             extra_len=1)}
+
+
+@case
 def text_features(device):
     config = BertConfig(vocab_size=9, num_layers=1, num_heads=2, d_model=16, d_ff=32, max_len=16)
     model = seeded(lambda: Bert(config), device)
@@ -392,10 +402,11 @@ def test_every_model_and_task_module_has_a_case():
     covered = {
         "models": {"attention_only", "bert", "cnn", "encoder_decoder", "gpt", "llama", "rnn",
                    "t5", "tagger", "transformer", "vit"},
-        "tasks": {"g2p", "image_classification", "induction", "language_modeling", "masked_lm",
+        "tasks": {"g2p", "g2p_search", "image_classification", "induction", "language_modeling", "masked_lm",
                   "span_corruption", "tagging", "text_classification", "text_to_text",
                   "token_stream",
-                  "count_baselines"},  # counts over Python lists: no model, no device
+                  "count_baselines",  # counts over Python lists: no model, no device
+                  "g2p_errors"},  # counts over a G2PResult's lists: no model, no device
     }
     for package in (attnbook.models, attnbook.tasks):
         group = package.__name__.rsplit(".", 1)[1]

@@ -189,3 +189,55 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
     triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
     assert names == triggered
+
+
+# --- predict, then measure: another word's context ----------------------------------------------
+from attnbook.data.vocab import Vocab  # noqa: E402
+from attnbook.exercises.ch01 import check_swapped_context, measure_swapped_context  # noqa: E402
+from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
+
+MEASURED = {"usual": 0.15, "own": 0.90, "donor": 0.20}  # what the chapter's trained model gives
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (0.9, True, ""), (0.8, True, ""), (1.0, True, ""),
+    (0.2, False, "too optimistic"), (0.5, False, "too optimistic"),
+    (1.2, False, "too pessimistic"),
+    (90, False, "percent"), ("0.9", False, "not a number"),
+])
+def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
+    result = check_swapped_context(predicted, lambda: dict(MEASURED))
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("measured", [
+    {"usual": 0.15, "own": 0.30, "donor": 0.20},  # context not swapped: the model still reads its own word
+    {"usual": 0.15, "own": 0.90, "donor": 0.92},  # swapped, but scored against the wrong donor
+    {"usual": 0.95, "own": 0.95, "donor": 0.95},  # an untrained model
+    0.9,  # not the dict the measurement returns
+])
+def test_swapped_context_rejects_a_wrong_measurement(measured, capsys):
+    result = check_swapped_context(0.9, lambda: measured)
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_swapped_context_not_done(capsys):
+    assert not check_swapped_context(None, lambda: dict(MEASURED))
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_measure_swapped_context_swaps_contexts():
+    """On a model that copies its input, the swapped outputs match the donor words, not their own."""
+    torch.manual_seed(0)
+    src_vocab, tgt_vocab = Vocab("abc"), Vocab(["A", "B", "C"])
+    model = RNNSeq2Seq(RNNSeq2SeqConfig(len(src_vocab), len(tgt_vocab), emb_dim=8, enc_hidden=16,
+                                        dec_hidden=16))
+    pairs = [("ab", ["A", "B"]), ("ca", ["C", "A"]), ("bcc", ["B", "C", "C"]), ("a", ["A"])]
+    from attnbook.tasks.g2p import G2PRecipe, train_g2p
+    from attnbook.data.g2p import G2PSplit
+    train_g2p(model, G2PSplit(pairs * 8, [], []), src_vocab, tgt_vocab,
+              G2PRecipe(steps=150, batch_size=8, lr=0.01), progress=False)
+    measured = measure_swapped_context(model, pairs, src_vocab, tgt_vocab)
+    assert measured["usual"] == 0.0
+    assert measured["donor"] < measured["own"]

@@ -166,3 +166,107 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
     triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
     assert names == triggered
+
+
+# --- the chapter's current exercises: local window, coverage, uniform attention -----------------
+from attnbook.exercises.ch02 import (  # noqa: E402
+    LOCAL_MISTAKES, COVERAGE_MISTAKES, check_coverage_score, check_local_softmax, check_uniform_attention,
+)
+
+
+def local_softmax(scores, lengths, centre, radius, *, window=True, real=True, strict=False,
+                  fill=float("-inf"), zero_after=True):
+    positions = torch.arange(scores.shape[-1])[None, :]
+    allowed = torch.ones_like(scores, dtype=torch.bool)
+    if real:
+        allowed &= positions < lengths[:, None]
+    if window:
+        d = (positions - centre[:, None]).abs()
+        allowed &= (d < radius) if strict else (d <= radius)
+    weights = torch.softmax(scores.masked_fill(~allowed, fill), dim=-1)
+    return weights.masked_fill(~allowed, 0.0) if zero_after else weights
+
+
+def local_naive_exp(scores, lengths, centre, radius):
+    allowed = local_softmax(scores, lengths, centre, radius) > 0
+    e = scores.exp() * allowed
+    return e / e.sum(-1, keepdim=True)
+
+
+LOCAL_WRONG = [
+    (lambda *a: local_softmax(*a, window=False).nan_to_num(0.0), "ignores window"),
+    (lambda *a: local_softmax(*a, real=False).nan_to_num(0.0), "ignores lengths"),
+    (lambda *a: local_softmax(*a, strict=True).nan_to_num(0.0), "window too narrow"),
+    (lambda s, l, c, r: torch.softmax(s, -1) * (local_softmax(s, l, c, r) > 0), "zeroed after softmax"),
+    (lambda *a: local_softmax(*a, zero_after=False), "empty window"),
+    (lambda *a: local_softmax(*a, fill=-1e9, zero_after=False), "empty window"),
+    (local_naive_exp, "overflow"),
+    (lambda s, l, c, r: local_softmax(s, l, c + 1, r).nan_to_num(0.0), ""),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", LOCAL_WRONG)
+def test_local_softmax_rejects(wrong, diagnosis, capsys):
+    result = check_local_softmax(wrong)
+    assert not result and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def coverage_score(query, keys, coverage, W, U, w, v):
+    return torch.tanh((query @ W.T)[:, None, :] + keys @ U.T + coverage[:, :, None] * w) @ v
+
+
+COVERAGE_WRONG = [
+    (lambda q, k, c, W, U, w, v: torch.tanh((q @ W.T)[:, None, :] + k @ U.T) @ v, "no coverage"),
+    (lambda q, k, c, W, U, w, v: torch.tanh((q @ W.T)[:, None, :] + k @ U.T) @ v + c * w.sum(),
+     "coverage outside tanh"),
+    (lambda q, k, c, W, U, w, v: torch.tanh((q @ W)[:, None, :] + k @ U + c[:, :, None] * w) @ v,
+     "untransposed"),
+    (lambda q, k, c, W, U, w, v: ((q @ W.T)[:, None, :] + k @ U.T + c[:, :, None] * w) @ v, "no tanh"),
+    (lambda q, k, c, W, U, w, v: coverage_score(q, k, c, U, W, w, v), "W and U swapped"),
+    (lambda q, k, c, W, U, w, v: torch.tanh((q @ W.T)[:, None, :] + k @ U.T + c[:, :, None] * v) @ w, ""),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", COVERAGE_WRONG)
+def test_coverage_score_rejects(wrong, diagnosis, capsys):
+    result = check_coverage_score(wrong)
+    assert not result and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_new_references_pass():
+    assert check_local_softmax(local_softmax)
+    assert check_coverage_score(coverage_score)
+
+
+@pytest.mark.parametrize("prefix, table", [("LOCAL", LOCAL_WRONG), ("COVERAGE", COVERAGE_WRONG)])
+def test_every_new_diagnosis_is_triggered(prefix, table):
+    names = {m.name for m in (LOCAL_MISTAKES if prefix == "LOCAL" else COVERAGE_MISTAKES)}
+    assert names == {d for _, d in table} - {""}
+
+
+UNIFORM_MEASURED = {"trained_wer": 0.50, "uniform_wer": 0.90, "trained_per": 0.14, "uniform_per": 0.5}
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (0.9, True, ""), (0.8, True, ""), (1.0, True, ""),
+    (0.5, False, "too optimistic"), (0.6, False, "too optimistic"), (0.7, False, "too optimistic"),
+    (60, False, "percent"), (None, False, ""), ([0.9], False, "not a number"),
+])
+def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
+    result = check_uniform_attention(predicted, lambda: dict(UNIFORM_MEASURED))
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("measured", [
+    dict(UNIFORM_MEASURED, uniform_wer=0.50),  # the trained model measured twice: weights not replaced
+    dict(UNIFORM_MEASURED, trained_wer=0.95),  # an untrained model
+    0.9,
+])
+def test_uniform_attention_rejects_a_wrong_measurement(measured):
+    result = check_uniform_attention(0.9, lambda: measured)
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_uniform_attention_too_pessimistic(capsys):
+    result = check_uniform_attention(1.0, lambda: dict(UNIFORM_MEASURED, uniform_wer=0.78))
+    assert not result and result.diagnosis == "too pessimistic"

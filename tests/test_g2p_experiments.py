@@ -84,3 +84,32 @@ def test_committed_length_results_have_three_seeds_and_100_inputs_per_bucket():
     _check_length(result, seeds=3)
     assert result["setup"]["buckets"][-1] == "50-59"
     assert all(cell["inputs"] >= 100 for buckets in result["by_length"].values() for cell in buckets.values())
+
+
+def test_bahdanau_length_smoke_run_with_checkpoints(tmp_path):
+    result = _run("bahdanau_length.py", tmp_path / "length.json", "--checkpoints", "2,4")
+    curve = result["checkpoints"]
+    assert curve["model"] == "gru" and curve["steps"][:2] == [2, 4]
+    assert all(len(v) == len(curve["steps"]) for v in curve["per_by_length"].values())
+
+
+def test_committed_length_results_show_the_curve_during_training():
+    curve = load_result("bahdanau_length.json")["checkpoints"]
+    assert curve["steps"] == [250, 500, 750, 1500]
+    assert list(curve["per_by_length"]) == load_result("bahdanau_length.json")["setup"]["buckets"]
+
+
+def test_length_intervals_resample_inputs_not_answers():
+    """Three identical seeds are one seed's evidence: resampling inputs gives the interval of one seed
+    (pooling the 3 x n answers as independent would narrow it by about sqrt(3))."""
+    import random
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bahdanau_length as script
+
+    test = [("a" * (5 + 10 * (i % 6)), ("AH",) * (2 + i % 3)) for i in range(60)]  # every bucket
+    errors = [random.Random(i).randrange(3) for i in range(60)]
+    rows = [{"model": m, "seed": s, "errors": errors} for m in script.MODELS for s in (0, 1, 2)]
+    one = [{"model": m, "seed": 0, "errors": errors} for m in script.MODELS]
+    three = script.summarize(rows, test)["gru"]["1-9"]["pooled_interval_95"]
+    single = script.summarize(one, test)["gru"]["1-9"]["pooled_interval_95"]
+    assert three == single

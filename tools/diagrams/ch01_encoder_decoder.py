@@ -114,4 +114,4 @@ def labels(fig: Figure) -> None:
     fig.shape(right, Y_EMB + 4, "(B, T, E)")
     fig.text(30, 30, fig.code("RNNSeq2Seq", f"{RNN}.RNNSeq2Seq")
              + ": the input reaches the decoder only through C", "title", anchor="start")
-    fig.legend(30, 492, ["stream", "context"])
+    fig.legend(30, 492, ["stream", "context"], {"stream": "states, embeddings"})

@@ -28,7 +28,7 @@ def draw() -> Figure:
     additive_score(fig)
     context_from_scores(fig)
     gru_step(fig)
-    fig.legend(30, 548)
+    fig.legend(20, 548, meanings={"stream": "states, embeddings"})
     return fig
 
 
@@ -55,7 +55,12 @@ def additive_score(fig: Figure) -> None:
     fig.box(300, 196, 150, 44, fig.code("U", f"{SCORES}.AdditiveScore:U"),
             sub=fig.code("prepare(): per word", f"{SCORES}.Score.prepare"), role="key")
     fig.line([(250, 82), (298, 82)], "query")
-    fig.line([(X0 + BW, 218), (298, 218)], "key")
+    bus = X0 + BW + 16  # every h_j (the padded one too: the mask removes it later) is a key
+    for j in range(6):
+        fig.line([(X0 + BW, Y0 + j * (BH + 8) + BH / 2), (bus, Y0 + j * (BH + 8) + BH / 2)], "key",
+                 arrow=False)
+    fig.line([(bus, Y0 + BH / 2), (bus, Y0 + 5 * (BH + 8) + BH / 2)], "key", arrow=False)
+    fig.line([(bus, 218), (298, 218)], "key")
     fig.text(180, 212, "keys", "note", colour=ROLES["key"][0])
     fig.line([(450, 82), (540, 82), (540, 126)], "query")
     fig.line([(450, 218), (540, 218), (540, 174)], "key")
@@ -82,7 +87,10 @@ def context_from_scores(fig: Figure) -> None:
     fig.text(922, 292, "pad: 0", "note", anchor="start")
     fig.line([(850, 306), (850, 388)], "weights")
     fig.box(775, 390, 150, 44, "Σ_{j} a_{ij} h_{j}", kind="math")
-    fig.line([(X0 + BW / 2, Y0 + 6 * (BH + 8) - 8), (X0 + BW / 2, 520), (870, 520), (870, 436)], "value")
+    left = X0 - 14  # and every h_j is a value
+    for j in range(6):
+        fig.line([(X0, Y0 + j * (BH + 8) + BH / 2), (left, Y0 + j * (BH + 8) + BH / 2)], "value", arrow=False)
+    fig.line([(left, Y0 + BH / 2), (left, 520), (870, 520), (870, 436)], "value")
     fig.text(300, 514, "values: the same h_{j}", "note", colour=ROLES["value"][0])
 
 

@@ -210,18 +210,23 @@ class Figure:
         for lx, ly, label, ink in labels:
             self.text(lx, ly, label, size=10, colour=ink)
 
-    def legend(self, x: float, y: float, roles: list[str] | None = None) -> None:
-        """A one-line key of the roles used in the figure."""
+    def legend(self, x: float, y: float, roles: list[str] | None = None,
+               meanings: dict[str, str] | None = None) -> None:
+        """A one-line key of the roles used in the figure; ``meanings`` renames a role for this figure
+        (an RNN has recurrent states, no residual stream)."""
         used = [r for r in ROLES if r in (roles if roles is not None else self.roles)]
         for role in used:
             colour, meaning = ROLES[role]
+            meaning = (meanings or {}).get(role, meaning)
             dash = ' stroke-dasharray="5 3"' if role == "mask" else ""
             self.parts.append(
                 f'<line x1="{fmt(x)}" y1="{fmt(y)}" x2="{fmt(x + 22)}" y2="{fmt(y)}" stroke="{colour}" '
                 f'stroke-width="3"{dash}/>'
             )
             self.text(x + 27, y + 4, meaning, "note", anchor="start")
-            x += 27 + text_width(meaning, 11) + 18
+            # a renamed role is measured at the size it is drawn (13 + FONT_BUMP); the others keep
+            # the older estimate so that existing figures do not move
+            x += 27 + text_width(meaning, 13 + FONT_BUMP if role in (meanings or {}) else 11) + 18
 
     def render(self) -> str:
         markers = "".join(

@@ -1,5 +1,10 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
+``check_swapped_context`` is a predict-then-measure exercise: the reader predicts the PER of the
+trained model when each word is decoded from another word's context C; ``measure_swapped_context``
+runs the experiment; the checker checks the measurement against its expected range and explains
+the gap to the prediction.
+
 Expected answers come from the library (``attnbook.metrics.edit_distance``,
 ``attnbook.decoding.greedy_decode``) or are built by hand; each checker also lists the known
 mistakes it can name. ``EXERCISES`` maps the notebook's function names to their checkers (used by
@@ -11,10 +16,13 @@ from collections.abc import Callable
 
 import torch
 
+from attnbook.data import make_batch
+from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode as _library_greedy
-from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.metrics import edit_distance as _library_edit_distance
+from attnbook.models.rnn import RNNDecoderState, RNNSeq2Seq
 
 
 # --- one_hot ------------------------------------------------------------------------------------
@@ -208,9 +216,102 @@ def check_edit_distance(edit_distance: Callable[[list[str], list[str]], int]) ->
     return run_cases("edit_distance", edit_distance, cases, EDIT_MISTAKES)
 
 
+# --- predict, then measure: decoding from another word's context -------------------------------
+
+SWAP_RANGE = (0.60, 1.30)  # PER against the word's own pronunciation, on Chapter 1's 1,200-step model
+SWAP_TOLERANCE = 0.15  # a prediction this close to the measurement passes
+
+
+class _SwappedContext:
+    """``model`` whose ``start`` hands sequence b the context (and start state) of sequence b - 1."""
+
+    def __init__(self, model: RNNSeq2Seq) -> None:
+        self.model = model
+
+    def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> RNNDecoderState:
+        state = self.model.start(src, src_lengths)  # hidden (1, B, Hd), context (B, 2He)
+        return RNNDecoderState(state.hidden.roll(1, dims=1), state.context.roll(1, dims=0))
+
+    def step(self, tokens: torch.Tensor, state: RNNDecoderState):
+        return self.model.step(tokens, state)
+
+
+@torch.no_grad()
+def measure_swapped_context(model: RNNSeq2Seq, pairs: list, src_vocab: Vocab, tgt_vocab: Vocab,
+                            batch_size: int = 512) -> dict[str, float]:
+    """Greedy PERs of ``model`` on ``pairs``: as usual (``usual``), and decoded from the context of
+    the previous word in the batch, scored against the word's own pronunciation (``own``) and
+    against that of the word whose context it got (``donor``)."""
+    model.eval()
+    device = next(model.parameters()).device
+    edits = {"usual": 0, "own": 0, "donor": 0}
+    lengths = {"usual": 0, "own": 0, "donor": 0}
+    for k in range(0, len(pairs), batch_size):
+        chunk = pairs[k:k + batch_size]
+        batch = make_batch(chunk, src_vocab, tgt_vocab).to(device)
+        max_len = batch.tgt_out.shape[1] + 5
+        usual = _library_greedy(model, batch.src, batch.src_lengths, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)
+        swapped = _library_greedy(_SwappedContext(model), batch.src, batch.src_lengths, tgt_vocab.bos_id,
+                                  tgt_vocab.eos_id, max_len)
+        refs = [list(ref) for _, ref in chunk]
+        donors = refs[-1:] + refs[:-1]  # sequence b got the context of b - 1
+        for name, outputs, targets in (("usual", usual, refs), ("own", swapped, refs), ("donor", swapped, donors)):
+            for ids, ref in zip(outputs, targets):
+                edits[name] += _library_edit_distance(tgt_vocab.decode(ids), ref)
+                lengths[name] += len(ref)
+    return {name: edits[name] / lengths[name] for name in edits}
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:.1f}%"
+
+
+def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
+    """Compare the reader's predicted PER (a fraction) with ``measure()``'s ``own`` PER, and explain."""
+    name = "another word's context"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_per, then run the cell.")
+    if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
+        return _finish(name, False, f"predicted_per must be a number (a fraction such as 0.5), got "
+                       f"{type(predicted).__name__}.", "not a number")
+    if 1.5 < predicted <= 150:
+        return _finish(name, False, f"write the PER as a fraction: {predicted} looks like a percentage "
+                       f"(use {predicted / 100:g}).", "percent")
+    measured = measure()
+    low, high = SWAP_RANGE
+    if not isinstance(measured, dict) or not {"own", "donor", "usual"} <= set(measured):
+        return _finish(name, False, "run the measurement as given: measure_swapped_context(...) returns a dict "
+                       "with 'usual', 'own' and 'donor'.", "measurement")
+    own, donor, usual = measured["own"], measured["donor"], measured["usual"]
+    if not (low <= own <= high and 0.05 <= usual <= 0.30 and 0.05 <= donor <= 0.45 and donor < own):
+        return _finish(name, False, f"the measurement ({_percent(own)} against the words' own pronunciations) "
+                       f"is not what this chapter's model gives (expected {_percent(low)}-{_percent(high)}, "
+                       "and near the usual PER against the donor words): run it on the trained model of this "
+                       "chapter, as given.", "measurement")
+    print(f"   PER as usual: {_percent(usual)} (expected 5.0%–30.0%)")
+    print(f"   PER with another word's C, against the word's own pronunciation: {_percent(own)} "
+          f"(expected {_percent(low)}–{_percent(high)})")
+    print(f"   the same outputs against the pronunciation of the word whose C was used: {_percent(donor)} "
+          "(expected 5.0%–45.0%)")
+    meaning = ("the decoder has no other route to the input: its output is a function of C alone, so it "
+               "pronounces the word whose C it was given, exactly as it pronounces that word as usual.")
+    if abs(predicted - own) <= SWAP_TOLERANCE:
+        return _finish(name, True, f"your prediction is within {SWAP_TOLERANCE:.0%} of the measurement: "
+                       + meaning)
+    if predicted < own:
+        return _finish(name, False, "you expected the model to do better than it does: " + meaning
+                       + " What is left in common with the word's own pronunciation is chance overlap.",
+                       "too optimistic")
+    return _finish(name, False, "you expected even more errors: a PER is edits per reference phoneme, and "
+                   "frequent phonemes (AH, N, R, ...) line up by chance even between unrelated words. " + meaning,
+                   "too pessimistic")
+
+
 EXERCISES = {
     "one_hot": check_one_hot,
     "shift_targets": check_shift_targets,
     "edit_distance": check_edit_distance,
     "greedy_decode": check_greedy_decode,
 }
+# ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
+# (``python -m attnbook.exercises ch01 answers.py``) does not list it.
