@@ -21,8 +21,10 @@ Every run is one thread; ``--jobs 2`` runs two at a time. A run prints one JSON 
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import statistics
+from collections.abc import Callable
 
 import torch
 
@@ -83,29 +85,44 @@ def run_one(name: str, seed: int, smoke: bool) -> dict:
 
 
 def measure_size(smoke: bool, repeats: int = 15) -> dict:
-    """ms per training step (forward, backward, Adam) of D=64 and D=128, interleaved, one thread."""
+    """ms per training step (forward, backward, Adam), one thread, on one fixed batch: D=64 against
+    D=128 (d_ff = 4D), and D=64 with dropout 0.1 against without, each pair timed interleaved."""
     torch.set_num_threads(1)
     data = load_g2p()
     src_vocab, tgt_vocab = build_vocabs(data)
-    batches = iterate_batches(data.train, src_vocab, tgt_vocab, BATCH, torch.Generator().manual_seed(0))
-    batch = next(batches)
-    steppers, params = [], {}
-    for d_model in (64, 128):
+    batch = next(iterate_batches(data.train, src_vocab, tgt_vocab, BATCH, torch.Generator().manual_seed(0)))
+
+    def stepper(d_model: int, dropout: float) -> tuple[Callable[[], None], int]:
         torch.manual_seed(0)
-        model = Transformer(config_for(len(src_vocab), len(tgt_vocab), True, d_model))
-        params[d_model] = count_parameters(model)
+        config = dataclasses.replace(config_for(len(src_vocab), len(tgt_vocab), True, d_model), dropout=dropout)
+        model = Transformer(config).train()
         optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
 
-        def step(model=model, optimizer=optimizer):
+        def step() -> None:
             loss = g2p_loss(model, batch, tgt_vocab.pad_id, SMOOTHING)
             optimizer.zero_grad()
             loss.backward()
             optimizer.step()
         step()  # warm-up
-        steppers.append(step)
-    ms_64, ms_128, ratio = common.interleaved(steppers[0], steppers[1], 3 if smoke else repeats, torch.device("cpu"))
-    return {"parameters": {"64": params[64], "128": params[128]}, "ms_per_step": {"64": round(ms_64, 1),
-            "128": round(ms_128, 1)}, "ratio_128_over_64": round(1 / ratio, 2)}
+        return step, count_parameters(model)
+
+    rounds = 3 if smoke else repeats
+    (small, p64), (large, p128), (dropped, _) = stepper(64, 0.0), stepper(128, 0.0), stepper(64, 0.1)
+    ms_large, ms_small, ratio = common.interleaved(large, small, rounds, torch.device("cpu"))
+    ms_dropout, _, dropout_ratio = common.interleaved(dropped, small, rounds, torch.device("cpu"))
+    return {"how": f"median of {rounds} interleaved pairs of training steps on one batch of {BATCH} words, one thread",
+            "parameters": {"64": p64, "128": p128},
+            "ms_per_step": {"64": round(ms_small, 1), "128": round(ms_large, 1), "64, dropout 0.1": round(ms_dropout, 1)},
+            "ratio_128_over_64": round(ratio, 2), "ratio_dropout_over_none": round(dropout_ratio, 2)}
+
+
+def compare_rows() -> list[dict]:
+    """The pre-norm rows of ``g2p_compare.json``: its Transformer with warm-up, linear decay, smoothing 0.1."""
+    compare = json.loads((common.RESULTS / "g2p_compare.json").read_text())
+    return [{"variant": NORM[1], "seed": r["seed"], **{k: r[k] for k in ("dev_wer", "dev_per", "test_wer", "test_per",
+                                                                       "final_loss")}}
+            for r in compare["runs"] if r["model"] == "transformer" and r["phase"] in ("tune", "seeds")
+            and r["recipe"] == "warm-up + linear decay, smoothing 0.1" and r["steps"] == STEPS]
 
 
 def summarize(rows: list[dict], name: str) -> dict:
@@ -120,14 +137,28 @@ def summarize(rows: list[dict], name: str) -> dict:
 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds of the norm phase")
+    parser.add_argument("--no-write", action="store_true", help="print the runs' rows, write no JSON")
+    parser.add_argument("--placements", nargs="+", choices=("post", "pre"), default=["post", "pre"],
+                        help="which placements to train (default both)")
+    parser.add_argument("--pre-norm-from-compare", action="store_true",
+                        help="take the pre-norm rows from g2p_compare.json's Transformer runs (the same recipe, "
+                             "seeds and batches) instead of training them again")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     done = {(r["variant"], r["seed"]): r for r in common.log_rows(args.resume) if "variant" in r}
-    specs = [(name, seed) for seed in SEEDS for name in NORM] + [(name, 0) for name in TABLE]
+    names = [name for name in NORM if name.split("-")[0] in args.placements]
+    specs = [(name, seed) for seed in args.seeds for name in names]
     specs = list(dict.fromkeys(specs))
     todo = [spec for spec in specs if spec not in done]
     new = common.run_jobs(run_one, [(name, seed, args.smoke) for name, seed in todo], args.jobs)
     rows = list(done.values()) + new
+    if args.no_write:
+        return
+    reruns = []
+    if args.pre_norm_from_compare:
+        reruns = [r for r in rows if r["variant"] == NORM[1]]
+        rows = [r for r in rows if r["variant"] != NORM[1]] + compare_rows()
     size = measure_size(args.smoke)
     print(json.dumps({"size": size}), flush=True)
     result = {
@@ -139,6 +170,9 @@ def main() -> None:
                                for name, v in VARIANTS.items()}},
         "table": {name: next(r for r in rows if r["variant"] == name and r["seed"] == 0) for name in TABLE},
         "norm": {name: summarize(rows, name) for name in NORM},
+        "pre_norm_source": ("g2p_compare.json (its Transformer: the same model, recipe, seeds and batches)"
+                            if args.pre_norm_from_compare else "this script"),
+        "pre_norm_reruns_here": reruns,
         "size": size,
     }
     out = common.out_path(args, "g2p_transformer_recipes.json")

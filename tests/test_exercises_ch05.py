@@ -403,7 +403,7 @@ def _measure_in_range(fn):
     (1.5, False, "between 0 and 1"),
     (0.99, True, "above 0.902"),
     (sum(CONFIDENCE_RANGE) / 2, True, "within 0.05"),
-    (0.3, True, "off by"),
+    (0.3, True, "more than 0.05 from"),
 ])
 def test_confidence_prediction_compares_prediction_and_measurement(predicted, passes, says, capsys):
     result = check_confidence_prediction(predicted, right_token_probability, _measure_in_range)

@@ -407,15 +407,16 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
                        "the chapter's trained model gives: measure the chapter's model on the dev words as set up.")
     within = abs(float(predicted) - measured) <= 0.05
     if float(predicted) > SMOOTHING_OPTIMUM:
-        why = (f"above {SMOOTHING_OPTIMUM:.3f}, where label smoothing (0.1 over 43 phonemes) puts the loss's "
-               "minimum: even where the model is right it is pulled back from certainty")
+        why = (f"it is above {SMOOTHING_OPTIMUM:.3f}, where label smoothing (0.1 over 43 phonemes) puts the "
+               "loss's minimum, so even where the model is right it is pulled back from certainty; the "
+               "positions it gets wrong pull the mean lower still")
     elif float(predicted) < measured:
         why = ("the model is right at most positions (its PER is near 12%), so the average sits near the "
                "smoothing optimum, lowered by the positions it gets wrong")
     else:
         why = ("the positions it gets wrong (about one in eight) pull the mean below the smoothing optimum of "
                f"{SMOOTHING_OPTIMUM:.3f}")
-    verdict = "within 0.05 of it" if within else f"off by {abs(float(predicted) - measured):.2f}: {why}"
+    verdict = "within 0.05 of the measurement" if within else f"more than 0.05 from the measurement: {why}"
     print(f"   right-token probability on the dev words: {measured:.3f} (expected {low:.2f}-{high:.2f}) ok")
     return _finish(name, True, f"you predicted {float(predicted):.2f}; {verdict}.")
 
