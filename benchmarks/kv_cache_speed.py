@@ -27,7 +27,7 @@ def measure(device: torch.device, batch: int, new_tokens: int, repeats: int) -> 
     """Median ms of cached and recomputed greedy decoding of ``new_tokens`` for ``batch`` sources."""
     torch.manual_seed(0)
     config = TransformerConfig(32, 48, d_model=128, num_heads=4, d_ff=512, num_encoder_layers=2,
-                               num_decoder_layers=2, dropout=0.0, max_len=new_tokens + 1)
+                               num_decoder_layers=2, dropout=0.0, max_len=max(new_tokens + 1, 12))
     model = Transformer(config).to(device).eval()
     src = torch.randint(4, 32, (batch, 12)).to(device)  # (B, S)
     lengths = torch.full((batch,), 12, device=device)
