@@ -1,15 +1,17 @@
 """Greedy decoding with a KV cache vs recomputing every position: same tokens, how much faster?
 
-Usage: ``python benchmarks/kv_cache_speed.py [--device cpu] [--repeats 5]``
+Usage: ``python benchmarks/kv_cache_speed.py [--device cpu] [--repeats 5] [--batches 32 128]``
+writes ``lib/attnbook/results/kv_cache_speed.json`` (Chapter 5 reads it).
 
 Decodes 64 new tokens (``<eos>`` is disabled so every run has the same length) for a batch
 of sources with ``attnbook.decoding.greedy_decode`` (one position per step, keys and values
 of earlier positions from the cache) and ``greedy_decode_uncached`` (the whole prefix through
-the model at every step), asserts the tokens are identical, and prints the median times.
+the model at every step), asserts the tokens are identical, and times the two interleaved
+(one thread by default; the median of the per-pair ratios is the speed-up).
 """
 from __future__ import annotations
 
-import statistics
+from pathlib import Path
 
 import torch
 
@@ -21,41 +23,49 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 NEVER = -1  # an <eos> id no model can produce: decoding runs for exactly max_len tokens
 
 
+def measure(device: torch.device, batch: int, new_tokens: int, repeats: int) -> dict:
+    """Median ms of cached and recomputed greedy decoding of ``new_tokens`` for ``batch`` sources."""
+    torch.manual_seed(0)
+    config = TransformerConfig(32, 48, d_model=128, num_heads=4, d_ff=512, num_encoder_layers=2,
+                               num_decoder_layers=2, dropout=0.0, max_len=max(new_tokens + 1, 12))
+    model = Transformer(config).to(device).eval()
+    src = torch.randint(4, 32, (batch, 12)).to(device)  # (B, S)
+    lengths = torch.full((batch,), 12, device=device)
+    cached = lambda: greedy_decode(model, src, lengths, 1, NEVER, new_tokens)  # noqa: E731
+    uncached = lambda: greedy_decode_uncached(model, src, lengths, 1, NEVER, new_tokens)  # noqa: E731
+    out_cached, out_uncached = cached(), uncached()  # warm-up
+    if out_cached != out_uncached:
+        raise AssertionError("the KV cache changed the decoded tokens")
+    assert all(len(row) == new_tokens for row in out_cached)
+    ms_uncached, ms_cached, ratio = common.interleaved(uncached, cached, repeats, device)
+    return {"batch": batch, "new_tokens": new_tokens, "identical_tokens": True,
+            "cached_ms": round(ms_cached, 1), "recomputed_ms": round(ms_uncached, 1),
+            "speedup": round(ratio, 1)}
+
+
 def main() -> None:
     parser = common.parser(__doc__)
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--new-tokens", type=int, default=64)
-    parser.add_argument("--batch", type=int, default=32)
+    parser.add_argument("--batches", type=int, nargs="+", default=[32, 128])
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
+    parser.add_argument("--out", type=Path, default=common.RESULTS / "kv_cache_speed.json")
     args = parser.parse_args()
+    torch.set_num_threads(args.threads)
     device = get_device(args.device)
-    torch.manual_seed(0)
-    config = TransformerConfig(32, 48, d_model=128, num_heads=4, d_ff=512, num_encoder_layers=2,
-                               num_decoder_layers=2, dropout=0.0, max_len=args.new_tokens + 1)
-    model = Transformer(config).to(device).eval()
-    src = torch.randint(4, 32, (args.batch, 12), device=device)  # (B, S)
-    lengths = torch.full((args.batch,), 12, device=device)
-    cached = lambda: greedy_decode(model, src, lengths, 1, NEVER, args.new_tokens)  # noqa: E731
-    uncached = lambda: greedy_decode_uncached(model, src, lengths, 1, NEVER, args.new_tokens)  # noqa: E731
-    cached(), uncached()  # warm-up
-    times = {"cached": [], "recomputed": []}
-    for _ in range(args.repeats):
-        t_cached, out_cached = common.timed(cached, device)
-        t_uncached, out_uncached = common.timed(uncached, device)
-        if out_cached != out_uncached:
-            raise AssertionError("the KV cache changed the decoded tokens")
-        assert all(len(row) == args.new_tokens for row in out_cached)
-        times["cached"].append(t_cached)
-        times["recomputed"].append(t_uncached)
-        ratios = [u / c for c, u in zip(times["cached"], times["recomputed"])]
-    print(f"device {device.type}, torch {torch.__version__}, {torch.get_num_threads()} threads; "
-          f"batch {args.batch}, source length 12, {args.new_tokens} new tokens, "
-          f"d_model {config.d_model}, {config.num_decoder_layers} decoder layers, {args.repeats} repeats")
-    print("identical tokens: True")
-    for name, values in times.items():
-        print(f"{name:>11}: median {1000 * statistics.median(values):8.1f} ms "
-              f"({1000 * args.new_tokens * args.batch / statistics.median(values) / 1000:8.0f} tokens/s)")
-    print(f"speed-up (median of per-repeat ratios): {statistics.median(ratios):.1f}x")
+    rows = []
+    for batch in args.batches:
+        row = measure(device, batch, args.new_tokens, args.repeats)
+        print(row, flush=True)
+        rows.append(row)
+    common.write_result(args.out, {
+        "description": "greedy decoding with a KV cache vs recomputing the prefix: same tokens, median times",
+        "machine": f"{device.type}, torch {torch.__version__}, {torch.get_num_threads()} threads",
+        "conditions": args.conditions,
+        "model": "Transformer, d_model 128, 4 heads, d_ff 512, 2+2 layers, untrained; source length 12",
+        "repeats": args.repeats, "runs": rows})
 
 
 if __name__ == "__main__":

@@ -7,17 +7,34 @@ import torch
 
 from attnbook.decoding import beam_search as library_beam_search
 from attnbook.exercises.ch05 import (
-    check_beam_search, check_encoder_layer, check_greedy_decode, check_label_smoothed_loss,
+    CONFIDENCE_RANGE, check_beam_search, check_confidence_prediction, check_decoder_step, check_greedy_decode,
+    check_label_smoothed_loss, check_parallel_encoder_layer, check_right_token_probability,
 )
+from attnbook.layers.attention import KVCache
 from attnbook.exercises.core import MUTATION
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from conftest import assert_rejected
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
-def encoder_layer(layer, x, mask):
-    z = layer.norm1(x + layer.self_attn(x, x, x, mask=mask))
-    return layer.norm2(z + layer.feed_forward(z))
+def parallel_encoder_layer(layer, x, mask):
+    h = layer.norm1(x)
+    return x + layer.self_attn(h, h, h, mask=mask) + layer.feed_forward(h)
+
+
+def decoder_step(block, x, past, memory_kv, memory_mask):
+    h = block.norm1(x)
+    new = block.self_attn.project_kv(h, h)
+    cache = past.extend(new.key, new.value)
+    x = x + block.self_attn.attend(h, cache)
+    x = x + block.cross_attn.attend(block.norm2(x), memory_kv, mask=memory_mask)
+    return x + block.feed_forward(block.norm3(x)), cache
+
+
+def right_token_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id):
+    probs = model(src, src_lengths, tgt_in).softmax(-1)  # (B, T, V)
+    right = probs.gather(-1, tgt_out[..., None])[..., 0]  # (B, T)
+    return right[tgt_out != pad_id].mean().item()
 
 
 def label_smoothed_loss(logits, targets, pad_id, epsilon):
@@ -72,48 +89,130 @@ def not_done(*args):
 def layer_variant(kind):
     def fn(layer, x, mask):
         sa, ff, n1, n2 = layer.self_attn, layer.feed_forward, layer.norm1, layer.norm2
-        if kind == "pre":
-            h = n1(x)
+        h = n1(x)
+        if kind == "sequential":
             z = x + sa(h, h, h, mask=mask)
             return z + ff(n2(z))
+        if kind == "sequential, one norm":
+            z = x + sa(h, h, h, mask=mask)
+            return z + ff(n1(z))
+        if kind == "post":
+            return n1(x + sa(x, x, x, mask=mask) + ff(x))
         if kind == "no residual":
-            return n2(ff(n1(sa(x, x, x, mask=mask))))
-        if kind == "norm inside":
-            z = x + n1(sa(x, x, x, mask=mask))
-            return z + n2(ff(z))
-        if kind == "no mask":
-            z = n1(x + sa(x, x, x))
-            return n2(z + ff(z))
-        if kind == "inverted":
-            z = n1(x + sa(x, x, x, mask=~mask))
-            return n2(z + ff(z))
-        if kind == "swapped":
-            z = n2(x + sa(x, x, x, mask=mask))
-            return n1(z + ff(z))
+            return sa(h, h, h, mask=mask) + ff(h)
         if kind == "ffn on x":
-            z = n1(x + sa(x, x, x, mask=mask))
-            return n2(z + ff(x))
+            return x + sa(h, h, h, mask=mask) + ff(x)
+        if kind == "norm2":
+            return x + sa(h, h, h, mask=mask) + ff(n2(x))
+        if kind == "attn on x":
+            return x + sa(x, x, x, mask=mask) + ff(h)
+        if kind == "no mask":
+            return x + sa(h, h, h) + ff(h)
+        if kind == "inverted":
+            return x + sa(h, h, h, mask=~mask) + ff(h)
         if kind == "in place":
-            z = n1(x + sa(x, x, x, mask=mask))
-            x.copy_(n2(z + ff(z)))
+            x.add_(sa(h, h, h, mask=mask) + ff(h))
             return x
-        if kind == "no second norm":
-            z = n1(x + sa(x, x, x, mask=mask))
-            return z + ff(z)
+        if kind == "normed residual":
+            return h + sa(h, h, h, mask=mask) + ff(h)
         raise AssertionError(kind)
     return fn
 
 
 ENCODER_WRONG = [
-    (layer_variant("pre"), "pre-norm"),
+    (layer_variant("sequential"), "sequential"),
+    (layer_variant("post"), "post-norm"),
     (layer_variant("no residual"), "no residual"),
-    (layer_variant("norm inside"), "norm inside the residual"),
+    (layer_variant("ffn on x"), "feed-forward on x"),
+    (layer_variant("norm2"), "second norm"),
+    (layer_variant("attn on x"), "attention on x"),
     (layer_variant("no mask"), "ignores mask"),
     (layer_variant("inverted"), "inverted mask"),
-    (layer_variant("swapped"), "norms swapped"),
-    (layer_variant("ffn on x"), "feed-forward on x"),
     (layer_variant("in place"), MUTATION),
-    (layer_variant("no second norm"), ""),
+    (layer_variant("sequential, one norm"), ""),
+    (layer_variant("normed residual"), ""),
+    (not_done, ""),
+]
+
+
+def step_variant(kind):
+    def fn(block, x, past, memory_kv, memory_mask):
+        sa = block.self_attn
+        h = block.norm1(x)
+        src = x if kind == "keys from x" else h
+        new = sa.project_kv(src, src)
+        cache = (KVCache(new.key, new.value).extend(past.key, past.value) if kind == "new first"
+                 else past.extend(new.key, new.value))
+        if kind == "post":
+            new = sa.project_kv(x, x)
+            cache = past.extend(new.key, new.value)
+            y = block.norm1(x + sa.attend(x, cache))
+            y = block.norm2(y + block.cross_attn.attend(y, memory_kv, mask=memory_mask))
+            return block.norm3(y + block.feed_forward(y)), cache
+        if kind == "past only":
+            y = x + sa.attend(h, past)
+        elif kind == "itself only":
+            y = x + sa.attend(h, new)
+        elif kind == "tril":
+            y = x + sa.attend(h, cache, mask=torch.ones(len(cache), len(cache), dtype=torch.bool).tril()[:1])
+        else:
+            y = x + sa.attend(h, cache)
+        y = y + block.cross_attn.attend(block.norm2(y), memory_kv,
+                                        mask=None if kind == "no memory mask" else memory_mask)
+        y = y + block.feed_forward(block.norm3(y))
+        if kind == "full recompute, no cache":
+            return y, None
+        return y, (past if kind == "old cache" else cache)
+    return fn
+
+
+def step_in_place(block, x, past, memory_kv, memory_mask):
+    hidden, cache = decoder_step(block, x, past, memory_kv, memory_mask)
+    x.copy_(hidden)
+    return x, cache
+
+
+STEP_WRONG = [
+    (step_variant("past only"), "past only"),
+    (step_variant("itself only"), "itself only"),
+    (step_variant("tril"), "top-left causal mask"),
+    (step_variant("old cache"), "old cache returned"),
+    (step_variant("new first"), "new key first"),
+    (step_variant("keys from x"), "keys from x"),
+    (step_variant("post"), "post-norm"),
+    (step_variant("no memory mask"), "ignores memory_mask"),
+    (step_in_place, MUTATION),
+    (step_variant("full recompute, no cache"), ""),
+    (not_done, ""),
+]
+
+
+def probability_variant(kind):
+    def fn(model, src, src_lengths, tgt_in, tgt_out, pad_id):
+        logits = model(src, src_lengths, tgt_in)
+        probs = logits.softmax(-1 if kind != "softmax over T" else 1)
+        if kind == "max":
+            right = probs.max(-1).values
+        else:
+            right = probs.gather(-1, tgt_out[..., None])[..., 0]
+        if kind == "log":
+            right = torch.log_softmax(logits, -1).gather(-1, tgt_out[..., None])[..., 0]
+        real = tgt_out != (0 if kind == "pad 0" else pad_id)
+        if kind == "pad counted":
+            return right.mean().item()
+        if kind == "rows":
+            return ((right * real).sum(-1) / real.sum(-1)).mean().item()
+        return right[real].mean().item()
+    return fn
+
+
+CONFIDENCE_WRONG = [
+    (probability_variant("max"), "largest probability"),
+    (probability_variant("log"), "log-probability"),
+    (probability_variant("pad counted"), "padding counted"),
+    (probability_variant("rows"), "mean per word"),
+    (probability_variant("softmax over T"), ""),
+    (probability_variant("pad 0"), "padding counted"),  # pad_id 0 never occurs: every position counts
     (not_done, ""),
 ]
 
@@ -255,7 +354,8 @@ BEAM_WRONG = [
 
 
 @pytest.mark.parametrize(("checker", "reference"), [
-    (check_encoder_layer, encoder_layer), (check_label_smoothed_loss, label_smoothed_loss),
+    (check_parallel_encoder_layer, parallel_encoder_layer), (check_label_smoothed_loss, label_smoothed_loss),
+    (check_decoder_step, decoder_step), (check_right_token_probability, right_token_probability),
     (check_greedy_decode, greedy_decode), (check_beam_search, beam_search),
 ])
 def test_reference_passes(checker, reference):
@@ -264,7 +364,61 @@ def test_reference_passes(checker, reference):
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), ENCODER_WRONG)
 def test_encoder_layerassert_rejected(wrong, diagnosis, capsys):
-    assert_rejected(check_encoder_layer, wrong, diagnosis, capsys)
+    assert_rejected(check_parallel_encoder_layer, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), STEP_WRONG)
+def test_decoder_step_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_decoder_step, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), CONFIDENCE_WRONG)
+def test_right_token_probability_rejected(wrong, diagnosis, capsys):
+    assert_rejected(check_right_token_probability, wrong, diagnosis, capsys)
+
+
+def test_decoder_step_reference_matches_the_library_cache_over_a_whole_decode():
+    """Stepping the reference through a prefix one position at a time gives the full pass."""
+    from attnbook.exercises.ch05 import _decoder_block
+    block = _decoder_block(7, 16, 4)
+    g = torch.Generator().manual_seed(0)
+    prefix, memory = torch.randn(2, 5, 16, generator=g), torch.randn(2, 3, 16, generator=g)
+    with torch.no_grad():
+        memory_kv = block.project_memory(memory)
+        full = block(prefix, memory_kv=memory_kv).hidden
+        cache = KVCache(torch.zeros(2, 4, 0, 4), torch.zeros(2, 4, 0, 4))
+        rows = []
+        for t in range(5):
+            hidden, cache = decoder_step(block, prefix[:, t:t + 1], cache, memory_kv, None)
+            rows.append(hidden)
+    torch.testing.assert_close(torch.cat(rows, 1), full, atol=1e-5, rtol=1e-5)
+
+
+def _measure_in_range(fn):
+    return sum(CONFIDENCE_RANGE) / 2
+
+
+@pytest.mark.parametrize(("predicted", "passes", "says"), [
+    (None, False, "not done yet"),
+    (1.5, False, "between 0 and 1"),
+    (0.99, True, "above 0.902"),
+    (sum(CONFIDENCE_RANGE) / 2, True, "within 0.05"),
+    (0.3, True, "more than 0.05 from"),
+])
+def test_confidence_prediction_compares_prediction_and_measurement(predicted, passes, says, capsys):
+    result = check_confidence_prediction(predicted, right_token_probability, _measure_in_range)
+    assert bool(result) is passes
+    assert says in capsys.readouterr().out
+
+
+def test_confidence_prediction_rejects_a_measurement_outside_the_committed_range(capsys):
+    result = check_confidence_prediction(0.8, right_token_probability, lambda fn: 0.99)
+    assert not result and "outside" in capsys.readouterr().out
+
+
+def test_confidence_prediction_needs_a_right_measuring_function(capsys):
+    result = check_confidence_prediction(0.8, probability_variant("max"), _measure_in_range)
+    assert not result and "fix right_token_probability first" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), SMOOTHING_WRONG)
@@ -300,7 +454,7 @@ def test_label_smoothing_matches_pytorch_convention():
     assert math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2)), float(expected), rel_tol=1e-5)
 
 
-@pytest.mark.parametrize("prefix", ['ENCODER', 'SMOOTHING', 'GREEDY', 'BEAM'])
+@pytest.mark.parametrize("prefix", ['ENCODER', 'SMOOTHING', 'GREEDY', 'BEAM', 'STEP', 'CONFIDENCE'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch05 as checkers

@@ -17,7 +17,10 @@ DESC = (
     "(B, H, S, Dh); the same R goes to every block) under key_mask (B, 1, S), weights (B, H, T, S), "
     "norm2; feed_forward, norm3. The read-out (readout), whose weight is tied to the target embedding, "
     "gives logits (B, T, V). Grey lines are the residual stream: each sublayer's input is added to "
-    "its output inside the LayerNorm that follows."
+    "its output inside the LayerNorm that follows. Inset, top left: the pre-norm block (norm_first=True) "
+    "that the chapter trains: the stream passes straight through, each sublayer reads LayerNorm(x) and its "
+    "output is added to x, x + sublayer(LayerNorm(x)), and each stack ends with one more LayerNorm "
+    "(encoder_final_norm, decoder_final_norm)."
 )
 W, GAP, ENTRY = 210, 30, 580  # sublayer box width, gap between boxes, where the stream enters a block
 EX, DX = 250, 700  # the encoder's and the decoder's stream
@@ -38,6 +41,7 @@ def draw() -> Figure:
     cross, top = decoder(fig)
     memory_to_cross_attention(fig, cross)
     output(fig, top)
+    pre_norm_inset(fig)
     fig.legend(30, 734)
     return fig
 
@@ -146,3 +150,21 @@ def output(fig: Figure, top: float) -> None:
             size=12)
     fig.line([(DX + 110, 90), (DX + 150, 90)], "stream")
     fig.text(DX + 155, 94, "logits (B, T, V)", "code", anchor="start", size=12)
+
+
+def pre_norm_inset(fig: Figure) -> None:
+    """Top left: one pre-norm sublayer, x + sublayer(LayerNorm(x)), the placement the chapter trains."""
+    fig.frame(30, 42, 260, 156, "pre-norm (norm_first=True)")
+    fig.text(40, 80, "the model this chapter trains:", "note", anchor="start")
+    stream_y, box_y, h, plus_x = 145, 92, 28, 262
+    fig.line([(40, stream_y), (plus_x - 11, stream_y)], "stream")
+    fig.line([(48, stream_y), (48, box_y + h / 2), (56, box_y + h / 2)], "stream")
+    fig.box(58, box_y, 100, h, fig.code("LayerNorm", f"{L}.Norm"), size=12)
+    fig.line([(158, box_y + h / 2), (170, box_y + h / 2)], "stream")
+    fig.box(172, box_y, 80, h, "sublayer", size=12)
+    fig.line([(252, box_y + h / 2), (plus_x, box_y + h / 2), (plus_x, stream_y - 11)], "stream")
+    fig.circle(plus_x, stream_y, 9, "stream")
+    fig.text(plus_x, stream_y + 5, "+", size=14, weight="bold")
+    fig.line([(plus_x + 9, stream_y), (284, stream_y)], "stream")
+    fig.text(40, 172, "x + sublayer(LayerNorm(x)),", "note", anchor="start")
+    fig.text(40, 188, "then one final LayerNorm per stack", "note", anchor="start")
