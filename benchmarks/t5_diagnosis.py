@@ -136,8 +136,8 @@ def main(argv: list[str] | None = None) -> int:
         return pretrain(settings)[1] if args.smoke else torch.load(args.checkpoint)
 
     if args.part == "lr":
-        for lr in args.lrs:
-            for seed in args.seeds:
+        for seed in args.seeds:  # seed-major, so that a partial run holds every rate
+            for lr in args.lrs:
                 if (None, "scratch", "g2p", lr, seed) not in done:
                     run = finetune_t5("scratch", train, test, seed,
                                       argparse.Namespace(**{**vars(settings), "lr": lr}), None)
