@@ -63,11 +63,12 @@ def loss_fn(model, batch) -> torch.Tensor:
     return sequence_cross_entropy(model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out, VOCAB.pad_id)
 
 
-def pretrain(args) -> tuple[dict, dict]:
+def pretrain(args, text: str | None = None) -> tuple[dict, dict]:
+    """Span-corruption pretraining on ``text`` (default: the World English Bible)."""
     torch.manual_seed(0)
     device = torch.device(args.device)
     model = T5(t5_config(args.smoke, dropout=0.0)).to(device)
-    text = " ".join(v.text for v in load_bible())
+    text = " ".join(v.text for v in load_bible()) if text is None else text
     stream = VOCAB.encode(text[: 20000] if args.smoke else text)
     batches = span_corruption_batches(stream, 64, 64, VOCAB.sentinel, VOCAB.eos_id, VOCAB.pad_id,
                                       torch.Generator().manual_seed(0), mean_span_length=args.mean_span)

@@ -302,6 +302,45 @@ def corrupt_no_eos(tokens, mask, sentinel, eos_id):
     return inputs[:-1], target[:-1]
 
 
+def corrupt_no_target_eos(tokens, mask, sentinel, eos_id):
+    inputs, target = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs, target[:-1]
+
+
+def corrupt_no_input_eos(tokens, mask, sentinel, eos_id):
+    inputs, target = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs[:-1], target
+
+
+def corrupt_sentinel_per_hidden_token(tokens, mask, sentinel, eos_id):
+    """Each hidden token its own sentinel, in the input and in the target."""
+    inputs, target, n = [], [], 0
+    for token, hidden in zip(tokens, mask.tolist()):
+        if hidden:
+            inputs.append(sentinel(n))
+            target += [sentinel(n), token]
+            n += 1
+        else:
+            inputs.append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
+def corrupt_sentinel_per_token_in_input(tokens, mask, sentinel, eos_id):
+    """The target is built per span, but the input gets a sentinel for each hidden token."""
+    inputs, target, n, spans = [], [], 0, 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden:
+            inputs.append(sentinel(n))
+            n += 1
+            if position == 0 or not mask[position - 1]:
+                target.append(sentinel(spans))
+                spans += 1
+            target.append(token)
+        else:
+            inputs.append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
 def corrupt_in_place(tokens, mask, sentinel, eos_id):
     out = corrupt(tokens, mask, sentinel, eos_id)
     mask[:] = False
@@ -315,6 +354,10 @@ def corrupt_in_place(tokens, mask, sentinel, eos_id):
     (corrupt_keeps_hidden, "hidden tokens kept in the input"),
     (corrupt_paper_figure, "final sentinel"),
     (corrupt_no_eos, "no eos"),
+    (corrupt_no_target_eos, "target without eos"),
+    (corrupt_no_input_eos, "input without eos"),
+    (corrupt_sentinel_per_hidden_token, "one sentinel per token"),
+    (corrupt_sentinel_per_token_in_input, "one sentinel per token"),
     (corrupt_in_place, "mutated input"),
     (lambda tokens, mask, sentinel, eos_id: (list(tokens), [eos_id]), ""),
 ])
@@ -458,6 +501,42 @@ def fill_only_sentinel_zero(inputs, target, eos_id):
     return out
 
 
+def fill_only_sentinel_zero_in_input(inputs, target, eos_id):
+    """Spans collected under every sentinel, but only sentinel 0 replaced in the input."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token > 900:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if token == 1000 else [token])
+    return out
+
+
+def fill_only_sentinel_zero_in_target(inputs, target, eos_id):
+    """Only sentinel 0 starts a span in the target; every sentinel is a hole in the input."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token == 1000:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if token > 900 else [token])
+    return out
+
+
 def fill_keeps_unfilled(inputs, target, eos_id):
     spans, current = {}, None
     for token in target:
@@ -477,6 +556,8 @@ def fill_keeps_unfilled(inputs, target, eos_id):
 
 @pytest.mark.parametrize("wrong, diagnosis", [
     (fill_only_sentinel_zero, "only sentinel 0"),
+    (fill_only_sentinel_zero_in_input, "only sentinel 0"),
+    (fill_only_sentinel_zero_in_target, "only sentinel 0"),
     (fill_keeps_unfilled, "unfilled sentinel kept"),
 ])
 def test_fill_spans_names_more(wrong, diagnosis):
@@ -551,39 +632,53 @@ def test_trained_buckets_names_decoder_bidirectional():
 
 # --- predict, then measure: target length ---
 
-def mean_target_length(length, sequences):
+def mean_target_length(length, sequences, noise_density, mean_span_length):
     from attnbook.tasks.span_corruption import corrupt as library_corrupt
     from attnbook.tasks.span_corruption import noise_mask
     g = torch.Generator().manual_seed(1)
-    lengths = [len(library_corrupt(list(range(length)), noise_mask(length, generator=g), lambda i: -1 - i, -9)[1])
+    lengths = [len(library_corrupt(list(range(length)),
+                                   noise_mask(length, noise_density, mean_span_length, generator=g),
+                                   lambda i: -1 - i, -9)[1])
                for _ in range(sequences)]
     return sum(lengths) / sequences
 
 
+RIGHT = {(1024, 0.15, 20): 163, (512, 0.5, 3): 342}
+
+
 def test_target_length_reference_passes(capsys):
-    assert check_target_length(mean_target_length, {20: 5, 2048: 410})
+    assert check_target_length(mean_target_length, RIGHT)
     out = capsys.readouterr().out
     assert "✓" in out and out.count("(right)") == 2
 
 
 @pytest.mark.parametrize("prediction, phrase", [
-    ({20: 4, 2048: 308}, "off by -102"), (None, "no prediction given"), ({20: 5}, "n = 2048: no prediction"),
+    ({(1024, 0.15, 20): 206, (512, 0.5, 3): 342}, "off by +43"),  # n / 5 + 1, the chapter's rule
+    (None, "no prediction given"),
+    ({(1024, 0.15, 20): 163}, "mean span 3: no prediction"),
 ])
 def test_target_length_explains_the_prediction(prediction, phrase, capsys):
     assert check_target_length(mean_target_length, prediction)
     assert phrase in capsys.readouterr().out
 
 
+def hidden_and_spans(n, d, m):
+    hidden = min(max(round(d * n), 1), n - 1)
+    return hidden, min(max(round(hidden / m), 1), hidden, n - hidden)
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
-    (lambda n, k: mean_target_length(n, k) - 1, "no eos"),
-    (lambda n, k: float(min(max(round(0.15 * n), 1), n - 1) + 1), "no sentinels"),
-    (lambda n, k: float(n + 1), "the whole text"),
-    (lambda n, k: float(n - round(0.15 * n) + round(round(0.15 * n) / 3) + 1), "measured the input"),
-    (lambda n, k: 0.2 * n + 1, ""),
+    (lambda n, k, d, m: mean_target_length(n, k, 0.15, 3.0), "defaults used"),
+    (lambda n, k, d, m: mean_target_length(n, k, d, m) - 1, "no eos"),
+    (lambda n, k, d, m: float(hidden_and_spans(n, d, m)[0] + 1), "no sentinels"),
+    (lambda n, k, d, m: float(n + 1), "the whole text"),
+    (lambda n, k, d, m: float(n - sum(hidden_and_spans(n, d, m)) + 2 * hidden_and_spans(n, d, m)[1] + 1),
+     "measured the input"),
+    (lambda n, k, d, m: 0.2 * n + 1, ""),
     (not_done, None),
 ])
 def test_target_length_rejects(wrong, diagnosis):
-    result = check_target_length(wrong, {20: 5, 2048: 410})
+    result = check_target_length(wrong, RIGHT)
     assert not result
     if diagnosis is not None:
         assert result.diagnosis == diagnosis

@@ -67,3 +67,27 @@ def test_ablation_smoke_runs_both_parts(tmp_path):
     samples = [r for r in runs if r.get("kind") == "samples"]
     assert {r["arm"] for r in samples} == {"pretrained", "scratch"}
     assert all(len(r["samples"]) == 12 and len(r["samples"][0]) == 3 for r in samples)
+
+
+def test_diagnosis_smoke_parts_and_committed_results(tmp_path):
+    script = str(ROOT / "benchmarks" / "t5_diagnosis.py")
+    logs = []
+    for part in ("probe", "lr"):
+        run = subprocess.run([sys.executable, script, "--smoke", "--part", part, "--seeds", "0",
+                              "--lrs", "0.01"], check=True, capture_output=True, text=True, timeout=300)
+        log = tmp_path / f"{part}.log"
+        log.write_text(run.stdout)
+        logs.append(str(log))
+    rows = [json.loads(line) for path in logs for line in Path(path).read_text().splitlines()
+            if line.startswith("{")]
+    probe = next(r for r in rows if r.get("kind") == "probe")
+    assert probe["model_nats_per_token"] > 0 and len(probe["fills"]) == 6
+    assert all(f["target"].endswith("</s>") and "<0>" in f["input"] for f in probe["fills"])
+    assert {(r["arm"], r["lr"]) for r in rows if r.get("model") == "t5"} == {("scratch", 0.01)}
+    out = tmp_path / "merged.json"
+    subprocess.run([sys.executable, script, "--smoke", "--resume", *logs, "--out", str(out)], check=True,
+                   capture_output=True, text=True, timeout=300)
+    assert json.loads(out.read_text())["runs"] == rows
+    committed = load_result("t5_diagnosis.json")["runs"]
+    assert next(r for r in committed if r.get("kind") == "whole test")["test_words"] > 5000
+    assert {r["lr"] for r in committed if r.get("arm") == "scratch"} == {0.001, 0.01}

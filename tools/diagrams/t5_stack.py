@@ -9,14 +9,14 @@ RPB = "attnbook.layers.relative_position.RelativePositionBias"
 DESC = (
     "The library's T5, pretrained by span corruption. Bottom left, the corrupted input text "
     "'Thank you <X> me to your party last <Y> </s>', ids (B, S), goes through the shared token "
-    "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then N "
+    "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then n_blocks "
     "pre-norm EncoderBlocks: RMSNorm then self_attn (MultiHeadAttention with scale 1 and no "
     "biases), added back to the stream; RMSNorm then the gated-GELU feed-forward, added back. A "
     "RelativePositionBias (bidirectional buckets of the offset key minus query, one learned scalar "
     "per bucket and head) gives a (1, H, S, S) bias, computed once and added to the scores of every "
     "encoder block. A final RMSNorm gives the memory R (B, S, D). Right, the decoder reads the "
     "target shifted behind the start token '<pad> <X> for inviting <Y> week .', (B, T), through the "
-    "same table, then N pre-norm DecoderBlocks: self_attn with a causal RelativePositionBias "
+    "same table, then n_blocks pre-norm DecoderBlocks: self_attn with a causal RelativePositionBias "
     "(1, H, T, T) and the causal mask; cross_attn whose keys and values come from R (no position "
     "bias); the gated feed-forward. A final RMSNorm, then the read-out: the output scaled by D to "
     "the -1/2 times the shared table transposed, logits (B, T, V), trained to predict '<X> for "
@@ -56,7 +56,7 @@ def stack(fig: Figure, cx: float, sublayers: tuple[str, ...], owner: str, name: 
         boxes[key] = unit(fig, cx, y, key, fig.code(f"norm{i}: RMSNorm", f"{owner}:norm{i}", f"{L}.RMSNorm"))
         y -= UNIT
     fig.frame(cx - RES - 12, y - 30, W / 2 + RES + 24, ENTRY - y + 34,
-              fig.code(name, f"{L}.{name}") + " × N", "top-left")
+              fig.code(name, f"{L}.{name}") + " × n_blocks", "top-left")
     return (boxes if len(sublayers) > 2 else boxes["self_attn"]), y
 
 
@@ -103,7 +103,7 @@ def bias(fig: Figure, attn: Box, kind: str, shape: str) -> None:
     bx = x + w + 15
     fig.box(bx, top - 4, 185, 48, fig.code("RelativePositionBias", RPB), sub=kind, role="weights", size=11)
     fig.line([(bx, top + h / 2 + 6), (x + w + 2, top + h / 2 + 6)], "weights")
-    fig.text(bx + 92, top + 60, "bucket(k − q) → one scalar", "note")
+    fig.text(bx + 92, top + 60, "β[h, b(j − i)]: one scalar", "note")
     fig.text(bx + 92, top + 75, "per head, in every block", "note")
     fig.shape(bx + 92, top - 12, shape, anchor="middle")
 

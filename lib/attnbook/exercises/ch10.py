@@ -230,13 +230,20 @@ def _drops_kept_token(args, got) -> bool:
     return at == len(got) and all(t in kept and t not in spans for t in missing)
 
 
-def _only_first_sentinel(inputs, target, eos_id):
-    """Only sentinel 0 (id 1000) is recognised; the other sentinels are read as text."""
+def _only_first_sentinel(inputs, target, eos_id, in_input=True, in_target=True):
+    """Only sentinel 0 (id 1000) is recognised (in the input, the target or both); the other
+    sentinels are read as text there."""
+    def sentinel_in_target(token):
+        return token == SENTINEL_BASE if in_target else token > SENTINEL_BASE - 100
+
+    def sentinel_in_input(token):
+        return token == SENTINEL_BASE if in_input else token > SENTINEL_BASE - 100
+
     spans, current = {}, None
     for token in target:
         if token == eos_id:
             break
-        if token == SENTINEL_BASE:
+        if sentinel_in_target(token):
             current = spans.setdefault(token, [])
         elif current is not None:
             current.append(token)
@@ -244,8 +251,14 @@ def _only_first_sentinel(inputs, target, eos_id):
     for token in inputs:
         if token == eos_id:
             break
-        out.extend(spans.get(token, []) if token == SENTINEL_BASE else [token])
+        out.extend(spans.get(token, []) if sentinel_in_input(token) else [token])
     return out
+
+
+def _only_first_sentinel_somewhere(args, got) -> bool:
+    """Sentinel 0 alone is recognised in the input, in the target, or in both."""
+    return any(got == _only_first_sentinel(*args, in_input=a, in_target=b)
+               for a, b in ((True, True), (True, False), (False, True)))
 
 
 def _unfilled_sentinel_kept(inputs, target, eos_id):
@@ -282,6 +295,9 @@ def check_fill_spans(fn: Callable) -> CheckResult:
         ("a sentinel the model never wrote", [5, s[0], 6, s[1], 7, 1], [s[0], 30, 1], 1),
         ("tokens after </s> are not text", [5, s[0], 6, s[1], 7, 2], [s[0], 30, 2, s[1], 50], 2),
         ("three spans, eos 3", [s[0], 5, s[1], 6, s[2], 3], [s[0], 20, s[1], 21, 22, s[2], 23, 3], 3),
+        ("the model skipped sentinel 0", [5, s[0], 6, s[1], 7, 1], [s[1], 40, 41, 1], 1),
+        ("four spans, only the last written", [s[0], 5, s[1], 6, s[2], 7, s[3], 4],
+         [s[3], 60, 61, 4], 4),
     ]
     cases = [Case(name, (inp, tgt, eos), _fill_spans(inp, tgt, eos),
                   hint="collect each sentinel's span from the target (up to </s>), then replace each "
@@ -292,7 +308,8 @@ def check_fill_spans(fn: Callable) -> CheckResult:
         Mistake("unfilled sentinel kept", "a sentinel that the model never wrote in its target hides nothing: "
                 "its hole stays empty, and the sentinel goes too.", gives=_unfilled_sentinel_kept),
         Mistake("only sentinel 0", "every sentinel id marks a hole, not only the first (1000): sentinel i "
-                "is 1000 - i, so test for the range of sentinel ids.", gives=_only_first_sentinel),
+                "is 1000 - i, in the input and in the target alike, so test for the range of sentinel ids.",
+                when=_only_first_sentinel_somewhere),
         Mistake("spans by position", "a span belongs to the sentinel written before it in the target, "
                 "not to the n-th sentinel of the input: the model may write them in another order or skip one.",
                 gives=_by_position),
@@ -314,19 +331,6 @@ def check_fill_spans(fn: Callable) -> CheckResult:
 
 def _corrupt(tokens, mask, sentinel, eos_id):
     return corrupt(tokens, mask, sentinel, eos_id)
-
-
-def _sentinel_per_token(tokens, mask, sentinel, eos_id):
-    """BERT-like: each hidden token its own sentinel."""
-    inputs, target, n = [], [], 0
-    for token, hidden in zip(tokens, mask.tolist()):
-        if hidden:
-            inputs.append(sentinel(n))
-            target += [sentinel(n), token]
-            n += 1
-        else:
-            inputs.append(token)
-    return inputs + [eos_id], target + [eos_id]
 
 
 def _one_sentinel_for_all(tokens, mask, sentinel, eos_id):
@@ -359,6 +363,35 @@ def _final_sentinel(tokens, mask, sentinel, eos_id):
 def _no_eos(tokens, mask, sentinel, eos_id):
     inputs, target = corrupt(tokens, mask, sentinel, eos_id)
     return inputs[:-1], target[:-1]
+
+
+def _no_target_eos(args, got) -> bool:
+    """The input is right (it ends with eos_id) and the target is right but for its final eos_id."""
+    inputs, target = corrupt(*args)
+    return isinstance(got, tuple) and len(got) == 2 and list(got[0]) == inputs \
+        and list(got[1]) == target[:-1]
+
+
+def _no_input_eos(args, got) -> bool:
+    inputs, target = corrupt(*args)
+    return isinstance(got, tuple) and len(got) == 2 and list(got[0]) == inputs[:-1] \
+        and list(got[1]) == target
+
+
+def _sentinels_per_token(args, got) -> bool:
+    """The input holds one sentinel for each hidden token (whatever the target does), and some
+    span is longer than one token, so that differs from one per span."""
+    tokens, mask, sentinel, eos_id = args
+    hidden = int(mask.sum())
+    sentinels = set()
+    for i in range(len(tokens) + 1):
+        try:
+            sentinels.add(sentinel(i))
+        except IndexError:  # a case whose sentinel names run out
+            break
+    if not (isinstance(got, tuple) and len(got) == 2) or hidden == sum(_starts(mask)):
+        return False
+    return sum(1 for t in got[0] if t in sentinels) == hidden
 
 
 def _sentinels_from_one(tokens, mask, sentinel, eos_id):
@@ -450,7 +483,7 @@ def check_corrupt(fn: Callable) -> CheckResult:
     mistakes = [
         Mistake("one sentinel per token", "that is BERT-style masking: span corruption replaces a whole *run* "
                 "of hidden tokens by one sentinel, which is what makes its input and target short.",
-                gives=_sentinel_per_token),
+                when=_sentinels_per_token),
         Mistake("one sentinel for every span", "each span gets its own sentinel, sentinel(0), sentinel(1), ...: "
                 "the sentinel tells the decoder which hole a span fills.", gives=_one_sentinel_for_all),
         Mistake("target without sentinels", "the target writes each span *after its sentinel*: without them "
@@ -466,6 +499,10 @@ def check_corrupt(fn: Callable) -> CheckResult:
         Mistake("final sentinel", "that is the layout of the paper's figure; T5's code (and the library) writes "
                 "no closing sentinel, the target ends with the last span and </s>.", gives=_final_sentinel),
         Mistake("no eos", "both sequences end with eos_id.", gives=_no_eos),
+        Mistake("target without eos", "the input is right, but the target must end with eos_id too: it is "
+                "how the decoder learns to stop after the last span.", when=_no_target_eos),
+        Mistake("input without eos", "the target is right, but the input must end with eos_id too, as "
+                "every T5 input does.", when=_no_input_eos),
     ]
     if callable(fn) and _calls_library(fn):
         return _finish("corrupt", False, "your function calls the library's `corrupt`: write the loop "
@@ -665,7 +702,10 @@ def check_no_position_t5(fn: Callable) -> CheckResult:
 
 # --- 6. predict, then measure: how long is a span-corruption target? ---------------------------
 
-TARGET_LENGTH_ASKED = (20, 2048)  # the lengths the reader predicts for (the chapter prints 64 and 512)
+# the settings the reader predicts for (the chapter prints only 15% hidden, mean span 3, at 64 and
+# 512 tokens, and one 10-byte span at 64 bytes with mean span 20): ByT5's input length and span,
+# and T5's most aggressive corruption rate (Raffel et al., Table 7)
+TARGET_LENGTH_ASKED = ((1024, 0.15, 20.0), (512, 0.5, 3.0))
 
 
 def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0) -> tuple[int, int]:
@@ -675,45 +715,58 @@ def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 
     return hidden, spans
 
 
-def _target_length(length, sequences):
-    hidden, spans = _counts(length)
+def _target_length(length, sequences, noise_density, mean_span_length):
+    hidden, spans = _counts(length, noise_density, mean_span_length)
     return float(hidden + spans + 1)
 
 
+def _input_length(length, sequences, noise_density, mean_span_length):
+    hidden, spans = _counts(length, noise_density, mean_span_length)
+    return float(length - hidden + spans + 1)
+
+
 def check_target_length(fn: Callable, prediction: dict | None = None) -> CheckResult:
-    """``fn(length, sequences) -> float``: the mean target length (sentinels, hidden tokens and
-    ``</s>``) of span corruption (15% hidden, mean span 3) over ``sequences`` drawn sequences of
-    ``length`` tokens; ``prediction``, written before measuring: ``{20: ..., 2048: ...}``."""
-    cases = [Case(f"n = {n}, {k} sequences", (n, k), _target_length(n, k), atol=1e-6,
-                  hint="draw each mask with noise_mask(length, generator=...), build (inputs, target) with "
-                       "corrupt, and average len(target)")
-             for n, k in ((64, 30), (20, 30), (300, 10), (2048, 5), (7, 30))]
+    """``fn(length, sequences, noise_density, mean_span_length) -> float``: the mean target length
+    (sentinels, hidden tokens and ``</s>``) of span corruption over ``sequences`` drawn sequences of
+    ``length`` tokens; ``prediction``, written before measuring: ``{(1024, 0.15, 20): ...,
+    (512, 0.5, 3): ...}``."""
+    settings = ((64, 30, 0.15, 3.0), (20, 30, 0.15, 3.0), (300, 10, 0.3, 5.0), (1024, 5, 0.15, 20.0),
+                (7, 30, 0.5, 2.0), (512, 5, 0.5, 3.0), (100, 10, 0.1, 1.0))
+    cases = [Case(f"n = {n}, {k} sequences, {d:.0%} hidden, mean span {m:g}", (n, k, d, m),
+                  _target_length(n, k, d, m), atol=1e-6,
+                  hint="draw each mask with noise_mask(length, noise_density, mean_span_length, "
+                       "generator=...), build (inputs, target) with corrupt, and average len(target)")
+             for n, k, d, m in settings]
     mistakes = [
+        Mistake("defaults used", "pass noise_density and mean_span_length on to noise_mask: its defaults "
+                "(15%, 3) are T5's, not the ones asked for.",
+                gives=lambda n, k, d, m: _target_length(n, k, 0.15, 3.0)),
         Mistake("no eos", "the target ends with </s>, one token more.",
-                gives=lambda n, k: _target_length(n, k) - 1),
+                gives=lambda *a: _target_length(*a) - 1),
         Mistake("no sentinels", "the target writes one sentinel before each span, as well as the hidden tokens.",
-                gives=lambda n, k: float(_counts(n)[0] + 1)),
+                gives=lambda n, k, d, m: float(_counts(n, d, m)[0] + 1)),
         Mistake("the whole text", "span corruption's target holds only the hidden spans, not the whole text.",
-                gives=lambda n, k: float(n + 1)),
+                gives=lambda n, k, d, m: float(n + 1)),
         Mistake("measured the input", "that is the length of the input (kept tokens, a sentinel per span, </s>); "
-                "measure the target.", gives=lambda n, k: float(n - _counts(n)[0] + _counts(n)[1] + 1)),
+                "measure the target.", gives=_input_length),
     ]
     result = run_cases("target length", fn, cases, mistakes)
     if result.passed:
         if not prediction:
             print("(no prediction given: write yours into `prediction` before you measure)")
             return result
-        for n in TARGET_LENGTH_ASKED:
-            hidden, spans = _counts(n)
+        for n, d, m in TARGET_LENGTH_ASKED:
+            hidden, spans = _counts(n, d, m)
             true = hidden + spans + 1
-            guess = prediction.get(n)
+            guess = prediction.get((n, d, m), prediction.get((n, d, int(m))))
+            name = f"n = {n:,}, {d:.0%} hidden, mean span {m:g}"
             if guess is None:
-                print(f"   n = {n}: no prediction.")
+                print(f"   {name}: no prediction.")
                 continue
             verdict = "right" if abs(guess - true) <= 0.05 * true + 0.5 else f"off by {guess - true:+g}"
-            print(f"   n = {n:,}: you predicted {guess:g}, the target is {true} ({verdict}): {hidden} hidden "
-                  f"tokens (round(0.15 n)), {spans} span{'s' if spans != 1 else ''} (round(hidden / 3)), 1 </s>; "
-                  "about n / 5 + 1.")
+            print(f"   {name}: you predicted {guess:g}, the target is {true} ({verdict}): {hidden} hidden "
+                  f"tokens (round({d:g} n)), {spans} span{'s' if spans != 1 else ''} (round(hidden / {m:g})), "
+                  f"1 </s>; the input is {n - hidden + spans + 1}.")
     return result
 
 

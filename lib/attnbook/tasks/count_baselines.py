@@ -202,6 +202,19 @@ def _letters_per_phoneme(word: str, units: Sequence[Unit]) -> list[str]:
 # --- span-corruption targets -------------------------------------------------------------------
 
 
+def span_target_windows(stream: Sequence[int], length: int, sentinel: Callable[[int], int],
+                        eos_id: int, windows: int = 3000, seed: int = 123) -> list[tuple]:
+    """The windows that ``span_target_baselines`` scores: ``(window, mask, target)`` for each of
+    ``windows`` random ``length``-token windows of ``stream`` (the second half is held out)."""
+    generator = torch.Generator().manual_seed(seed)
+    samples = []
+    for start in torch.randint(0, len(stream) - length, (windows,), generator=generator).tolist():
+        window = list(stream[start : start + length])
+        mask = noise_mask(length, generator=generator)
+        samples.append((window, mask.tolist(), corrupt(window, mask, sentinel, eos_id)[1]))
+    return samples
+
+
 def span_target_baselines(stream: Sequence[int], length: int, sentinel: Callable[[int], int],
                           eos_id: int, vocab_size: int, windows: int = 3000,
                           seed: int = 123) -> dict[str, float]:
@@ -217,12 +230,7 @@ def span_target_baselines(stream: Sequence[int], length: int, sentinel: Callable
       that has run k bytes ends with its measured hazard); the first sentinel and which sentinel
       comes next are certain and cost nothing.
     """
-    generator = torch.Generator().manual_seed(seed)
-    samples = []
-    for start in torch.randint(0, len(stream) - length, (windows,), generator=generator).tolist():
-        window = list(stream[start : start + length])
-        mask = noise_mask(length, generator=generator)
-        samples.append((window, mask.tolist(), corrupt(window, mask, sentinel, eos_id)[1]))
+    samples = span_target_windows(stream, length, sentinel, eos_id, windows, seed)
     fit, held_out = samples[: windows // 2], samples[windows // 2 :]
     out = _target_ngrams(fit, held_out, vocab_size)
     text = _TextNgrams(stream)
