@@ -344,7 +344,7 @@ def fake_measure(shares):
     return lambda temperature: shares[temperature]
 
 
-MEASURED = {0.5: 0.03, 1.0: 0.20, 1.5: 0.45}
+MEASURED = {0.5: 0.105, 1.0: 0.234, 1.5: 0.345}  # as the book's run
 
 
 def test_invented_prediction_not_done(capsys):
@@ -354,20 +354,28 @@ def test_invented_prediction_not_done(capsys):
 
 def test_invented_prediction_close_passes(capsys):
     assert all(low <= MEASURED[t] <= high for t, (low, high) in INVENTED_RANGES.items())
-    assert check_invented_prediction({0.5: 0.05, 1.5: 0.40}, fake_measure(MEASURED))
+    assert check_invented_prediction({0.5: 0.10, 1.5: 0.35}, fake_measure(MEASURED))
 
 
 @pytest.mark.parametrize("prediction, said", [
-    ({0.5: 0.25, 1.5: 0.40}, "*sharpens*"),  # lower temperature, more invention
-    ({0.5: 0.05, 1.5: 0.10}, "*flattens*"),  # higher temperature, less invention
-    ({0.5: 0.05, 1.5: 0.25}, "tail is long"),  # right way, far too small at 1.5
-    ({0.5: 0.15, 1.5: 0.45}, "nearly vanish"),  # right way, far too large at 0.5
+    ({0.5: 0.30, 1.5: 0.40}, "*sharpens*"),  # lower temperature, more invention
+    ({0.5: 0.05, 1.5: 0.20}, "*flattens*"),  # higher temperature, less invention
+    ({0.5: 0.01, 1.5: 0.35}, "not only in the tail"),  # "sharpening removes them all"
+    ({0.5: 0.20, 1.5: 0.35}, "removes more than you thought"),
+    ({0.5: 0.10, 1.5: 0.70}, "smaller than you thought"),  # "flat means gibberish"
+    ({0.5: 0.01, 1.5: 0.70}, "; and the rise"),  # both off: both explained
     ({0.5: 5, 1.5: 40}, "between 0 and 1"),  # percentages, not fractions
     ({0.5: 0.05}, "must be a dict"),
 ])
 def test_invented_prediction_wrong(prediction, said, capsys):
     assert not check_invented_prediction(prediction, fake_measure(MEASURED))
     assert said in capsys.readouterr().out
+
+
+def test_invented_prediction_too_low_at_high_temperature(capsys):
+    measured = {0.5: 0.10, 1.0: 0.20, 1.5: 0.44}
+    assert not check_invented_prediction({0.5: 0.10, 1.5: 0.22}, fake_measure(measured))
+    assert "tail is long" in capsys.readouterr().out
 
 
 def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):

@@ -297,7 +297,8 @@ def check_lm_loss(fn: Callable) -> CheckResult:
 # The shares this measurement gave when the chapter was executed (CPU, seed 0); a run on other
 # hardware trains a slightly different model, so each range is wide.
 INVENTED_TEMPERATURES = (0.5, 1.5)
-INVENTED_RANGES = {0.5: (0.0, 0.10), 1.0: (0.08, 0.35), 1.5: (0.25, 0.75)}
+# Seeds 3, 4 and 5 gave 10.5-11.7% at 0.5, 22.9-23.4% at 1.0 and 34.5-35.2% at 1.5.
+INVENTED_RANGES = {0.5: (0.06, 0.17), 1.0: (0.17, 0.31), 1.5: (0.26, 0.46)}
 
 
 def check_invented_prediction(predicted: dict | None, measure: Callable[[float], float]) -> CheckResult:
@@ -332,19 +333,26 @@ def check_invented_prediction(predicted: dict | None, measure: Callable[[float],
                        "the hundreds of unlikely tokens of the tail gain mass, and each one drawn "
                        "inside a word can make it a word the Bible never uses.", "wrong direction")
     gaps = {t: shares[t] - measured[t] for t in INVENTED_TEMPERATURES}
-    if all(abs(g) <= 0.05 + 0.25 * measured[t] for t, g in gaps.items()):
+    off = {t: abs(g) > 0.05 + 0.25 * measured[t] for t, g in gaps.items()}
+    if not any(off.values()):
         return _finish(name, True, f"{said}: right direction, and close on both.")
-    if gaps[1.5] < 0:
-        why = ("the tail is long: dividing the logits by 1.5 raises every unlikely token at "
-               "once, and one odd piece inside a word makes the whole word new, so the share "
-               "grows faster than the temperature")
-    else:
-        why = ("the rise at 1.5 is smaller than you thought: many tail tokens are whole words "
-               "or common pieces, so drawing them more often does not always invent a word")
-    if abs(gaps[0.5]) > 0.05 + 0.25 * measured[0.5]:
-        why = ("sharpening removes most of the tail: at 0.5 the sampler almost always picks "
-               "among a few likely tokens, so invented words nearly vanish") if gaps[0.5] > 0 else why
-    return _finish(name, False, f"{said}: right direction, but {why}.", "magnitude")
+    why = []
+    if off[0.5]:
+        why.append("sharpening does not remove invented words: even at 0.5 (and greedy, in "
+                   "Section 8.5) the likeliest pieces, one after another, often make a word the "
+                   "Bible never uses, so the model's errors are not only in the tail"
+                   if gaps[0.5] < 0 else
+                   "sharpening removes more than you thought: at 0.5 the sampler mostly picks "
+                   "among a few likely tokens (top-p 0.9 kept 2 after the prompt)")
+    if off[1.5]:
+        why.append("the rise at 1.5 is smaller than you thought: flattening gives the tail more "
+                   "mass, but many tail tokens are whole words or common pieces, so drawing them "
+                   "more often does not always invent a word"
+                   if gaps[1.5] > 0 else
+                   "the tail is long: dividing the logits by 1.5 raises every unlikely token at "
+                   "once, and one odd piece inside a word makes the whole word new")
+    return _finish(name, False, f"{said}: right direction, but " + "; and ".join(why) + ".",
+                   "magnitude")
 
 
 EXERCISES = {
