@@ -322,8 +322,11 @@ def check_invented_prediction(predicted: dict | None, measure: Callable[[float],
                            f"{measured[t]:.1%}, outside the range the book's run gave "
                            f"({low:.0%}-{high:.0%}): run the measurement as given, on the "
                            "chapter's trained model.")
-    said = (f"measured {measured[0.5]:.1%} at 0.5, {measured[1.0]:.1%} at 1.0 (the control), "
-            f"{measured[1.5]:.1%} at 1.5; you predicted {shares[0.5]:.1%} and {shares[1.5]:.1%}")
+    # "label: value (expected ...)": the book's output sanitizer masks each measured value
+    said = "measured " + ", ".join(
+        f"at {t}{' (the control)' if t == 1.0 else ''}: {measured[t]:.1%} "
+        f"(expected {low:.0%}–{high:.0%})" for t, (low, high) in INVENTED_RANGES.items())
+    said += f"; you predicted {shares[0.5]:.1%} and {shares[1.5]:.1%}"
     if shares[0.5] >= measured[1.0]:
         return _finish(name, False, f"{said}. A temperature below 1 *sharpens* the distribution: "
                        "the likely tokens, which mostly continue words of the training text, take "
