@@ -6,7 +6,12 @@ from collections import Counter
 import pytest
 import torch
 
-from attnbook.exercises.ch08 import check_bpe_merge_step, check_cached_mask, check_perplexity, check_top_p
+import torch.nn.functional as F
+
+from attnbook.exercises.ch08 import (
+    INVENTED_RANGES, check_bpe_merge_step, check_invented_prediction, check_lm_loss,
+    check_perplexity, check_top_p, check_window_cached_mask,
+)
 from attnbook.layers.masks import causal_mask
 from attnbook.tasks.language_modeling import filter_logits
 
@@ -46,13 +51,21 @@ def top_p(logits, p):
     return logits.masked_fill(drop, float("-inf"))
 
 
-def cached_mask(num_new, num_cached):
-    return torch.ones(num_new, num_cached + num_new, dtype=torch.bool).tril(diagonal=num_cached)
+def window_cached_mask(num_new, num_cached, window):
+    query = torch.arange(num_cached, num_cached + num_new)[:, None]
+    key = torch.arange(num_cached + num_new)[None, :]
+    return (key <= query) & (key > query - window)
+
+
+def lm_loss(model, tokens):
+    logits = model(tokens[:, :-1])
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
 
 
 @pytest.mark.parametrize("check, solution", [
     (check_perplexity, perplexity), (check_bpe_merge_step, bpe_merge_step),
-    (check_top_p, top_p), (check_cached_mask, cached_mask),
+    (check_top_p, top_p), (check_window_cached_mask, window_cached_mask),
+    (check_lm_loss, lm_loss),
 ])
 def test_reference_passes(check, solution, capsys):
     assert check(solution)
@@ -63,7 +76,8 @@ def not_done(*args):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("check", [check_perplexity, check_bpe_merge_step, check_top_p, check_cached_mask])
+@pytest.mark.parametrize("check", [check_perplexity, check_bpe_merge_step, check_top_p,
+                                   check_window_cached_mask, check_lm_loss])
 def test_stub_is_not_done(check, capsys):
     assert not check(not_done)
     assert "not done yet" in capsys.readouterr().out
@@ -274,20 +288,97 @@ def test_top_p_checker_breaks_ties_by_index(capsys):
     assert check_top_p(top_p)
 
 
-# --- cached mask ---
+# --- sliding-window cached mask ---
 
-def test_cached_mask_wrong_answers(capsys):
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).tril(), capsys,
-                    "shift the triangle")
-    expect_rejected(check_cached_mask, lambda t, p: torch.cat(
-        [torch.zeros(t, p, dtype=torch.bool), torch.ones(t, t, dtype=torch.bool).tril()], 1), capsys, "whole cache")
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool), capsys, "must not see")
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, t, dtype=torch.bool).tril(), capsys, "P + T columns")
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t).tril(p), capsys)  # floats, not bools
+def _band(t, p, w, offset=0, extra=0):
+    query = torch.arange(p, p + t)[:, None] - offset
+    key = torch.arange(p + t)[None, :]
+    return (key <= query) & (key > query - w - extra)
+
+
+def test_window_cached_mask_wrong_answers(capsys):
+    check = check_window_cached_mask
+    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=p), capsys, "shift the band")
+    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=1), capsys, "one too many")
+    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=-1), capsys, "one too few")
+    expect_rejected(check, lambda t, p, w: causal_mask(t, p + t), capsys, "plain causal mask")
+    expect_rejected(check, lambda t, p, w: (torch.arange(p + t)[None, :]
+                                            > torch.arange(p, p + t)[:, None] - w), capsys,
+                    "must not see")
     # PyTorch's convention (True = blocked), as nn.MultiheadAttention's attn_mask takes it
-    expect_rejected(check_cached_mask, lambda t, p: ~causal_mask(t, p + t), capsys,
-                    "True = may attend")
-    def blocked(t, p):
-        return torch.ones(t, p + t, dtype=torch.bool).triu(p + 1)
-    expect_rejected(check_cached_mask, blocked, capsys, "True = may attend")
-    expect_rejected(check_cached_mask, lambda t, p: torch.ones(t, p + t, dtype=torch.bool).triu(p), capsys)
+    expect_rejected(check, lambda t, p, w: ~_band(t, p, w), capsys, "True = may attend")
+    expect_rejected(check, lambda t, p, w: _band(t, 0, w), capsys, "P + T columns")
+    expect_rejected(check, lambda t, p, w: _band(t, p, w).float(), capsys)  # floats, not bools
+    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=1), capsys)
+
+
+# --- next-token loss ---
+
+def ce(logits, targets, **kw):
+    return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), **kw)
+
+
+def test_lm_loss_accepts_scoring_the_full_input():
+    """model(tokens)[:, :-1] gives the same logits as model(tokens[:, :-1]) (causal)."""
+    assert check_lm_loss(lambda m, x: ce(m(x)[:, :-1], x[:, 1:]))
+
+
+def test_lm_loss_wrong_answers(capsys):
+    check = check_lm_loss
+    expect_rejected(check, lambda m, x: ce(m(x), x), capsys, "off by one: you scored the logits")
+    expect_rejected(check, lambda m, x: ce(m(x)[:, 1:], x[:, 1:]), capsys, "the logits are not")
+    expect_rejected(check, lambda m, x: ce(m(x[:, 1:]), x[:, :-1]), capsys, "*after* it")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous()), capsys,
+                    "flatten")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum"), capsys,
+                    "*mean*")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]).softmax(-1), x[:, 1:]), capsys,
+                    "do not softmax")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).item(), capsys)  # a float
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1])[:, :-1], x[:, 1:-1]), capsys)
+
+
+# --- predict, then measure ---
+
+def fake_measure(shares):
+    return lambda temperature: shares[temperature]
+
+
+MEASURED = {0.5: 0.105, 1.0: 0.234, 1.5: 0.345}  # as the book's run
+
+
+def test_invented_prediction_not_done(capsys):
+    assert not check_invented_prediction(None, fake_measure(MEASURED))
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_invented_prediction_close_passes(capsys):
+    assert all(low <= MEASURED[t] <= high for t, (low, high) in INVENTED_RANGES.items())
+    assert check_invented_prediction({0.5: 0.10, 1.5: 0.35}, fake_measure(MEASURED))
+
+
+@pytest.mark.parametrize("prediction, said", [
+    ({0.5: 0.30, 1.5: 0.40}, "*sharpens*"),  # lower temperature, more invention
+    ({0.5: 0.05, 1.5: 0.20}, "*flattens*"),  # higher temperature, less invention
+    ({0.5: 0.01, 1.5: 0.35}, "not only in the tail"),  # "sharpening removes them all"
+    ({0.5: 0.20, 1.5: 0.35}, "removes more than you thought"),
+    ({0.5: 0.10, 1.5: 0.70}, "smaller than you thought"),  # "flat means gibberish"
+    ({0.5: 0.01, 1.5: 0.70}, "; and the rise"),  # both off: both explained
+    ({0.5: 5, 1.5: 40}, "between 0 and 1"),  # percentages, not fractions
+    ({0.5: 0.05}, "must be a dict"),
+])
+def test_invented_prediction_wrong(prediction, said, capsys):
+    assert not check_invented_prediction(prediction, fake_measure(MEASURED))
+    assert said in capsys.readouterr().out
+
+
+def test_invented_prediction_too_low_at_high_temperature(capsys):
+    measured = {0.5: 0.10, 1.0: 0.20, 1.5: 0.44}
+    assert not check_invented_prediction({0.5: 0.10, 1.5: 0.22}, fake_measure(measured))
+    assert "tail is long" in capsys.readouterr().out
+
+
+def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
+    assert not check_invented_prediction({0.5: 0.05, 1.5: 0.40},
+                                         fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}))
+    assert "outside the range" in capsys.readouterr().out

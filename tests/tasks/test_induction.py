@@ -60,3 +60,19 @@ def test_half_losses_split_first_and_repeated_copy():
     tokens = torch.tensor([[1, 2, 3, 1, 2, 3, 4, 5]])
     first, second = half_losses(Copier(), tokens, torch.tensor([3]))
     assert second < 1e-6 and first > 1.0
+
+
+def test_prefix_matching_score_reads_second_copies_only():
+    from attnbook.tasks.induction import previous_token_scores
+    tokens = torch.tensor([[1, 2, 3, 1, 2, 3, 5, 5]])  # L = 3; a chance repeat at 7
+    lengths = torch.tensor([3])
+    weights = torch.zeros(1, 2, 8, 8)
+    for i in (3, 4, 5):  # head 0: the token after the first copy
+        weights[0, 0, i, i - 3 + 1] = 1.0
+    weights[0, 0, 7, 0] = 1.0  # ... not at the chance repeat (its target is 7)
+    weights[0, 1] = torch.diag(torch.ones(7), -1)  # head 1: the previous token
+    scores = induction_scores(weights, tokens, lengths)
+    assert torch.allclose(scores, torch.tensor([1.0, 0.0]))
+    assert induction_scores(weights, tokens)[0] < 1.0  # the old score counts position 7 too
+    previous = previous_token_scores(weights)
+    assert previous.shape == (2, 7) and torch.allclose(previous[1], torch.ones(7))

@@ -29,3 +29,21 @@ def test_held_out_loss_and_bad_arguments():
     assert 0 < KneserNey(stream, 5, 3).held_out_loss(stream[:65], 16) < math.log(5) + 0.5
     with pytest.raises(ValueError, match="order"):
         KneserNey(stream, 5, 0)
+
+
+def test_position_losses_average_to_the_held_out_loss():
+    stream = torch.randint(7, (400,), generator=torch.Generator().manual_seed(0))
+    kn = KneserNey(stream[:300], 7, order=3)
+    per_position = kn.position_losses(stream[300:], 9)
+    assert per_position.shape == (9,)
+    assert math.isclose(per_position.mean().item(), kn.held_out_loss(stream[300:], 9), rel_tol=1e-9)
+
+
+def test_fit_kneser_ney_picks_the_discount_on_the_training_tail():
+    from attnbook.tasks.token_stream import fit_kneser_ney
+    stream = torch.randint(5, (600,), generator=torch.Generator().manual_seed(0))
+    cut = 540
+    model, discount = fit_kneser_ney(stream, 5, order=2, grid=(0.3, 0.9), window=10)
+    tail = {d: KneserNey(stream[:cut], 5, 2, d).held_out_loss(stream[cut:], 10) for d in (0.3, 0.9)}
+    assert discount == min(tail, key=tail.get)
+    assert model.discount == discount and len(model.grams[2]) == len(KneserNey(stream, 5, 2).grams[2])

@@ -89,3 +89,15 @@ def test_top_p_of_one_keeps_every_token_in_float32():
     assert (probs.cumsum(-1) - probs >= 1.0).any(), "the float32 sum never reaches 1: no test"
     assert not torch.isinf(filter_logits(logits, top_p=1.0)).any()
     assert torch.isinf(filter_logits(logits, top_p=0.9)).any()  # a real nucleus still cuts
+
+
+def test_sample_stats_by_hand():
+    from attnbook.tasks.language_modeling import sample_stats, words_of
+    assert words_of("And God said, \"Let-there\" 12 be") == ["and", "god", "said", "let", "there", "be"]
+    known = {"and", "god", "said"}
+    stats = sample_stats(["and god and god zzz cut", "said qq"], known)
+    # scored words (the last of each left out): and god and god zzz | said -> 1 of 6 invented
+    assert stats["words"] == 6 and math.isclose(stats["invented"], 1 / 6)
+    # pairs of text 1: (and god) (god and) (and god) (god zzz): 1 of 4 repeated; text 2: none
+    assert math.isclose(stats["repeated_pairs"], 1 / 4)
+    assert math.isclose(stats["distinct_pairs"], 3 / 4)

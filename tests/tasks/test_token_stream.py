@@ -68,3 +68,15 @@ def test_model_loss_on_held_out_windows():
     uniform = Perfect(10)
     uniform.scale.data.zero_()
     assert math.isclose(model_loss(uniform, stream, 6), math.log(10), rel_tol=1e-6)
+
+
+def test_position_losses_average_to_the_model_loss():
+    from attnbook.models.gpt import GPT, GPTConfig
+    from attnbook.tasks.token_stream import position_losses
+    torch.manual_seed(0)
+    model = GPT(GPTConfig(vocab_size=13, max_len=8, d_model=16, num_heads=2, d_ff=32, num_layers=1))
+    stream = torch.randint(13, (90,), generator=torch.Generator().manual_seed(1))
+    per_position = position_losses(model, stream, 8, batch_size=3)
+    assert per_position.shape == (8,)
+    assert math.isclose(per_position.mean().item(), model_loss(model, stream, 8), rel_tol=1e-6)
+    assert not torch.allclose(per_position, per_position.mean().expand(8))  # not a constant

@@ -1,7 +1,8 @@
 """Checkers for Chapter 8 (GPT).
 
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
-library (``attnbook.data.bpe``, ``attnbook.tasks.language_modeling``, ``attnbook.layers.masks``)
+library (``attnbook.data.bpe``, ``attnbook.tasks.language_modeling``, ``attnbook.layers.masks``,
+``attnbook.models.gpt``)
 and prints a verdict. When a wrong answer is exactly what a known mistake gives, or the function
 changed its input, the verdict names the mistake in one line before showing the case.
 ``EXERCISES`` maps the notebook's function names to their checkers.
@@ -13,10 +14,13 @@ from collections.abc import Callable
 
 import torch
 
+import torch.nn.functional as F
+
 from attnbook.data.bpe import merge_pair
-from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
 from attnbook.layers.masks import causal_mask
-from attnbook.tasks.language_modeling import filter_logits
+from attnbook.models.gpt import GPT, GPTConfig
+from attnbook.tasks.language_modeling import filter_logits, next_token_cross_entropy
 
 # --- 1. perplexity from per-token losses ------------------------------------------------------
 
@@ -180,44 +184,184 @@ def check_top_p(fn: Callable) -> CheckResult:
     return run_cases("top-p filter", fn, cases, mistakes)
 
 
-# --- 4. the mask of a cached decoding step -----------------------------------------------------
+# --- 4. the mask of a cached step with a sliding window ----------------------------------------
 
-def check_cached_mask(fn: Callable) -> CheckResult:
-    """``fn(num_new, num_cached) -> (num_new, num_cached + num_new)`` bool: what the new
-    positions may attend to when ``num_cached`` earlier positions sit in the KV cache."""
-    sizes = [(1, 0), (1, 5), (3, 0), (3, 4), (2, 1), (5, 2)]
-    cases = [Case(f"{t} new after {p} cached", (t, p), causal_mask(t, p + t),
-                  hint="new query i sits at position P + i and sees keys j <= P + i") for t, p in sizes]
+def _window_mask(num_new: int, num_cached: int, window: int) -> torch.Tensor:
+    query = torch.arange(num_cached, num_cached + num_new)[:, None]  # (T, 1): absolute positions
+    key = torch.arange(num_cached + num_new)[None, :]  # (1, P + T)
+    return (key <= query) & (key > query - window)
 
-    def no_offset(t, p):
-        return torch.ones(t, p + t, dtype=torch.bool).tril()
 
-    def future_visible(t, p):
-        return torch.ones(t, p + t, dtype=torch.bool).tril(p + t)
+def check_window_cached_mask(fn: Callable) -> CheckResult:
+    """``fn(num_new, num_cached, window) -> (num_new, num_cached + num_new)`` bool: the new
+    positions of a cached step, each seeing only itself and the ``window - 1`` positions before
+    it (sliding-window attention), with ``num_cached`` earlier positions in the cache."""
+    sizes = [(3, 4, 3), (1, 0, 1), (1, 5, 3), (3, 0, 2), (2, 6, 8), (5, 2, 4), (4, 3, 1)]
+    cases = [Case(f"{t} new after {p} cached, window {w}", (t, p, w), _window_mask(t, p, w),
+                  hint="new query i sits at position P + i and sees keys j with "
+                       "P + i - window < j <= P + i") for t, p, w in sizes]
 
-    def blocks_cache(t, p):
-        return torch.cat([torch.zeros(t, p, dtype=torch.bool), torch.ones(t, t, dtype=torch.bool).tril()], dim=1)
+    def keys(t, p):
+        return torch.arange(t)[:, None], torch.arange(p, p + t)[:, None], torch.arange(p + t)[None, :]
 
-    def square(t, p):
-        return torch.ones(t, t, dtype=torch.bool).tril()
+    def no_offset(t, p, w):
+        local, _, key = keys(t, p)
+        return (key <= local) & (key > local - w)
+
+    def one_too_many(t, p, w):
+        _, query, key = keys(t, p)
+        return (key <= query) & (key >= query - w)
+
+    def one_too_few(t, p, w):
+        _, query, key = keys(t, p)
+        return (key <= query) & (key > query - w + 1)
+
+    def future_visible(t, p, w):
+        _, query, key = keys(t, p)
+        return (key > query - w).expand(t, p + t)
 
     mistakes = [
-        Mistake("no offset", "the new queries are the *last* positions: shift the triangle right by num_cached (tril(diagonal=P)).", gives=no_offset),
-        Mistake("cache hidden", "every new position may see the whole cache: the cached positions are all in its past.", gives=blocks_cache),
-        Mistake("future visible", "a new position must not see the new positions after it.", gives=future_visible),
+        Mistake("no offset", "the new queries are the *last* positions: query i sits at "
+                "num_cached + i, so shift the band right by num_cached.", gives=no_offset),
+        Mistake("window + 1 keys", "each position sees `window` keys in all, itself included: "
+                "keys j with i - window < j <= i (you kept one too many).", gives=one_too_many),
+        Mistake("window - 1 keys", "each position sees `window` keys in all, itself included "
+                "(you kept one too few).", gives=one_too_few),
+        Mistake("no window", "that is the plain causal mask of a cached step: keys further "
+                "back than window - 1 positions must be hidden.",
+                gives=lambda t, p, w: causal_mask(t, p + t)),
+        Mistake("future visible", "a new position must not see the new positions after it.",
+                gives=future_visible),
         Mistake("inverted",
                 "that is PyTorch's convention (True = blocked, as the attn_mask of "
                 "nn.MultiheadAttention takes it); this book's masks say True = may "
                 "attend.",
-                gives=lambda t, p: ~causal_mask(t, p + t)),
-        Mistake("square mask", "the keys are the cached positions plus the new ones: the mask has P + T columns.", gives=square),
+                gives=lambda t, p, w: ~_window_mask(t, p, w)),
+        Mistake("square mask", "the keys are the cached positions plus the new ones: the mask "
+                "has P + T columns.", gives=lambda t, p, w: _window_mask(t, 0, w)),
     ]
-    return run_cases("cached decoding mask", fn, cases, mistakes)
+    return run_cases("sliding-window cached mask", fn, cases, mistakes)
+
+
+# --- 5. the next-token shift of the language-model loss -----------------------------------------
+
+def _lm_model(vocab: int, seed: int) -> torch.nn.Module:
+    torch.manual_seed(seed)
+    return GPT(GPTConfig(vocab_size=vocab, max_len=16, d_model=16, num_heads=2, d_ff=32,
+                         num_layers=1)).eval()
+
+
+def check_lm_loss(fn: Callable) -> CheckResult:
+    """``fn(model, tokens (B, T)) -> 0-d tensor``: the mean cross-entropy of predicting every
+    token of ``tokens`` from the ones before it (``tokens[:, t + 1]`` from ``tokens[:, :t + 1]``)."""
+    cases = []
+    for seed, (vocab, batch, length) in enumerate([(11, 2, 5), (7, 1, 2), (23, 3, 9),
+                                                    (5, 4, 12)]):
+        model = _lm_model(vocab, seed)
+        tokens = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            expected = next_token_cross_entropy(model, tokens)
+        cases.append(Case(f"V={vocab}, batch {batch}, length {length}", (model, tokens), expected,
+                          hint="the model reads tokens[:, :-1]; its logits at position t are "
+                               "scored on tokens[:, t + 1]", atol=1e-5, rtol=1e-5))
+
+    def ce(logits, targets, **kw):
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), **kw)
+
+    mistakes = [
+        Mistake("no shift", "off by one: you scored the logits at position t on token t, the "
+                "token the model has just read. Position t predicts token t + 1: compare "
+                "model(tokens[:, :-1]) with tokens[:, 1:].",
+                gives=lambda m, x: ce(m(x), x)),
+        Mistake("logits not shifted", "off by one: the targets are shifted (tokens[:, 1:]) "
+                "but the logits are not: logits[:, t] must be scored on tokens[:, t + 1], so "
+                "drop the *last* position's logits, not the first's.",
+                gives=lambda m, x: ce(m(x)[:, 1:], x[:, 1:])),
+        Mistake("shifted backwards", "you predicted each token from the ones *after* it: "
+                "the model reads tokens[:, :-1] and is scored on tokens[:, 1:].",
+                gives=lambda m, x: ce(m(x[:, 1:]), x[:, :-1])),
+        Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
+                "targets (B, T-1) the same way (reshape(-1), not .T).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
+        Mistake("summed", "the loss is the *mean* over every target, not the sum.",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")),
+        Mistake("softmax first", "F.cross_entropy takes logits and applies log-softmax itself: "
+                "do not softmax them first.",
+                gives=lambda m, x: ce(m(x[:, :-1]).softmax(-1), x[:, 1:])),
+    ]
+    return run_cases("next-token loss", fn, cases, mistakes)
+
+
+# --- 6. predict, then measure: temperature and invented words -----------------------------------
+
+# The shares this measurement gave when the chapter was executed (CPU, seed 0); a run on other
+# hardware trains a slightly different model, so each range is wide.
+INVENTED_TEMPERATURES = (0.5, 1.5)
+# Seeds 3, 4 and 5 gave 10.5-11.7% at 0.5, 22.9-23.4% at 1.0 and 34.5-35.2% at 1.5.
+INVENTED_RANGES = {0.5: (0.06, 0.17), 1.0: (0.17, 0.31), 1.5: (0.26, 0.46)}
+
+
+def check_invented_prediction(predicted: dict | None, measure: Callable[[float], float]) -> CheckResult:
+    """Compare the reader's predicted shares of invented words at temperatures 0.5 and 1.5
+    with ``measure(temperature)`` (the share the chapter's sampler gives), and explain the gap."""
+    name = "invented words vs temperature"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your predictions into predicted_invented, "
+                                    "then run the cell.")
+    if not isinstance(predicted, dict) or set(predicted) != set(INVENTED_TEMPERATURES):
+        return _finish(name, False, "predicted_invented must be a dict {0.5: share, 1.5: share}, "
+                                    f"got {predicted!r}")
+    shares = {t: float(v) for t, v in predicted.items()}
+    if any(v > 1.0 for v in shares.values()):
+        return _finish(name, False, "a share is a fraction between 0 and 1 (0.2 for 20%), "
+                                    f"got {predicted!r}")
+    measured = {t: float(measure(t)) for t in (0.5, 1.0, 1.5)}
+    for t, (low, high) in INVENTED_RANGES.items():
+        if not low <= measured[t] <= high:
+            return _finish(name, False, f"the measurement at temperature {t} gave "
+                           f"{measured[t]:.1%}, outside the range the book's run gave "
+                           f"({low:.0%}-{high:.0%}): run the measurement as given, on the "
+                           "chapter's trained model.")
+    # "label: value (expected ...)": the book's output sanitizer masks each measured value
+    said = "measured " + ", ".join(
+        f"at {t}{' (the control)' if t == 1.0 else ''}: {measured[t]:.1%} "
+        f"(expected {low:.0%}–{high:.0%})" for t, (low, high) in INVENTED_RANGES.items())
+    said += f"; you predicted {shares[0.5]:.1%} and {shares[1.5]:.1%}"
+    if shares[0.5] >= measured[1.0]:
+        return _finish(name, False, f"{said}. A temperature below 1 *sharpens* the distribution: "
+                       "the likely tokens, which mostly continue words of the training text, take "
+                       "the mass from the tail, where invented words come from.", "wrong direction")
+    if shares[1.5] <= measured[1.0]:
+        return _finish(name, False, f"{said}. A temperature above 1 *flattens* the distribution: "
+                       "the hundreds of unlikely tokens of the tail gain mass, and each one drawn "
+                       "inside a word can make it a word the Bible never uses.", "wrong direction")
+    gaps = {t: shares[t] - measured[t] for t in INVENTED_TEMPERATURES}
+    off = {t: abs(g) > 0.05 + 0.25 * measured[t] for t, g in gaps.items()}
+    if not any(off.values()):
+        return _finish(name, True, f"{said}: right direction, and close on both.")
+    why = []
+    if off[0.5]:
+        why.append("sharpening does not remove invented words: even at 0.5 (and greedy, in "
+                   "Section 8.5) the likeliest pieces, one after another, often make a word the "
+                   "Bible never uses, so the model's errors are not only in the tail"
+                   if gaps[0.5] < 0 else
+                   "sharpening removes more than you thought: at 0.5 the sampler mostly picks "
+                   "among a few likely tokens (top-p 0.9 kept 2 after the prompt)")
+    if off[1.5]:
+        why.append("the rise at 1.5 is smaller than you thought: flattening gives the tail more "
+                   "mass, but many tail tokens are whole words or common pieces, so drawing them "
+                   "more often does not always invent a word"
+                   if gaps[1.5] > 0 else
+                   "the tail is long: dividing the logits by 1.5 raises every unlikely token at "
+                   "once, and one odd piece inside a word makes the whole word new")
+    return _finish(name, False, f"{said}: right direction, but " + "; and ".join(why) + ".",
+                   "magnitude")
 
 
 EXERCISES = {
     "perplexity_of": check_perplexity,
     "bpe_merge_step": check_bpe_merge_step,
     "top_p": check_top_p,
-    "cached_mask": check_cached_mask,
+    "window_cached_mask": check_window_cached_mask,
+    "lm_loss": check_lm_loss,
 }

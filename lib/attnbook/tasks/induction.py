@@ -51,14 +51,32 @@ def induction_targets(tokens: torch.Tensor) -> torch.Tensor:
     return torch.where(previous >= 0, previous + 1, -1)
 
 
-def induction_scores(weights: torch.Tensor, tokens: torch.Tensor) -> torch.Tensor:
-    """``(H,)``: each head's mean attention weight on the induction target, over the positions
-    that have one. weights ``(B, H, T, T)``, tokens ``(B, T)``."""
-    targets = induction_targets(tokens)  # (B, T)
-    valid = targets >= 0
+def induction_scores(weights: torch.Tensor, tokens: torch.Tensor,
+                     lengths: torch.Tensor | None = None) -> torch.Tensor:
+    """``(H,)``: each head's mean attention weight on the induction target. weights
+    ``(B, H, T, T)``, tokens ``(B, T)``.
+
+    Without ``lengths``: over every position whose token occurred before, the target being
+    the position after its last earlier occurrence (chance repeats in random filler count too).
+    With ``lengths (B,)`` (sequences of ``repeated_segments``): Olsson et al.'s *prefix-matching
+    score*, over the second copy only (positions L .. 2L-1), the target of position i being
+    i - L + 1, the token after i's first copy."""
+    if lengths is None:
+        targets = induction_targets(tokens)  # (B, T)
+        valid = targets >= 0
+    else:
+        positions = torch.arange(tokens.shape[1], device=tokens.device)
+        valid = (positions >= lengths[:, None]) & (positions < 2 * lengths[:, None])  # (B, T)
+        targets = torch.where(valid, positions - lengths[:, None] + 1, 0)
     picked = weights.gather(-1, targets.clamp(min=0)[:, None, :, None].expand(-1, weights.shape[1], -1, 1))
     picked = picked[..., 0]  # (B, H, T)
     return (picked * valid[:, None]).sum(dim=(0, 2)) / valid.sum()
+
+
+def previous_token_scores(weights: torch.Tensor) -> torch.Tensor:
+    """``(H, T - 1)``: each head's mean attention weight (over the batch) from position i to
+    position i - 1, for i = 1 .. T-1. weights ``(B, H, T, T)``."""
+    return weights.diagonal(offset=-1, dim1=-2, dim2=-1).mean(dim=0)
 
 
 @torch.no_grad()

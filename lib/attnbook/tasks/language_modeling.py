@@ -10,6 +10,7 @@ A model here is ``model(tokens (B, T)) -> logits (B, T, V)`` that also decodes t
 from __future__ import annotations
 
 import math
+import re
 from typing import Literal
 
 import torch
@@ -130,3 +131,37 @@ def generate_uncached(
             nxt = choose_next(model(tokens)[:, -1], temperature, top_k, top_p, generator)  # (B,)
             tokens = torch.cat([tokens, nxt[:, None]], dim=1)
     return tokens
+
+
+_WORD = re.compile(r"[a-z]+")
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text``: its runs of letters a-z, lower-cased (punctuation and digits split)."""
+    return _WORD.findall(text.lower())
+
+
+def sample_stats(texts: list[str], known_words: set[str]) -> dict[str, float]:
+    """How a set of generated texts reads, measured:
+
+    - ``invented``: the share of their words not in ``known_words`` (the training text's), the
+      last word of each text left out (the length limit may cut it);
+    - ``repeated_pairs``: per text, the share of its word pairs that already occurred earlier
+      in the same text (loops), averaged over the texts;
+    - ``distinct_pairs``: distinct word pairs over all pairs of all texts (distinct-2; low when
+      the texts say the same thing);
+    - ``words``: how many words were scored for ``invented``.
+    """
+    invented, scored, repeated, pairs_all = 0, 0, [], []
+    for text in texts:
+        words = words_of(text)[:-1]
+        invented += sum(w not in known_words for w in words)
+        scored += len(words)
+        pairs = list(zip(words, words[1:]))
+        pairs_all += pairs
+        if pairs:
+            repeated.append(sum(p in pairs[:i] for i, p in enumerate(pairs)) / len(pairs))
+    return {"invented": invented / max(scored, 1),
+            "repeated_pairs": sum(repeated) / max(len(repeated), 1),
+            "distinct_pairs": len(set(pairs_all)) / max(len(pairs_all), 1),
+            "words": scored}

@@ -66,6 +66,22 @@ def model_loss(model: nn.Module, stream: torch.Tensor, window: int, batch_size: 
     return total / count
 
 
+@torch.no_grad()
+def position_losses(model: nn.Module, stream: torch.Tensor, window: int, batch_size: int = 64
+                    ) -> torch.Tensor:
+    """``(window,)``: the mean held-out loss (nats) at each position of the windows of
+    ``held_out_windows``; entry ``t`` is the loss of a target predicted from ``t + 1`` tokens
+    of context. Their mean is ``model_loss``."""
+    windows = held_out_windows(stream, window)
+    device = next(model.parameters()).device
+    total = torch.zeros(window, dtype=torch.float64)
+    with evaluating(model):
+        for chunk in windows.split(batch_size):
+            losses = next_token_cross_entropy(model, chunk.to(device), reduction="none")  # (B, T)
+            total += losses.double().sum(0).cpu()
+    return total / len(windows)
+
+
 def unigram_probs(stream: torch.Tensor, vocab_size: int, smoothing: float = 1.0) -> torch.Tensor:
     """``(V,)``: token frequencies in ``stream`` with add-``smoothing`` (Laplace) counts."""
     counts = torch.bincount(stream, minlength=vocab_size).double() + smoothing
@@ -166,3 +182,27 @@ class KneserNey:
                 total -= math.log(self.prob(tuple(row[max(0, i - self.order + 1) : i]), row[i]))
                 count += 1
         return total / count
+
+    def position_losses(self, stream: torch.Tensor, window: int) -> torch.Tensor:
+        """``(window,)``: the mean loss (nats) at each position of the held-out windows, as
+        ``position_losses`` gives for a model (entry t: t + 1 tokens of the window before the
+        target, of which the last ``order - 1`` are used)."""
+        rows = held_out_windows(stream, window).tolist()
+        total = [0.0] * window
+        for row in rows:
+            for i in range(1, len(row)):
+                total[i - 1] -= math.log(self.prob(tuple(row[max(0, i - self.order + 1) : i]), row[i]))
+        return torch.tensor(total, dtype=torch.float64) / len(rows)
+
+
+def fit_kneser_ney(train: torch.Tensor, vocab_size: int, order: int,
+                   grid: tuple[float, ...] = (0.6, 0.75, 0.9), window: int = 64
+                   ) -> tuple[KneserNey, float]:
+    """Choose the discount on the last tenth of the *training* stream (counts from the first
+    nine tenths, scored on its windows of ``window``), then count on all of it:
+    ``(model, discount)``. The held-out text is never used to tune."""
+    cut = len(train) * 9 // 10
+    losses = {d: KneserNey(train[:cut], vocab_size, order, d).held_out_loss(train[cut:], window)
+              for d in grid}
+    best = min(losses, key=losses.get)
+    return KneserNey(train, vocab_size, order, best), best

@@ -1,0 +1,46 @@
+"""Chapter 8's two benchmarks run (smoke mode), and their committed results are complete: every
+position-initialisation setting with 3 seeds at one budget; every Kneser-Ney order and the
+GPT's curve to the end of its run."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from attnbook.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(script, *args, timeout=300):
+    return subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], check=True,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def test_position_init_smoke_run_and_resume(tmp_path):
+    first = _run("gpt_position_init.py", "--smoke")
+    rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert [r["setting"] for r in rows] == ["both small", "mixed", "both large"]
+    assert all(len(r["losses"]) == 5 for r in rows)
+    log = tmp_path / "first.log"
+    log.write_text(first.stdout)
+    out = tmp_path / "result.json"
+    again = _run("gpt_position_init.py", "--smoke", "--resume", str(log), "--out", str(out))
+    assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing re-run
+    assert json.loads(out.read_text())["runs"] == rows
+
+
+def test_committed_position_init_is_complete():
+    result = load_result("gpt_position_init.json")
+    runs = result["runs"]
+    assert {(r["setting"], r["seed"]) for r in runs} == {
+        (s, seed) for s in ("both small", "mixed", "both large") for seed in (0, 1, 2)}
+    assert {len(r["losses"]) for r in runs} == {result["steps"]}
+
+
+def test_committed_gpt_vs_ngram_is_complete():
+    result = load_result("gpt_vs_ngram.json")
+    assert set(result["kneser_ney"]) == {"2", "3", "4", "5"}
+    curve = result["gpt"]["curve"]
+    assert curve[-1]["step"] == result["gpt"]["steps"] and len(curve) == 10
+    assert len(result["gpt"]["position_losses"]) == result["gpt"]["max_len"]
+    assert result["held_out_targets"] == 88960  # the chapter's held-out targets
