@@ -2,7 +2,13 @@
 import pytest
 import torch
 
-from attnbook.exercises.ch06 import EXERCISES, check_masking, check_mean_pool, check_mlm_accuracy, check_wordpiece
+from torch import nn
+
+from attnbook.exercises.ch06 import (
+    CLS_MISTAKES, EXERCISES, check_cls_probe, check_frozen_classifier, check_masking, check_mean_pool,
+    check_mlm_accuracy, check_wordpiece,
+)
+from attnbook.models.bert import mean_pool
 from attnbook.exercises.core import MUTATION
 
 
@@ -332,10 +338,84 @@ def test_masking_accepts_an_exact_count_per_row(capsys):
 def test_stubs_are_reported_as_not_done(capsys):
     def stub(*args):
         raise NotImplementedError
-    for checker in (check_mean_pool, check_mlm_accuracy, check_wordpiece, check_masking):
+    for checker in (check_mean_pool, check_mlm_accuracy, check_wordpiece, check_masking, check_frozen_classifier,
+                    check_cls_probe):
         assert not checker(stub)
         assert "not done yet" in capsys.readouterr().out
 
 
 def test_exercises_map_the_notebook_names():
-    assert set(EXERCISES) == {"mean_pool", "mlm_accuracy", "wordpiece", "mask_tokens"}
+    assert set(EXERCISES) == {"mean_pool", "mlm_accuracy", "wordpiece", "mask_tokens", "frozen_classifier",
+                              "cls_vectors"}
+
+
+# ----------------------------------------------------------------------------- a head on a frozen encoder
+class Classifier(nn.Module):
+    """The reference, with switches that make each plausible mistake."""
+
+    def __init__(self, encoder, num_classes, pool="mean", freeze=True, eval_encoder=True, mask_encoder=True,
+                 width=None, deep_head=False, nudge=False):
+        super().__init__()
+        self.encoder = encoder.requires_grad_(False) if freeze else encoder
+        D = encoder.config.d_model
+        self.head = (nn.Sequential(nn.Linear(D, 4), nn.Linear(4, num_classes)) if deep_head
+                     else nn.Linear(D, width or num_classes))
+        self.pool, self.eval_encoder, self.mask_encoder = pool, eval_encoder, mask_encoder
+        if nudge:
+            with torch.no_grad():
+                encoder.embeddings.tokens.weight.add_(1.0)
+
+    def train(self, mode=True):
+        super().train(mode)
+        if self.eval_encoder:
+            self.encoder.eval()
+        return self
+
+    def forward(self, input_ids, token_mask):
+        hidden = self.encoder(input_ids, None, token_mask if self.mask_encoder else None)
+        features = {"mean": lambda: mean_pool(hidden, token_mask), "all": lambda: hidden.mean(1),
+                    "cls": lambda: hidden[:, 0], "pooler": lambda: self.encoder.pool(hidden),
+                    "max": lambda: hidden.max(1).values}[self.pool]()
+        return self.head(features)
+
+
+FROZEN_WRONG = [
+    (dict(pool="all"), "padding averaged"), (dict(pool="cls"), "[CLS] vector"), (dict(pool="pooler"), "pooler"),
+    (dict(freeze=False), "encoder not frozen"), (dict(eval_encoder=False), "dropout in the features"),
+    (dict(mask_encoder=False), "no token mask"), (dict(width=7), "wrong shape"), (dict(deep_head=True), "wrong head"),
+    (dict(nudge=True), MUTATION), (dict(pool="max"), ""),
+]
+
+
+@pytest.mark.parametrize("switches, diagnosis", FROZEN_WRONG)
+def test_frozen_classifier_checker(switches, diagnosis, capsys):
+    assert check_frozen_classifier(lambda encoder, c: Classifier(encoder, c))
+    capsys.readouterr()
+    result = check_frozen_classifier(lambda encoder, c: Classifier(encoder, c, **switches))
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+# ----------------------------------------------------------------------------- [CLS] vectors (predict, then measure)
+CLS_WRONG = [
+    (lambda m, i, s, t: mean_pool(m(i, s, t), t), "mean pooling"),
+    (lambda m, i, s, t: torch.nn.functional.normalize(mean_pool(m(i, s, t), t), dim=-1), "mean pooling"),
+    (lambda m, i, s, t: m.pool(m(i, s, t)), "pooler"),
+    (lambda m, i, s, t: torch.nn.functional.normalize(m(i, s, t)[:, 0], dim=-1), "normalised"),
+    (lambda m, i, s, t: m(i, s, t)[:, -1], "last position"),
+    (lambda m, i, s, t: m.embeddings(i, s)[:, 0], "embedding layer"),
+    (lambda m, i, s, t: m(i, s, None)[:, 0], ""),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", CLS_WRONG)
+def test_cls_vectors_checker(wrong, diagnosis, capsys):
+    assert check_cls_probe(lambda m, i, s, t: m(i, s, t)[:, 0])  # no model given: the function is checked only
+    capsys.readouterr()
+    result = check_cls_probe(wrong, 40.0)
+    assert not result
+    assert result.diagnosis == diagnosis, result.message
+
+
+def test_every_cls_mistake_is_triggered():
+    assert {m.name for m in CLS_MISTAKES} == {d for _, d in CLS_WRONG} - {""}

@@ -121,3 +121,44 @@ def test_pretraining_learns_a_tiny_repeating_corpus():
     # chance is 1/20; the figure reached depends on the CPU (0.248 on one machine, above 0.25 on
     # another), so the bar is three times chance
     assert after["mlm accuracy"] > 0.15
+
+
+# ----------------------------------------------------------------------------- position types and baselines
+def test_position_types_partition_the_chosen_positions():
+    from attnbook.tasks.masked_lm import POSITION_TYPES, position_types
+    ids, maskable = _ids(rows=50, cols=40)
+    masked = mask_tokens(ids, maskable, MASK, V, torch.Generator().manual_seed(2), random_low=10)
+    types = position_types(masked, MASK)
+    assert set(types) == set(POSITION_TYPES)
+    total = sum(t.int() for t in types.values())
+    assert torch.equal(total.bool(), masked.chosen) and int(total.max()) == 1  # disjoint, cover chosen
+    assert bool((masked.input_ids[types["unchanged"]] == masked.targets[types["unchanged"]]).all())
+    assert bool((masked.input_ids[types["random"]] != masked.targets[types["random"]]).all())
+
+
+def test_copy_baseline_is_right_exactly_at_unchanged_positions():
+    from attnbook.tasks.masked_lm import accuracy_by_position_type, baseline_predictions
+    ids, maskable = _ids(rows=60, cols=50)
+    masked = mask_tokens(ids, maskable, MASK, V, torch.Generator().manual_seed(3), random_low=10)
+    predicted = baseline_predictions(masked.input_ids, MASK, unigram_id=11)
+    table = accuracy_by_position_type(predicted, masked, MASK)
+    right, n = table["unchanged"]
+    assert n > 0 and right == n
+    assert table["random"][0] == 0
+    mask_right, mask_n = table["[MASK]"]
+    assert mask_right == int((masked.targets[masked.input_ids == MASK] == 11).sum())
+    all_right, all_n = table["all chosen"]
+    assert all_n == int(masked.chosen.sum()) and all_right == sum(table[k][0] for k in ("[MASK]", "random", "unchanged"))
+
+
+def test_bigram_baseline_predicts_the_most_frequent_follower():
+    from attnbook.tasks.masked_lm import baseline_predictions, bigram_table
+    CLS, SEP = 1, 2
+    train = [[5, 6, 7], [5, 6, 8], [5, 9], [7, 8]]  # after 5: 6 twice, 9 once; after CLS: 5 three times
+    table = bigram_table(train, 10, CLS, SEP)
+    assert table[5, 6] == 2 and table[5, 9] == 1 and table[CLS, 5] == 3 and table[7, SEP] == 1
+    seen = torch.tensor([[CLS, 5, MASK, MASK, 7]])  # the second [MASK] has a [MASK] on its left
+    predicted = baseline_predictions(seen, MASK, unigram_id=8, bigrams=table, exclude=[0, 1, 2, 3])
+    assert predicted.tolist() == [[CLS, 5, 6, 8, 7]]
+    first = baseline_predictions(torch.tensor([[CLS, MASK]]), MASK, 8, table, exclude=[0, 1, 2, 3])
+    assert first.tolist() == [[CLS, 5]]

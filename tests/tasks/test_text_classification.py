@@ -71,3 +71,28 @@ def test_encode_texts_keeps_the_order(tokenizer):
     for i, t in enumerate(texts):
         torch.testing.assert_close(together[i], encode_texts(model, tokenizer, [t])[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(together.norm(dim=-1), torch.ones(3))
+
+
+def test_sequence_classifier_poolings_and_fine_tuning_changes_the_encoder(tokenizer):
+    from attnbook.models.bert import BertForSequenceClassification, mean_pool
+    from attnbook.tasks.text_classification import fine_tune
+    torch.manual_seed(0)
+    encoder = Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32, max_len=64))
+    inputs = tokenizer.encode_batch(["Jesus wept.", "In the beginning God created the heavens."])
+    hidden = encoder.eval()(inputs.input_ids, inputs.segment_ids, inputs.token_mask)
+    for pooling, pooled in (("cls", hidden[:, 0]), ("pooler", encoder.pool(hidden)),
+                            ("mean", mean_pool(hidden, inputs.token_mask))):
+        model = BertForSequenceClassification(encoder, 3, pooling).eval()
+        got = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask)
+        torch.testing.assert_close(got, model.head(pooled))
+    with pytest.raises(ValueError, match="pooling"):
+        BertForSequenceClassification(encoder, 3, "max")
+    texts = ["Jesus wept.", "Rejoice always.", "Pray without ceasing.", "God is love."] * 3
+    labels = torch.tensor([0, 1, 0, 1] * 3)
+    model = BertForSequenceClassification(encoder, 2, "mean")
+    before = encoder.blocks[0].self_attn.q_proj.weight.clone()
+    result = fine_tune(model, tokenizer, texts, labels, torch.arange(8), torch.arange(8, 12), epochs=3, lr=1e-3,
+                       batch_size=4)
+    assert not torch.equal(before, encoder.blocks[0].self_attn.q_proj.weight)  # every weight trains
+    assert len(result.epoch_losses) == 3 and 0.0 <= result.accuracy <= 1.0
+    assert not model.training

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 
 import torch
+import torch.nn.functional as F
 
 from attnbook.exercises.core import MUTATION, Case, CheckResult, Mistake, run_cases
 
@@ -381,9 +382,188 @@ def _verdict(exercise: str, passed: bool, detail: str, diagnosis: str = "") -> C
     return CheckResult(exercise, passed, message, diagnosis)
 
 
+# ----------------------------------------------------------------------------- 5. a head on a frozen encoder
+def _tiny_encoder(d_model: int, seed: int):
+    from attnbook.models.bert import Bert, BertConfig
+    torch.manual_seed(seed)
+    encoder = Bert(BertConfig(vocab_size=40, d_model=d_model, num_layers=1, num_heads=2, d_ff=2 * d_model,
+                              max_len=16, dropout=0.3))
+    with torch.no_grad():  # visibly different from BERT's near-zero initial vectors
+        for p in encoder.parameters():
+            p.add_(0.3 * torch.randn(p.shape))
+    return encoder.train()
+
+
+def _batch(seed: int, lengths: list[int], pad_to: int) -> tuple[torch.Tensor, torch.Tensor]:
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(5, 40, (len(lengths), pad_to), generator=g)
+    mask = torch.arange(pad_to)[None, :] < torch.tensor(lengths)[:, None]  # (B, S)
+    return torch.where(mask, ids, torch.zeros_like(ids)), mask
+
+
+def _head_of(module) -> torch.nn.Linear | None:
+    """The one trainable ``nn.Linear`` of ``module``, if it has exactly one."""
+    linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)
+               and all(p.requires_grad for p in m.parameters())]
+    return linears[0] if len(linears) == 1 else None
+
+
+def check_frozen_classifier(fn: Callable) -> CheckResult:
+    """``fn(encoder: Bert, num_classes) -> nn.Module`` whose ``forward(input_ids, token_mask)``
+    returns ``(B, num_classes)`` logits: a new linear layer on the mean of the real tokens' final
+    vectors, with the encoder frozen (no gradient, and no dropout even in train mode)."""
+    from attnbook.models.bert import mean_pool
+    exercise = "classifier on a frozen encoder"
+    if not callable(fn):
+        return _verdict(exercise, False, f"expected a function, got {type(fn).__name__}")
+    for n, (D, C, lengths, pad_to) in enumerate([(8, 2, [3, 5], 7), (12, 5, [1, 6, 4], 9), (16, 3, [8, 2], 8)]):
+        case = f"case {n + 1} (D={D}, {C} classes, lengths {lengths}, padded to {pad_to})"
+        encoder = _tiny_encoder(D, seed=n)
+        before = {k: v.clone() for k, v in encoder.state_dict().items()}
+        try:
+            model = fn(encoder, C)
+            ids, mask = _batch(n, lengths, pad_to)
+            model.train()  # fine-tuning mode: the frozen encoder must still give fixed features
+            got = model(ids, mask)
+            again = model(ids, mask)
+            longer_ids, longer_mask = F.pad(ids, (0, 3)), F.pad(mask, (0, 3))
+            padded = model(longer_ids, longer_mask)
+        except NotImplementedError:
+            return _verdict(exercise, False, "not done yet: the function still raises NotImplementedError.")
+        except Exception as err:  # noqa: BLE001 - the reader's code may raise anything
+            return _verdict(exercise, False, f"{case} raised {type(err).__name__}: {err}\n"
+                            "   hint: build a module holding the encoder and an nn.Linear(D, num_classes); "
+                            "forward runs the encoder, mean-pools the real tokens and applies the linear layer.")
+        if not isinstance(model, torch.nn.Module):
+            return _verdict(exercise, False, f"{case}: return an nn.Module (so that an optimizer can find its "
+                            f"parameters), got {type(model).__name__}.")
+        if not isinstance(got, torch.Tensor) or got.shape != (len(lengths), C):
+            shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
+            return _verdict(exercise, False, f"the logits must be (B, num_classes) = {(len(lengths), C)}; got "
+                            f"{shape}.\n   {case}", "wrong shape")
+        trainable = [p for p in model.parameters() if p.requires_grad]
+        encoder_trainable = sum(p.numel() for p in encoder.parameters() if p.requires_grad)
+        if encoder_trainable:
+            return _verdict(exercise, False, f"{encoder_trainable:,} of the encoder's parameters still have "
+                            "requires_grad=True: an optimizer over model.parameters() would change the encoder. "
+                            f"Freeze it (requires_grad_(False)).\n   {case}", "encoder not frozen")
+        head = _head_of(model)
+        if head is None or sum(p.numel() for p in trainable) != D * C + C:
+            return _verdict(exercise, False, f"the trainable parameters should be one nn.Linear({D}, {C}) with a "
+                            f"bias ({D * C + C} numbers); got {sum(p.numel() for p in trainable)} in "
+                            f"{len(trainable)} tensors.\n   {case}", "wrong head")
+        if any(not torch.equal(before[k], v) for k, v in encoder.state_dict().items()):
+            return _verdict(exercise, False, f"building or running your classifier changed the encoder's "
+                            f"weights.\n   {case}", MUTATION)
+        if not torch.allclose(got, again, atol=1e-6):
+            return _verdict(exercise, False, "in train mode two calls on the same batch give different logits: "
+                            "dropout is still active inside the frozen encoder. Frozen features are fixed: keep "
+                            f"the encoder in eval mode even when the classifier trains.\n   {case}",
+                            "dropout in the features")
+        with torch.no_grad():
+            hidden = encoder.eval()(ids, None, mask)  # (B, S, D)
+            expected = head(mean_pool(hidden, mask))
+            wrong = {"padding averaged": head(hidden.mean(1)), "[CLS] vector": head(hidden[:, 0]),
+                     "pooler": head(encoder.pool(hidden)), "no token mask": head(mean_pool(
+                         encoder(ids, None, None), mask))}
+        if not torch.allclose(got.detach(), expected, atol=1e-5):
+            messages = {
+                "padding averaged": "your pooling averages the padding too: average the real tokens only.",
+                "[CLS] vector": "you classify from the [CLS] vector: the exercise asks for the mean of the real "
+                                "tokens (the pooling MiniLM was trained with).",
+                "pooler": "you used BERT's pooler (tanh layer on [CLS]): the exercise asks for mean pooling.",
+                "no token mask": "the encoder ran without the token mask, so real tokens attend to padding: "
+                                 "pass token_mask to the encoder as well as to the pooling.",
+            }
+            for name, logits in wrong.items():
+                if torch.allclose(got.detach(), logits, atol=1e-5):
+                    return _verdict(exercise, False, f"{messages[name]}\n   {case}", name)
+            return _verdict(exercise, False, f"the logits are not head(mean of the real tokens' final vectors)."
+                            f"\n   {case}: max difference {float((got.detach() - expected).abs().max()):.3g}")
+        if not torch.allclose(padded.detach(), got.detach(), atol=1e-5):
+            return _verdict(exercise, False, f"three more padding positions changed the logits.\n   {case}",
+                            "padding averaged")
+    return _verdict(exercise, True, "all 3 cases pass: only the head trains, and the features are fixed.")
+
+
+# ----------------------------------------------------------------------------- 6. predict, then measure
+CLS_PROBE_RANGE = (0.30, 0.42)  # mean of 5 splits measured at 35.9% (splits 29.6%-40.4%)
+
+
+def _cls_cases() -> list[Case]:
+    cases = []
+    for n, (D, lengths, pad_to) in enumerate([(8, [3, 5], 6), (12, [1, 6, 4], 8)]):
+        encoder = _tiny_encoder(D, seed=10 + n).eval()
+        ids, mask = _batch(10 + n, lengths, pad_to)
+        segments = torch.zeros_like(ids)
+        with torch.no_grad():
+            expected = encoder(ids, segments, mask)[:, 0]
+        cases.append(Case(f"D={D}, lengths {lengths}", (encoder, ids, segments, mask), expected,
+                          hint="run the encoder (with the segments and the token mask) and keep position 0 of "
+                               "its last hidden states, (B, D)."))
+    return cases
+
+
+CLS_MISTAKES = (
+    Mistake("mean pooling", "that is the mean of the real tokens (the chapter's features): this exercise "
+                            "reads the [CLS] vector, position 0.",
+            gives=lambda m, i, s, t: F.normalize(_mean(m(i, s, t), t), dim=-1)),
+    Mistake("mean pooling", "that is the mean of the real tokens: this exercise reads the [CLS] vector.",
+            gives=lambda m, i, s, t: _mean(m(i, s, t), t)),
+    Mistake("pooler", "that is BERT's pooler output (tanh layer on [CLS]); return the [CLS] vector itself.",
+            gives=lambda m, i, s, t: m.pool(m(i, s, t))),
+    Mistake("normalised", "you normalised the [CLS] vector to length 1: return it as the model gives it.",
+            gives=lambda m, i, s, t: F.normalize(m(i, s, t)[:, 0], dim=-1)),
+    Mistake("last position", "position -1 is padding (or [SEP]) in a padded batch: [CLS] is position 0.",
+            gives=lambda m, i, s, t: m(i, s, t)[:, -1]),
+    Mistake("embedding layer", "that is [CLS]'s input embedding: read the encoder's last layer.",
+            gives=lambda m, i, s, t: m.embeddings(i, s)[:, 0]),
+)
+
+
+def _mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    w = mask.to(hidden.dtype).unsqueeze(-1)
+    return (hidden * w).sum(1) / w.sum(1)
+
+
+def check_cls_probe(fn: Callable, prediction: float | None = None, model=None, tokenizer=None, texts=None,
+                    labels=None) -> CheckResult:
+    """``fn(model, input_ids, segment_ids, token_mask) -> (B, D)``: the last layer's [CLS] vectors.
+    When it passes and ``model`` is given, the chapter's probe is measured on those features
+    (30 labelled verses per genre, the chapter's 5 splits) and compared with ``prediction`` (%)."""
+    from attnbook.exercises.core import no_grad
+    result = run_cases("frozen [CLS] probe", no_grad(fn), _cls_cases(), CLS_MISTAKES)
+    if not result or model is None:
+        return result
+    from attnbook.tasks import text_classification as tc
+    from attnbook.train import evaluating
+    features = []
+    with torch.no_grad(), evaluating(model):
+        for start in range(0, len(texts), 64):
+            inputs = tokenizer.encode_batch(list(texts[start:start + 64])).to(next(model.parameters()).device)
+            features.append(fn(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu())
+    accuracies = tc.probe_accuracies({"cls": torch.cat(features)}, labels, train_per_class=30, seeds=range(5))["cls"]
+    measured = sum(accuracies) / len(accuracies)
+    low, high = CLS_PROBE_RANGE
+    # printed as range reports (": value (expected ...)"), so a stored run's figures may vary
+    print(f"   measured, frozen [CLS] probe (5 splits, 30 labelled verses per genre): {100 * measured:.1f}% "
+          f"(expected {100 * low:.1f}%–{100 * high:.1f}%, the range measured when this exercise was written)")
+    if prediction is None:
+        print("   (no prediction given: write yours into `prediction` before you measure)")
+    else:
+        print(f"   your prediction minus the measurement, in points: {prediction - 100 * measured:.1f} "
+              "(expected within 5 either way for a close guess)")
+    print("   Why: all-MiniLM-L6-v2 was trained (contrastively) on the *mean* of its tokens; nothing asked "
+          "its [CLS] vector to summarise the sentence, and a frozen probe can only read what is there. "
+          "Fine-tuning can retrain [CLS] (the fine-tuning table above).")
+    return result
+
+
 EXERCISES = {
     "mean_pool": check_mean_pool,
     "mlm_accuracy": check_mlm_accuracy,
     "wordpiece": check_wordpiece,
     "mask_tokens": check_masking,
+    "frozen_classifier": check_frozen_classifier,
+    "cls_vectors": check_cls_probe,
 }

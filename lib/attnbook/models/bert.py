@@ -223,6 +223,41 @@ class BertForPreTraining(nn.Module):
         return mlm_logits, self.nsp(self.bert.pool(hidden))  # (B, 2)
 
 
+POOLINGS = ("cls", "pooler", "mean")
+"""How a classifier reads one vector from the hidden states: the [CLS] vector, BERT's pooler
+(``tanh(W h_[CLS] + b)``), or the mean of the real tokens."""
+
+
+class BertForSequenceClassification(nn.Module):
+    """An encoder with a classification head: ``pooling`` (one of :data:`POOLINGS`) reads one
+    ``(B, D)`` vector, dropout, then a linear layer to ``num_classes`` logits. Fine-tuning trains
+    it all; the head starts at BERT's initialisation (N(0, 0.02), zero bias)."""
+
+    def __init__(self, encoder: Bert, num_classes: int, pooling: str, dropout: float = 0.1) -> None:
+        super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
+        if num_classes < 2:
+            raise ValueError(f"need at least 2 classes, got {num_classes}")
+        self.bert, self.pooling = encoder, pooling
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(encoder.config.d_model, num_classes)
+        nn.init.normal_(self.head.weight, std=0.02)
+        nn.init.zeros_(self.head.bias)
+
+    def forward(self, input_ids: torch.Tensor, segment_ids: torch.Tensor | None,
+                token_mask: torch.Tensor) -> torch.Tensor:
+        """``(B, S)`` ids and bool token mask -> ``(B, num_classes)`` logits."""
+        hidden = self.bert(input_ids, segment_ids, token_mask)  # (B, S, D)
+        if self.pooling == "cls":
+            pooled = hidden[:, 0]  # (B, D)
+        elif self.pooling == "pooler":
+            pooled = self.bert.pool(hidden)  # (B, D)
+        else:
+            pooled = mean_pool(hidden, token_mask)  # (B, D)
+        return self.head(self.dropout(pooled))
+
+
 # ----------------------------------------------------------------------------- checkpoints
 _LAYER = r"encoder\.layer\.(\d+)\."
 HF_RENAME: tuple[tuple[str, str], ...] = (

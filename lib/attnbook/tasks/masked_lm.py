@@ -150,6 +150,59 @@ def unigram_accuracy(train_ids: Sequence[Sequence[int]], masked: MaskedInputs, e
     return float((masked.targets[masked.chosen] == guess).float().mean())
 
 
+POSITION_TYPES = ("[MASK]", "random", "unchanged")
+"""What the model sees at a chosen position: ``[MASK]``, another (random) token, or the original."""
+
+
+def position_types(masked: MaskedInputs, mask_id: int) -> dict[str, torch.Tensor]:
+    """The chosen positions split by what the model sees there: ``{type: (B, S) bool}`` for each
+    of :data:`POSITION_TYPES` (a random draw that hits the original token counts as unchanged)."""
+    seen, chosen = masked.input_ids, masked.chosen
+    is_mask = chosen & (seen == mask_id)
+    unchanged = chosen & (seen == masked.targets) & ~is_mask
+    return {"[MASK]": is_mask, "random": chosen & ~is_mask & ~unchanged, "unchanged": unchanged}
+
+
+def accuracy_by_position_type(predicted: torch.Tensor, masked: MaskedInputs, mask_id: int) -> dict[str, tuple[int, int]]:
+    """``{type: (right, count)}`` of ``predicted`` ids ``(B, S)`` against the original tokens, for
+    each position type and for ``"all chosen"``: the naive metric that mixes the three."""
+    if predicted.shape != masked.targets.shape:
+        raise ValueError(f"predicted ids {tuple(predicted.shape)} must match the batch {tuple(masked.targets.shape)}")
+    correct = predicted == masked.targets
+    groups = {**position_types(masked, mask_id), "all chosen": masked.chosen}
+    return {name: (int((correct & where).sum()), int(where.sum())) for name, where in groups.items()}
+
+
+def bigram_table(train_ids: Sequence[Sequence[int]], vocab_size: int, start_id: int, end_id: int) -> torch.Tensor:
+    """``(V, V)`` counts of (token, next token) in the training sentences, each read as
+    ``start_id, ids..., end_id`` (the [CLS] and [SEP] a model sees around them)."""
+    counts = torch.zeros(vocab_size * vocab_size)
+    pairs = [a * vocab_size + b for ids in train_ids for a, b in zip([start_id, *ids], [*ids, end_id])]
+    counts.index_add_(0, torch.tensor(pairs), torch.ones(len(pairs)))
+    return counts.view(vocab_size, vocab_size)
+
+
+def baseline_predictions(seen: torch.Tensor, mask_id: int, unigram_id: int, bigrams: torch.Tensor | None = None,
+                         exclude: Sequence[int] = ()) -> torch.Tensor:
+    """The cheap rivals of a masked LM, ``(B, S)`` predicted ids from the corrupted input ``seen``:
+
+    - ``bigrams`` None (**copy-or-unigram**): where the model sees a real token, predict that token
+      (copying is right at every unchanged position); where it sees ``[MASK]``, the most frequent
+      training token ``unigram_id``;
+    - ``bigrams`` given (**copy-or-bigram**): the same copy, but at ``[MASK]`` the token that most
+      often follows the visible token on its left in the training text (the unigram guess where
+      the left neighbour is itself ``[MASK]``). Ids in ``exclude`` are never predicted."""
+    predicted = torch.where(seen == mask_id, torch.full_like(seen, unigram_id), seen)
+    if bigrams is None:
+        return predicted
+    table = bigrams.clone()
+    table[:, list(exclude)] = -1
+    after = table.argmax(-1)  # (V,): the most frequent next token of each token
+    left = F.pad(seen[:, :-1], (1, 0), value=mask_id)  # (B, S): the visible token on the left
+    use = (seen == mask_id) & (left != mask_id)
+    return torch.where(use, after[left.clamp(max=len(after) - 1)], predicted)
+
+
 # ----------------------------------------------------------------------------- next-sentence prediction
 def make_nsp_pairs(documents: Sequence[Sequence[T]], num_pairs: int, rng: random.Random) -> list[tuple[T, T, int]]:
     """``num_pairs`` of ``(a, b, label)``: a sentence and the one after it in its document
