@@ -105,7 +105,8 @@ def check_merge_heads_strided(fn: Callable) -> CheckResult:
     cases = [
         Case(f"x of shape {shape}", (_x(n, *shape),), _reference_merge(_x(n, *shape)),
              hint="column c * H + h of the output is column c of head h: which order of the axes, "
-                  "flattened, counts h fastest and c next?")
+                  "flattened, counts h fastest and c next? (After a permute, view refuses to "
+                  "flatten: use reshape, or contiguous() first.)")
         for n, shape in enumerate(shapes)
     ]
     return run_cases("merge heads, strided", fn, cases, MERGE_MISTAKES)
