@@ -61,8 +61,10 @@ SPLIT_WRONG = [
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
     (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
     (split_in_place, MUTATION),
-    (lambda x, h: split_heads_strided(x, h).flip(1), ""),  # heads in reverse order
-    (lambda x, h: split_heads_strided(x, h).flip(-1), ""),  # columns of each head reversed
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3),
+     "positions and features swapped"),
+    (lambda x, h: split_heads_strided(x, h).flip(1), "heads in reverse order"),
+    (lambda x, h: split_heads_strided(x, h).flip(-1), "features reversed"),
     (not_done, ""),
 ]
 
@@ -166,6 +168,13 @@ def cached_in_place(attn, x, cache):
     return out, full
 
 
+def cached_strict_mask(attn, x, cache):  # each new query cannot see its own key
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    T, S = x.shape[1], len(full)
+    return attn.attend(x, full, torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)), full
+
+
 CACHED_WRONG = [
     (cached_discards_extend, "cache not extended"),
     (cached_returns_old, "returns the old cache"),
@@ -173,6 +182,7 @@ CACHED_WRONG = [
     (cached_new_first, "new before old"),
     (cached_no_mask, "no causal mask"),
     (cached_square_mask, "mask aligned to the first keys"),
+    (cached_strict_mask, "own key hidden"),
     (cached_forward, "ignores the cache"),
     (cached_in_place, MUTATION),
     (lambda attn, x, cache: (cached_self_attention(attn, x, cache)[0], None), ""),

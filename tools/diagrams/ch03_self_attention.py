@@ -7,20 +7,20 @@ from .svg import Figure, softmax_rows
 
 DESC = (
     "Self-attention on a sequence X of T tokens, shape (B, T, D). Three linear maps give the queries "
-    "Q = X W^Q (B, T, Dk), the keys K = X W^K (B, S, Dk) and the values V = X W^V (B, S, Dv); in "
-    "self-attention S = T. The scores Q K^T / sqrt(Dk) form a (B, T, S) matrix: row i is query i, "
+    "Q = X W^Q (B, T, d_k), the keys K = X W^K (B, S, d_k) and the values V = X W^V (B, S, d_v); in "
+    "self-attention S = T. The scores Q K^T / sqrt(d_k) form a (B, T, S) matrix: row i is query i, "
     "column j is key j. The mask (causal_mask(T), True on and below the diagonal; key_mask for "
     "padding) sends the disallowed scores to minus infinity, and masked_softmax turns each row into "
     "weights that sum to 1, exactly zero above the diagonal (the numbers shown are the softmax of made-up "
-    "scores). The output Z = A V has shape (B, T, Dv). "
+    "scores). The output Z = A V has shape (B, T, d_v). "
     "scaled_dot_product_attention computes all of this; MultiHeadAttention holds W^Q, W^K, W^V as "
     "q_proj, k_proj, v_proj."
 )
 T, C = 5, 16  # tokens; cell size of X, Q, K, V
 PROJECTIONS = (  # role, tensor, weight, MultiHeadAttention attribute, y, shape
-    ("key", "K", "W^{K}", "k_proj", 80, "(B, S, Dk)"),
-    ("query", "Q", "W^{Q}", "q_proj", 230, "(B, T, Dk)"),
-    ("value", "V", "W^{V}", "v_proj", 380, "(B, S, Dv)"),
+    ("key", "K", "W^{K}", "k_proj", 80, "(B, S, d_{k})"),
+    ("query", "Q", "W^{Q}", "q_proj", 230, "(B, T, d_{k})"),
+    ("value", "V", "W^{V}", "v_proj", 380, "(B, S, d_{v})"),
 )
 SCORES = [[round(1.4 * math.sin(1.7 * i + 2.3 * j + 0.5), 2) for j in range(T)] for i in range(T)]  # made up
 GX, GY, GC = 460, 165, 26  # the score matrix (and the weight matrix, at x = AX)
@@ -32,13 +32,13 @@ def draw() -> Figure:
     fig = Figure("ch03_self_attention", 1000, 480,
                  "Chapter 3: queries, keys and values, and the masked attention matrix", DESC)
     fig.text(30, 28, fig.code("scaled_dot_product_attention", "attnbook.layers.scaled_dot_product_attention")
-             + ": softmax(Q K^{T} / √Dk) V under a mask (self-attention: S = T)", "title", anchor="start")
+             + ": softmax(Q K^{T} / √d_{k}) V under a mask (self-attention: S = T)", "title", anchor="start")
     projections(fig)
     scores(fig)
     causal_mask(fig)
     softmax(fig)
     output(fig)
-    fig.legend(30, 466)
+    fig.legend(30, 466, [r for r in fig.roles if r != "stream"])  # X: the input
     return fig
 
 
@@ -58,14 +58,14 @@ def projections(fig: Figure) -> None:
 
 
 def scores(fig: Figure) -> None:
-    """The (T, S) score matrix Q K^T / sqrt(Dk), shaded by value."""
+    """The (T, S) score matrix Q K^T / sqrt(d_k), shaded by value."""
     lo, hi = min(map(min, SCORES)), max(map(max, SCORES))
     fig.cells(GX, GY, [[(v - lo) / (hi - lo) * 0.8 for v in row] for row in SCORES], GC, "weights")
     fig.line([(354, 230), (GX - 2, 230)], "query")
     fig.line([(354, 80), (525, 80), (525, GY - 2)], "key")
     fig.text(GX - 6, GY + 10, "query i", "note", anchor="end")
     fig.text(GX, GY - 8, "key j", "note", anchor="start")
-    fig.text(GX + 2.5 * GC, GY + 5 * GC + 20, "Q K^{T} / √Dk", "math", size=14)
+    fig.text(GX + 2.5 * GC, GY + 5 * GC + 20, "Q K^{T} / √d_{k}", "math", size=14)
     fig.shape(GX + 2.5 * GC, GY + 5 * GC + 36, "(B, T, S)", anchor="middle")
 
 
@@ -77,11 +77,11 @@ def causal_mask(fig: Figure) -> None:
                 fig.rect(MX + j * MC, MY + i * MC, MC, MC, fill="url(#hatch)", stroke="#BBBBBB")
             else:
                 fig.rect(MX + j * MC, MY + i * MC, MC, MC, fill="#FFFFFF", stroke="#7F7F7F")
-                fig.text(MX + j * MC + MC / 2, MY + i * MC + 14, "T", "code", size=10, colour="#7F7F7F")
+                fig.text(MX + j * MC + MC / 2, MY + i * MC + 14, "✓", "code", size=10, colour="#7F7F7F")
     fig.roles.add("mask")
     fig.text(MX + 2.5 * MC, MY - 10, fig.code("causal_mask(T)", "attnbook.layers.causal_mask"), "code", size=12)
     fig.text(MX + 5 * MC + 8, MY + 30, "(T, S)", "shape", anchor="start")
-    fig.text(MX + 5 * MC + 8, MY + 48, "T = may attend", "note", anchor="start")
+    fig.text(MX + 5 * MC + 8, MY + 48, "✓ = may attend", "note", anchor="start")
     fig.text(MX + 5 * MC + 8, MY + 64, "hatched: −∞", "note", anchor="start")
     fig.line([(MX + 2.5 * MC, MY + 5 * MC), (MX + 2.5 * MC, 206)], "mask")
 
@@ -107,4 +107,4 @@ def output(fig: Figure) -> None:
     fig.box(AX, 360, 130, 40, "A V", kind="math")
     fig.line([(890, 380), (918, 380)], "context")
     fig.tensor(920, 366, "Z", "context", w=44)
-    fig.shape(942, 416, "(B, T, Dv)", anchor="middle")
+    fig.shape(942, 416, "(B, T, d_{v})", anchor="middle")

@@ -60,6 +60,13 @@ SPLIT_MISTAKES = [
             or isinstance(got, torch.Tensor) and got.dim() == 4
             and torch.equal(got, args[0].view(args[0].shape[0], args[0].shape[1], -1, args[1])
                             .transpose(1, 2))),
+    Mistake("positions and features swapped", "transpose(1, 3) of the (B, T, Dh, H) view gives (B, H, Dh, T): "
+            "the positions must stay in dimension 2 and the features move last, so (B, H, T, Dh).",
+            gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3)),
+    Mistake("heads in reverse order", "the heads come out in reverse order: head h takes columns h, h + H, "
+            "..., so head 0 starts at column 0.", gives=lambda x, h: _reference_split(x, h).flip(1)),
+    Mistake("features reversed", "the columns inside each head are reversed: column c of head h is column "
+            "c * H + h of x, so c runs upwards.", gives=lambda x, h: _reference_split(x, h).flip(-1)),
     Mistake("ignores num_heads", "the number of heads is the num_heads argument: dimension 1 must be num_heads.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 4 and got.shape[1] != args[1]),
 ]
@@ -70,8 +77,8 @@ def check_split_heads_strided(fn: Callable) -> CheckResult:
     shapes = [((2, 5, 12), 3), ((1, 3, 4), 2), ((2, 4, 16), 8), ((3, 2, 6), 1), ((2, 1, 6), 6), ((1, 4, 10), 5)]
     cases = [
         Case(f"x of shape {shape}, num_heads={h}", (_x(n, *shape), h), _reference_split(_x(n, *shape), h),
-             hint="column c of head h is column c * H + h of x: view (B, T, D) as (B, T, Dh, H), then "
-                  "permute to (B, H, T, Dh).")
+             hint="column c of head h is column c * H + h of x: which view of the last dimension "
+                  "puts that column at index [c, h]? Then order the axes as (B, H, T, Dh).")
         for n, (shape, h) in enumerate(shapes)
     ]
     return run_cases("split heads, strided", fn, cases, SPLIT_MISTAKES)
@@ -97,7 +104,9 @@ def check_merge_heads_strided(fn: Callable) -> CheckResult:
     shapes = [(2, 3, 5, 4), (1, 2, 3, 2), (2, 8, 4, 2), (1, 1, 3, 5), (3, 4, 1, 3), (2, 3, 2, 3)]
     cases = [
         Case(f"x of shape {shape}", (_x(n, *shape),), _reference_merge(_x(n, *shape)),
-             hint="permute (B, H, T, Dh) to (B, T, Dh, H), then reshape to (B, T, Dh * H).")
+             hint="column c * H + h of the output is column c of head h: which order of the axes, "
+                  "flattened, counts h fastest and c next? (After a permute, view refuses to "
+                  "flatten: use reshape, or contiguous() first.)")
         for n, shape in enumerate(shapes)
     ]
     return run_cases("merge heads, strided", fn, cases, MERGE_MISTAKES)
@@ -155,6 +164,8 @@ def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=Fa
         m = causal_mask(T, S)
     elif mask == "top-left":
         m = torch.ones(T, S, dtype=torch.bool).tril()
+    elif mask == "strict":
+        m = torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)
     out = attn.attend(x, full, m)
     return out, (cache if return_old and cache is not None else full)
 
@@ -174,6 +185,11 @@ CACHED_MISTAKES = [
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, order="new-old")),
     Mistake("no causal mask", "with several new positions, each must not see the ones after it: pass "
             "causal_mask(T, P + T) to attend.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
+    Mistake("own key hidden", "each new query must see its own key too: the mask is True for keys 0 .. "
+            "P + i (diagonal included), as causal_mask(T, P + T) gives.",
+            when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
+            and torch.allclose(got[0], _cached_variant(*args, mask="strict")[0], atol=1e-5)),
     Mistake("mask aligned to the first keys", "the T new queries are the LAST T of the P + T positions: use "
             "causal_mask(T, P + T), not a square lower triangle.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="top-left")),
@@ -197,8 +213,9 @@ def check_cached_self_attention(fn: Callable) -> CheckResult:
         cases.append(Case(
             f"B={B}, {P} cached positions" + (" (cache=None)" if cache is None else "") + f", T={T} new, D={D}, H={H}",
             (attn, x, cache), (out, present), atol=1e-5,
-            hint="kv = attn.project_kv(x, x); full = cache.extend(kv.key, kv.value) (or kv when there is no "
-                 "cache); out = attn.attend(x, full, causal_mask(T, len(full))); return out, full.",
+            hint="project the new positions, put them after the cached ones (extend returns a new "
+                 "cache), attend to all P + T of them with a mask in which the T new queries are the "
+                 "last T positions, and return the output with the cache you attended to.",
         ))
     return run_cases("cached self-attention step", no_grad(fn), cases, CACHED_MISTAKES)
 

@@ -6,6 +6,7 @@ the chapter sets up, then passes both to the chapter's checker, which calls ``ch
 1. no prediction yet, or no measurement yet: "not done yet", saying which step is next;
 2. the measurement is compared with the range committed in the chapter's checker module (the
    runs that made it are written beside it), which catches a wrong experiment;
+   (a measurement that matches one of the outcome's known wrong experiments is named);
 3. the prediction is compared with that range, and the gap is explained: a prediction is not
    marked wrong (the point is to find out), but each side of the range has its own explanation.
 
@@ -34,6 +35,9 @@ class Outcome:
     below: str  # why the outcome is higher than a prediction below the range
     inside: str  # what a prediction inside the range understood
     above: str  # why the outcome is lower than a prediction above the range
+    # known wrong experiments: (low, high, name, message) for a measurement in [low, high]
+    # outside the range, e.g. the score of another model
+    mistakes: tuple[tuple[float, float, str, str], ...] = ()
 
 
 def _as_number(value: object) -> float | None:
@@ -66,6 +70,10 @@ def check_prediction(outcome: Outcome, prediction: object, measured: object) -> 
     value = _as_number(measured)
     expected = f"(expected {100 * outcome.low:.1f}%–{100 * outcome.high:.1f}%)"
     if value is None or not outcome.low <= value <= outcome.high:
+        known = next((m for m in outcome.mistakes if value is not None and m[0] <= value <= m[1]), None)
+        if known is not None:
+            return _verdict(outcome, False, f"{outcome.label}: got {measured!r} {expected}; {known[3]}",
+                            known[2])
         percent = value is not None and 1 < value <= 100 and outcome.low <= value / 100 <= outcome.high
         hint = ("give the measurement as a fraction, not a percentage." if percent else
                 "that is not what this experiment measures: " + outcome.how_to_measure)
