@@ -102,6 +102,20 @@ def test_names_are_normalised_but_calls_are_not():
     assert vis.tokens(ours) != vis.tokens(ours.replace("view", "reshape"))
 
 
+def test_a_checker_call_over_several_lines_is_boiler_plate():
+    """A predict-then-measure solution is a number and the exercise's own (multi-line) checker
+    call; the call is the exercise cell's, so it is not counted, while the prediction is."""
+    call = ("check_swapped_context(predicted_per, lambda: measure_swapped_context(\n"
+            "    model, data.test[::5], src_vocab, tgt_vocab))\n")
+    solution = ("# @title Solution (try the exercise first)\n"
+                "reference_predicted_per = 0.9\n\n" + call.replace("predicted_per",
+                                                                 "reference_predicted_per", 1))
+    assert "measure_swapped_context" not in vis.solution_code(solution)
+    assert "0.9" in vis.solution_code(solution)
+    (finding,) = vis.findings_for(_notebook("predicted_per = None\n" + call, solution), "xx")
+    assert finding.score < vis.THRESHOLD, finding.line()
+
+
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem[:2])
 def test_no_solution_is_in_sight(path):
     nb = vis.load(path)

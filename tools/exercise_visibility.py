@@ -22,6 +22,7 @@ verbatim copy, 0.0 means no run of ``MIN_RUN`` tokens in common. Short runs are 
 """
 from __future__ import annotations
 
+import ast
 import difflib
 import json
 import keyword
@@ -95,11 +96,24 @@ def tokens(code: str) -> list[str]:
     return out
 
 
+def _is_checker_call(statement: ast.stmt) -> bool:
+    value = getattr(statement, "value", None)
+    return (isinstance(statement, (ast.Expr, ast.Assign)) and isinstance(value, ast.Call)
+            and isinstance(value.func, ast.Name) and value.func.id.startswith("check_"))
+
+
 def solution_code(source: str) -> str:
-    """A solution cell without its title line and its checker calls."""
+    """A solution cell without its title line and its checker calls (each whole statement,
+    however many lines it spans: the call repeats the exercise cell's own call)."""
     lines = source.splitlines()
-    kept = [line for line in lines
-            if not line.startswith(SOLUTION_TITLE)
+    try:
+        statements = ast.parse(source).body
+    except SyntaxError:  # not plain Python: drop the one-line calls only
+        statements = []
+    dropped = {row for statement in statements if _is_checker_call(statement)
+               for row in range(statement.lineno - 1, statement.end_lineno)}
+    kept = [line for row, line in enumerate(lines)
+            if row not in dropped and not line.startswith(SOLUTION_TITLE)
             and not re.match(r"\s*(\w+\s*=\s*)?check_\w+\(", line)]
     return "\n".join(kept)
 
