@@ -99,7 +99,13 @@ def test_checkers_say_not_done_for_the_stub(capsys):
 
 
 def test_every_exercise_is_in_the_cli_map():
-    assert set(ch07.EXERCISES) == {"vit_sizes", "unpatchify", "rollout", "mean_pool_logits"}
+    assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits"}
+
+
+def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
+    assert ch07.check_count_scores(count_scores)
+    result = ch07.check_count_scores(lambda P: count_scores(P) // 4)
+    assert not result and result.diagnosis == "one_head"
 
 
 # ----- wrong answers: (function, the diagnosis it must get or None for a generic failure) -----

@@ -68,16 +68,12 @@ def _scores(patch_size: int, image_size: int = 8, heads: int = 4) -> int:
     return heads * ((image_size // patch_size) ** 2 + 1) ** 2
 
 
-def check_patch_halving_prediction(predicted: float | None, count_scores: Callable[[int], int]) -> CheckResult:
-    """Compare the reader's predicted ratio (scores at P = 1 over scores at P = 2, one layer, one
-    8x8 digit) with ``count_scores(P)`` measured on the chapter's ViT, and explain the gap."""
-    name = "halving the patch size"
-    if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_ratio, then run the cell.")
+def _measure_scores(count_scores: Callable[[int], int]) -> tuple[dict[int, int], tuple[str, str] | None]:
+    """``count_scores(P)`` for P = 1, 2, 4, and (message, diagnosis) if one of them is wrong."""
     try:
         measured = {P: int(no_grad(count_scores)(P)) for P in (1, 2, 4)}
     except NotImplementedError:
-        return _finish(name, False, "not done yet: count_scores still raises NotImplementedError.")
+        return {}, ("not done yet: count_scores still raises NotImplementedError.", "")
     for P, got in measured.items():
         truth = _scores(P)
         if got != truth:
@@ -88,10 +84,32 @@ def check_patch_halving_prediction(predicted: float | None, count_scores: Callab
                 why, diagnosis = " (that is all 4 layers: count one layer's map)", "all_layers"
             elif got == 4 * ((8 // P) ** 2) ** 2:
                 why, diagnosis = " (the class token is missing: the map is (1 + N) x (1 + N))", "no_class_token"
-            return _finish(name, False, f"count_scores({P}) gave {got:,}; one layer's attention map for one image "
-                           f"holds {truth:,} scores{why}. Build the ViT with that patch size, run one digit "
-                           "with need_weights=True, and count the numbers in one layer's map for that image.",
-                           diagnosis)
+            return measured, (f"count_scores({P}) gave {got:,}; one layer's attention map for one image holds "
+                              f"{truth:,} scores{why}. Build the ViT with that patch size, run one digit with "
+                              "need_weights=True, and count the numbers in one layer's map for that image.",
+                              diagnosis)
+    return measured, None
+
+
+def check_count_scores(count_scores: Callable[[int], int]) -> CheckResult:
+    """``count_scores(P)``: the attention scores one layer of ``ViT(ViTConfig(patch_size=P))``
+    computes for one 8x8 digit (all heads); the measuring half of the prediction exercise."""
+    measured, problem = _measure_scores(count_scores)
+    if problem is not None:
+        return _finish("counting attention scores", False, problem[0], problem[1])
+    return _finish("counting attention scores", True,
+                   ", ".join(f"P = {P}: {n:,}" for P, n in sorted(measured.items(), reverse=True)) + " scores.")
+
+
+def check_patch_halving_prediction(predicted: float | None, count_scores: Callable[[int], int]) -> CheckResult:
+    """Compare the reader's predicted ratio (scores at P = 1 over scores at P = 2, one layer, one
+    8x8 digit) with ``count_scores(P)`` measured on the chapter's ViT, and explain the gap."""
+    name = "halving the patch size"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_ratio, then run the cell.")
+    measured, problem = _measure_scores(count_scores)
+    if problem is not None:
+        return _finish(name, False, problem[0], problem[1])
     ratio = measured[1] / measured[2]
     tokens = ((8 // 1) ** 2 + 1) / ((8 // 2) ** 2 + 1)
     note = (f"measured {measured[2]:,} scores at P = 2 and {measured[1]:,} at P = 1: x{ratio:.1f}. Halving P "
@@ -410,6 +428,7 @@ def check_mean_pool_logits(fn: Callable) -> CheckResult:
 
 EXERCISES = {
     "vit_sizes": check_vit_sizes,
+    "count_scores": check_count_scores,
     "unpatchify": check_unpatchify,
     "rollout": check_attention_rollout,
     "mean_pool_logits": check_mean_pool_logits,
