@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
     out = tmp_path / "result.json"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vit_data_efficiency.py"), "--smoke", "--out", str(out)],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=300)
     result = json.loads(out.read_text())
     runs = result["runs"]
     assert {(r["model"], r["fraction"]) for r in runs} == {(m, f) for m in ("vit", "cnn") for f in (0.1, 1.0)}
@@ -52,18 +52,18 @@ def test_incomplete_runs_write_no_file(tmp_path):
     out = tmp_path / "partial.json"
     done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vit_data_efficiency.py"), "--smoke",
                            "--models", "cnn", "--out", str(out)], check=True, capture_output=True, text=True,
-                          timeout=120)
+                          timeout=300)
     assert "still missing" in done.stdout and not out.exists()
 
 
 def test_resume_reuses_the_runs_of_an_earlier_log(tmp_path):
     script = str(ROOT / "benchmarks" / "vit_data_efficiency.py")
-    first = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True, timeout=120)
+    first = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True, timeout=300)
     log = tmp_path / "first.log"
     log.write_text(first.stdout)
     out = tmp_path / "merged.json"
     again = subprocess.run([sys.executable, script, "--smoke", "--resume", str(log), "--out", str(out)],
-                           check=True, capture_output=True, text=True, timeout=120)
+                           check=True, capture_output=True, text=True, timeout=300)
     assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing was re-run
     assert json.loads(out.read_text())["runs"] == [json.loads(line) for line in first.stdout.splitlines()
                                                    if line.startswith("{")]
