@@ -13,6 +13,15 @@ same batches in the same order for both models). The seed picks the subset, the 
 and the initial weights. Each model is then measured on the test split, unchanged and shifted
 by 1 and 2 pixels (the mean over the four directions up, down, left, right). One thread, so the
 numbers do not depend on how many cores the machine has.
+
+Controls (``controls`` in the results file), each with the same recipe, seeds and measurements:
+``vit_small``, a ViT of the same depth and heads at half the width (D = 32, d_ff = 64: about the
+CNN's parameter count), at 10% and 100% of the data; ``vit_nopos``, the chapter's ViT without
+position embeddings (the encoder sees a set of patches: a patch-aligned 2-pixel shift, P = 2,
+moves the same patches to new positions, so this isolates what the position table costs there);
+``vit_noaug`` and ``cnn_noaug``, both models trained with no augmentation (no rotation, scaling
+or shift), so that neither has seen any shift. ``--models`` runs only some kinds; the results
+file is written once every run of the grid is done (with ``--resume`` and earlier logs).
 """
 from __future__ import annotations
 
@@ -32,12 +41,24 @@ from attnbook.tasks.image_classification import ImageRecipe, accuracy, shifted_a
 FRACTIONS = (0.1, 0.25, 1.0)
 SEEDS = (0, 1, 2)
 SHIFTS = (1, 2)
+MODELS = ("vit", "cnn")
+# the controls: kind -> training fractions (the seeds are the grid's)
+CONTROLS = {"vit_small": (0.1, 1.0), "vit_nopos": (1.0,), "vit_noaug": (1.0,), "cnn_noaug": (1.0,)}
+SMALL_VIT = {"d_model": 32, "d_ff": 64}
+NO_AUGMENTATION = {"degrees": 0.0, "scale": 0.0, "shift": 0.0}
+
+
+def vit_config(kind: str, smoke: bool) -> ViTConfig:
+    sizes = {"d_model": 16, "num_heads": 2, "num_layers": 1, "d_ff": 32} if smoke else {}
+    if kind == "vit_small":
+        sizes = {**sizes, **({"d_model": 8, "d_ff": 16} if smoke else SMALL_VIT)}
+    return ViTConfig(**sizes, position_embeddings=kind != "vit_nopos")
 
 
 def build(kind: str, seed: int, smoke: bool) -> torch.nn.Module:
     torch.manual_seed(seed)
-    if kind == "vit":
-        return ViT(ViTConfig(d_model=16, num_heads=2, num_layers=1, d_ff=32) if smoke else ViTConfig())
+    if kind.startswith("vit"):
+        return ViT(vit_config(kind, smoke))
     return SmallCNN(CNNConfig(channels=4) if smoke else CNNConfig())
 
 
@@ -47,6 +68,8 @@ def run_one(fraction: float, seed: int, kind: str, recipe: ImageRecipe, smoke: b
     digits = load_digits_splits()
     train = subset(digits.train, fraction, seed) if fraction < 1.0 else digits.train
     model = build(kind, seed, smoke)
+    if kind.endswith("_noaug"):
+        recipe = dataclasses.replace(recipe, **NO_AUGMENTATION)
     seconds, _ = common.timed(lambda: train_classifier(model, train, dataclasses.replace(recipe, seed=seed),
                                                        fill=digits.background, progress=False), torch.device("cpu"))
     row = {"model": kind, "fraction": fraction, "train_images": len(train), "seed": seed,
@@ -63,20 +86,33 @@ def read_rows(paths: list[Path]) -> dict[tuple, dict]:
     return {(row["model"], row["fraction"], row["seed"]): row for row in common.log_rows(paths)}
 
 
-def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int, done: dict[tuple, dict]) -> list[dict]:
-    """Every (fraction, seed, model) not in ``done``, ``jobs`` at a time, each in its own one-thread
-    process; returns all rows of the grid in order."""
-    grid = [(f, s, kind) for f in fractions for s in seeds for kind in ("vit", "cnn")]
-    todo = [(f, s, kind) for f, s, kind in grid if (kind, f, s) not in done]
+def grids(fractions, seeds) -> tuple[list[tuple], list[tuple]]:
+    """The main grid and the controls' grid, as (fraction, seed, kind) in the results file's order."""
+    main = [(f, s, kind) for f in fractions for s in seeds for kind in MODELS]
+    controls = [(f, s, kind) for kind, kind_fractions in CONTROLS.items()
+                for f in kind_fractions if f in fractions for s in seeds]
+    return main, controls
+
+
+def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int, done: dict[tuple, dict],
+        kinds: tuple[str, ...]) -> tuple[list[dict], list[dict]] | None:
+    """Every (fraction, seed, kind) of ``kinds`` not in ``done``, ``jobs`` at a time, each in its own
+    one-thread process; returns all rows of both grids in order, or None while some are missing."""
+    main, controls = grids(fractions, seeds)
+    todo = [(f, s, kind) for f, s, kind in main + controls if kind in kinds and (kind, f, s) not in done]
     new = common.run_jobs(run_one, [(f, s, kind, recipe, smoke) for f, s, kind in todo], jobs)
     rows = {**done, **{(r["model"], r["fraction"], r["seed"]): r for r in new}}
-    return [rows[(kind, f, s)] for f, s, kind in grid]
+    if any((kind, f, s) not in rows for f, s, kind in main + controls):
+        return None
+    return [rows[(kind, f, s)] for f, s, kind in main], [rows[(kind, f, s)] for f, s, kind in controls]
 
 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS), help="training fractions")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds")
+    parser.add_argument("--models", nargs="+", default=[*MODELS, *CONTROLS], choices=[*MODELS, *CONTROLS],
+                        help="run only these kinds (the file is written once all runs are done)")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     if args.smoke:
@@ -84,16 +120,23 @@ def main() -> None:
         fractions, seeds = (0.1, 1.0), (0,)
     else:
         recipe, fractions, seeds = ImageRecipe(), tuple(args.fractions), tuple(args.seeds)
-    rows = run(fractions, seeds, recipe, args.smoke, args.jobs, read_rows(args.resume))
+    rows = run(fractions, seeds, recipe, args.smoke, args.jobs, read_rows(args.resume), tuple(args.models))
     out = common.out_path(args, "vit_data_efficiency.json")
-    if out is not None:
+    if rows is None:
+        print("some runs are still missing: no results file written (run the other --models, then --resume)")
+    elif out is not None:
+        runs, controls = rows
         result = {
             "description": "Chapter 7: test accuracy of the ViT and the CNN by training fraction and seed; "
                            "written by benchmarks/vit_data_efficiency.py",
             "recipe": recipe.__dict__, "vit": ViTConfig().__dict__, "cnn": CNNConfig().__dict__,
             "fractions": list(fractions), "seeds": list(seeds), "shifts": list(SHIFTS),
             "machine": common.machine(),
-            "runs": rows,
+            "runs": runs,
+            "controls": controls,
+            "control_configs": {"vit_small": vit_config("vit_small", False).__dict__,
+                                "vit_nopos": vit_config("vit_nopos", False).__dict__,
+                                "noaug_recipe": dataclasses.replace(recipe, **NO_AUGMENTATION).__dict__},
         }
         common.write_result(out, result)
 

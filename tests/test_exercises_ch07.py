@@ -2,52 +2,87 @@
 and names the mistake when it recognises it."""
 import pytest
 import torch
+import torch.nn.functional as F
 
-from attnbook.exercises.core import MUTATION
+from attnbook.exercises import ch07
 from attnbook.exercises.ch07 import (
-    check_attention_rollout, check_patchify, check_prepend_class_token, check_vit_sizes,
+    check_attention_rollout, check_mean_pool_logits, check_patch_halving_prediction, check_unpatchify,
+    check_vit_sizes,
 )
+from attnbook.exercises.core import MUTATION
+from attnbook.layers import run_blocks
+from attnbook.models.vit import ViT, ViTConfig
 
 
 # ----- reference solutions (kept here, not in the library) -----
-
-def patchify_reference(images, patch_size):
-    B, C, H, W = images.shape
-    P = patch_size
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 1, 3, 5)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
-
-
-def patchify_unfold(images, patch_size):
-    return torch.nn.functional.unfold(images, patch_size, stride=patch_size).transpose(1, 2)
-
 
 def sizes_reference(image_size, patch_size, channels, d_model):
     n = (image_size // patch_size) ** 2
     return n + 1, channels * patch_size ** 2 * d_model + d_model + d_model + (n + 1) * d_model
 
 
-def prepend_reference(patches, cls_token, positions):
-    return torch.cat([cls_token.expand(len(patches), -1, -1), patches], dim=1) + positions
+def unpatchify_fold(patches, patch_size, stride, height, width):
+    cols = patches.transpose(1, 2)  # (B, C*P*P, N)
+    ones = torch.ones_like(cols[:1])
+    return (F.fold(cols, (height, width), patch_size, stride=stride)
+            / F.fold(ones, (height, width), patch_size, stride=stride))
 
 
-def rollout_reference(maps, residual):
+def unpatchify_loops(patches, patch_size, stride, height, width):
+    B, N, CPP = patches.shape
+    P = patch_size
+    C = CPP // (P * P)
+    cols = (width - P) // stride + 1
+    total = torch.zeros(B, C, height, width)
+    count = torch.zeros(height, width)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        total[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += patches[:, n].view(B, C, P, P)
+        count[r * stride:r * stride + P, c * stride:c * stride + P] += 1
+    return total / count
+
+
+def rollout_reference(maps, residuals):
     T = maps[0].shape[-1]
     out = torch.eye(T).expand(maps[0].shape[0], T, T)
-    for layer in maps:
-        out = ((1 - residual) * layer.mean(1) + residual * torch.eye(T)) @ out
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.mean(1) + r * torch.eye(T)) @ out
     return out
 
 
-def rollout_library(maps, residual):
+def rollout_library_per_layer(maps, residuals):
     from attnbook.attention_maps import attention_rollout
-    return attention_rollout(maps, residual)
+    out = None
+    for layer, r in zip(maps, residuals):  # one layer at a time, each with its own weight
+        step = attention_rollout([layer], r)
+        out = step if out is None else step @ out
+    return out
+
+
+def mean_pool_reference(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    x = run_blocks(model.blocks, x).hidden
+    return model.readout(model.final_norm(x).mean(dim=1))
+
+
+def mean_pool_by_blocks(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    for block in model.blocks:
+        x = block(x).hidden
+    return model.readout(model.final_norm(x).mean(dim=1))
+
+
+def count_scores(patch_size):
+    model = ViT(ViTConfig(patch_size=patch_size)).eval()
+    _, maps = model(torch.zeros(1, 1, 8, 8), need_weights=True)
+    return maps[0][0].numel()
 
 
 @pytest.mark.parametrize("checker,fn", [
-    (check_patchify, patchify_reference), (check_patchify, patchify_unfold),
-    (check_vit_sizes, sizes_reference), (check_prepend_class_token, prepend_reference),
-    (check_attention_rollout, rollout_reference), (check_attention_rollout, rollout_library),
+    (check_vit_sizes, sizes_reference),
+    (check_unpatchify, unpatchify_fold), (check_unpatchify, unpatchify_loops),
+    (check_attention_rollout, rollout_reference), (check_attention_rollout, rollout_library_per_layer),
+    (check_mean_pool_logits, mean_pool_reference), (check_mean_pool_logits, mean_pool_by_blocks),
 ])
 def test_checkers_accept_correct_answers(checker, fn):
     assert checker(fn)
@@ -56,41 +91,24 @@ def test_checkers_accept_correct_answers(checker, fn):
 def test_checkers_say_not_done_for_the_stub(capsys):
     def stub(*args):
         raise NotImplementedError
-    for checker in (check_patchify, check_vit_sizes, check_prepend_class_token, check_attention_rollout):
+    for checker in (check_vit_sizes, check_unpatchify, check_attention_rollout, check_mean_pool_logits):
         assert not checker(stub)
-    assert capsys.readouterr().out.count("not done yet") == 4
+    assert not check_patch_halving_prediction(None, count_scores)
+    assert not check_patch_halving_prediction(16, stub)
+    assert capsys.readouterr().out.count("not done yet") == 6
+
+
+def test_every_exercise_is_in_the_cli_map():
+    assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits"}
+
+
+def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
+    assert ch07.check_count_scores(count_scores)
+    result = ch07.check_count_scores(lambda P: count_scores(P) // 4)
+    assert not result and result.diagnosis == "one_head"
 
 
 # ----- wrong answers: (function, the diagnosis it must get or None for a generic failure) -----
-
-def _grid(images, P):
-    B, C, H, W = images.shape
-    return images.reshape(B, C, H // P, P, W // P, P)
-
-
-PATCHIFY_WRONG = {
-    "channel-last": (lambda x, P: _grid(x, P).permute(0, 2, 4, 3, 5, 1).reshape(x.shape[0], -1, x.shape[1] * P * P),
-                     "channel_last"),
-    "column by column": (lambda x, P: _grid(x, P).permute(0, 4, 2, 1, 3, 5).reshape(x.shape[0], -1, x.shape[1] * P * P),
-                         "column_major"),
-    "no permute": (lambda x, P: x.reshape(x.shape[0], -1, x.shape[1] * P * P), "no_permute"),
-    "unfold reshaped": (lambda x, P: torch.nn.functional.unfold(x, P, stride=P).reshape(x.shape[0], -1, x.shape[1] * P * P),
-                        "unfold_untransposed"),
-    "square images only": (lambda x, P: patchify_reference(x[..., :x.shape[-2], :x.shape[-2]], P)
-                           if x.shape[-1] >= x.shape[-2] else patchify_reference(x, P), None),
-    "ignores the patch size": (lambda x, P: patchify_reference(x, 2) if x.shape[-1] % 2 == 0 and x.shape[-2] % 2 == 0
-                               else patchify_reference(x, P), None),
-    "mutates its input": (lambda x, P: patchify_reference(x.mul_(1.0).add_(0.0).abs_(), P), MUTATION),
-}
-
-
-@pytest.mark.parametrize("name", PATCHIFY_WRONG)
-def test_patchify_checker_rejects(name, capsys):
-    fn, diagnosis = PATCHIFY_WRONG[name]
-    result = check_patchify(fn)
-    assert not result
-    assert result.diagnosis == (diagnosis or "")
-
 
 SIZES_WRONG = {
     "no class token": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + 2 * d + (s // p) ** 2 * d), "no_class_token"),
@@ -112,48 +130,90 @@ def test_sizes_checker_rejects(name, capsys):
     assert result.diagnosis == (diagnosis or "")
 
 
-def _cls(patches, cls_token):
-    return cls_token.expand(len(patches), -1, -1)
+def _last_wins(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    cols = (W - P) // stride + 1
+    out = torch.zeros(B, C, H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        out[:, :, r * stride:r * stride + P, c * stride:c * stride + P] = patches[:, n].view(B, C, P, P)
+    return out
 
 
-PREPEND_WRONG = {
-    "class token last": (lambda x, c, p: torch.cat([x, _cls(x, c)], dim=1) + p, "class_token_last"),
-    "class token unpositioned": (lambda x, c, p: torch.cat([_cls(x, c), x + p[1:]], dim=1), "class_token_unpositioned"),
-    "positions shifted": (lambda x, c, p: torch.cat([_cls(x, c), x + p[:-1]], dim=1), "positions_shifted"),
-    "no positions": (lambda x, c, p: torch.cat([_cls(x, c), x], dim=1), "no_positions"),
-    "in-place add": (lambda x, c, p: torch.cat([_cls(x, c), x.add_(p[1:])], dim=1) + p * torch.cat(
-        [torch.ones(1, 1), torch.zeros(len(p) - 1, 1)]), MUTATION),
-    "one class token for the first image only": (
-        lambda x, c, p: torch.cat([torch.cat([c, torch.zeros(len(x) - 1, 1, x.shape[-1])]), x], dim=1) + p, None),
+def _first_wins(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    cols = (W - P) // stride + 1
+    out = torch.zeros(B, C, H, W)
+    for n in reversed(range(N)):
+        r, c = divmod(n, cols)
+        out[:, :, r * stride:r * stride + P, c * stride:c * stride + P] = patches[:, n].view(B, C, P, P)
+    return out
+
+
+def _column_major(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    rows = (H - P) // stride + 1
+    row_major = torch.stack([patches[:, (n % rows) * (N // rows) + n // rows] for n in range(N)], dim=1)
+    return unpatchify_fold(row_major, P, stride, H, W)
+
+
+def _channel_last(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    return unpatchify_fold(patches.view(B, N, P, P, C).permute(0, 1, 4, 2, 3).reshape(B, N, CPP), P, stride, H, W)
+
+
+def _stride_as_patch(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    rows, cols = H // P, W // P
+    x = patches[:, :rows * cols].reshape(B, rows, cols, C, P, P).permute(0, 3, 1, 4, 2, 5)
+    return x.reshape(B, C, rows * P, cols * P)
+
+
+UNPATCHIFY_WRONG = {
+    "fold, not divided": (lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s), "summed"),
+    "last copy wins": (_last_wins, "last_wins"),
+    "first copy wins": (_first_wins, "first_wins"),
+    "column by column": (_column_major, "column_major"),
+    "channel-last": (_channel_last, "channel_last"),
+    "ignores the stride": (_stride_as_patch, None),
+    "divides by the largest count": (
+        lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
+        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).max(), None),
+    "in-place transpose trick": (lambda x, P, s, H, W: unpatchify_fold(x.mul_(1.0).abs_(), P, s, H, W), MUTATION),
 }
 
 
-@pytest.mark.parametrize("name", PREPEND_WRONG)
-def test_prepend_checker_rejects(name, capsys):
-    fn, diagnosis = PREPEND_WRONG[name]
-    result = check_prepend_class_token(fn)
+@pytest.mark.parametrize("name", UNPATCHIFY_WRONG)
+def test_unpatchify_checker_rejects(name, capsys):
+    fn, diagnosis = UNPATCHIFY_WRONG[name]
+    result = check_unpatchify(fn)
     assert not result
     assert result.diagnosis == (diagnosis or "")
 
 
-def _per_head(maps, r):
+def _per_head(maps, residuals):
     T = maps[0].shape[-1]
     out = torch.eye(T).expand(*maps[0].shape[:2], T, T)
-    for layer in maps:
+    for layer, r in zip(maps, residuals):
         out = ((1 - r) * layer + r * torch.eye(T)) @ out
     return out.mean(1)
 
 
 ROLLOUT_WRONG = {
-    "wrong order": (lambda maps, r: rollout_reference(list(maps)[::-1], r), "wrong_order"),
-    "no residual": (lambda maps, r: rollout_reference(maps, 0.0), "no_residual"),
-    "residual swapped": (lambda maps, r: rollout_reference(maps, 1 - r), "residual_swapped"),
+    "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
+    "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
+    "first weight everywhere": (lambda maps, rs: rollout_reference(maps, [rs[0]] * len(maps)), "one_residual"),
+    "mean weight everywhere": (lambda maps, rs: rollout_reference(maps, [sum(rs) / len(rs)] * len(maps)),
+                               "mean_residual"),
+    "weights swapped": (lambda maps, rs: rollout_reference(maps, [1 - r for r in rs]), "swapped"),
     "per head": (_per_head, "per_head"),
-    "residual fixed at 0.5": (lambda maps, r: rollout_reference(maps, 0.5), None),
-    "last layer only": (lambda maps, r: rollout_reference(maps[-1:], r), None),
-    "max over heads": (lambda maps, r: rollout_reference([m.max(1, keepdim=True).values.expand_as(m) for m in maps], r),
-                       None),
-    "pops the list": (lambda maps, r: rollout_reference([maps.pop(0)] + maps, r), MUTATION),
+    "fixed 0.5": (lambda maps, rs: rollout_reference(maps, [0.5] * len(maps)), None),
+    "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), None),
+    "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
 }
 
 
@@ -163,3 +223,71 @@ def test_rollout_checker_rejects(name, capsys):
     result = check_attention_rollout(fn)
     assert not result
     assert result.diagnosis == (diagnosis or "")
+
+
+def _patches(model, images):
+    return model.embeddings.tokens.patch_embedding(images)
+
+
+MEAN_POOL_WRONG = {
+    "the unchanged model": (lambda m, x: m(x), "class_token_read"),
+    "class token kept": (lambda m, x: m.readout(m.final_norm(run_blocks(m.blocks, m.embeddings(x)).hidden).mean(1)),
+                         "class_token_kept"),
+    "positions[:N]": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[:-1]).hidden).mean(1)), "positions_shifted"),
+    "no positions": (lambda m, x: m.readout(m.final_norm(run_blocks(m.blocks, _patches(m, x)).hidden).mean(1)),
+                     "no_positions"),
+    "norm after the mean": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden.mean(1))), "norm_after_mean"),
+    "no final norm": (lambda m, x: m.readout(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden.mean(1)), "no_final_norm"),
+    "blocks skipped": (lambda m, x: m.readout(m.final_norm(_patches(m, x) + m.position_embeddings[1:]).mean(1)),
+                       "blocks_skipped"),
+    "first layer only": (lambda m, x: m.readout(m.final_norm(
+        m.blocks[0](_patches(m, x) + m.position_embeddings[1:]).hidden).mean(1)), None),
+    "max pooling": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).amax(1)), None),
+    "trains the model": (lambda m, x: [p.data.mul_(1.01) for p in m.parameters()] and mean_pool_reference(m, x),
+                         MUTATION),
+}
+
+
+@pytest.mark.parametrize("name", MEAN_POOL_WRONG)
+def test_mean_pool_checker_rejects(name, capsys):
+    fn, diagnosis = MEAN_POOL_WRONG[name]
+    result = check_mean_pool_logits(fn)
+    assert not result
+    assert result.diagnosis == (diagnosis or "")
+
+
+@pytest.mark.parametrize("prediction", [16, 14.6, 15])
+def test_prediction_near_the_measurement_passes(prediction, capsys):
+    assert check_patch_halving_prediction(prediction, count_scores)
+    assert "x14.6" in capsys.readouterr().out
+
+
+PREDICTION_WRONG = {4: "tokens_not_pairs", 3.82: "tokens_not_pairs", 2: "side_not_area", 0.0625: "upside_down",
+                    64: "cubic", 8: "other", "sixteen": ""}
+
+
+@pytest.mark.parametrize("prediction", PREDICTION_WRONG)
+def test_prediction_far_from_the_measurement_fails(prediction, capsys):
+    result = check_patch_halving_prediction(prediction, count_scores)
+    assert not result
+    assert result.diagnosis == PREDICTION_WRONG[prediction]
+
+
+MEASURE_WRONG = {
+    "one head": (lambda P: count_scores(P) // 4, "one_head"),
+    "all layers": (lambda P: count_scores(P) * 4, "all_layers"),
+    "patches only": (lambda P: 4 * ((8 // P) ** 2) ** 2, "no_class_token"),
+    "the tokens, not the scores": (lambda P: (8 // P) ** 2 + 1, ""),
+}
+
+
+@pytest.mark.parametrize("name", MEASURE_WRONG)
+def test_a_wrong_measurement_is_rejected(name, capsys):
+    fn, diagnosis = MEASURE_WRONG[name]
+    result = check_patch_halving_prediction(16, fn)
+    assert not result
+    assert result.diagnosis == diagnosis

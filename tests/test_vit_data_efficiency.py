@@ -12,13 +12,28 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
     out = tmp_path / "result.json"
     subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vit_data_efficiency.py"), "--smoke", "--out", str(out)],
-                   check=True, capture_output=True, timeout=120)
+                   check=True, capture_output=True, timeout=300)
     result = json.loads(out.read_text())
     runs = result["runs"]
     assert {(r["model"], r["fraction"]) for r in runs} == {(m, f) for m in ("vit", "cnn") for f in (0.1, 1.0)}
-    for r in runs:
+    controls = result["controls"]
+    assert {(r["model"], r["fraction"]) for r in controls} == {
+        ("vit_small", 0.1), ("vit_small", 1.0), ("vit_nopos", 1.0), ("vit_noaug", 1.0), ("cnn_noaug", 1.0)}
+    for r in runs + controls:
         for key in ("test_accuracy", "test_accuracy_shift_1", "test_accuracy_shift_2"):
             assert 0.0 <= r[key] <= 1.0
+    sizes = {r["model"]: r["parameters"] for r in runs + controls}
+    assert sizes["vit_small"] < sizes["vit"] and sizes["vit_nopos"] < sizes["vit"]  # no position table
+    assert sizes["vit_noaug"] == sizes["vit"] and sizes["cnn_noaug"] == sizes["cnn"]
+
+
+def test_the_small_vit_has_about_the_cnns_parameter_count():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import vit_data_efficiency as bench
+    from attnbook.checks import count_parameters
+    small, cnn = (count_parameters(bench.build(kind, 0, smoke=False)) for kind in ("vit_small", "cnn"))
+    assert 0.8 < small / cnn < 1.25
+    assert bench.build("vit_nopos", 0, smoke=False).embeddings.positions is None
 
 
 def test_committed_results_cover_the_grid():
@@ -26,16 +41,29 @@ def test_committed_results_cover_the_grid():
     cells = {(r["model"], r["fraction"], r["seed"]) for r in result["runs"]}
     assert cells == {(m, f, s) for m in ("vit", "cnn") for f in result["fractions"] for s in result["seeds"]}
     assert len(result["seeds"]) >= 3 and len(result["fractions"]) >= 3 and result["fractions"][-1] == 1.0
+    if "controls" in result:  # files written before the controls existed have none
+        controls = {(r["model"], r["fraction"], r["seed"]) for r in result["controls"]}
+        expected = {("vit_small", f, s) for f in (0.1, 1.0) for s in result["seeds"]} | {
+            (m, 1.0, s) for m in ("vit_nopos", "vit_noaug", "cnn_noaug") for s in result["seeds"]}
+        assert controls == expected
+
+
+def test_incomplete_runs_write_no_file(tmp_path):
+    out = tmp_path / "partial.json"
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "vit_data_efficiency.py"), "--smoke",
+                           "--models", "cnn", "--out", str(out)], check=True, capture_output=True, text=True,
+                          timeout=300)
+    assert "still missing" in done.stdout and not out.exists()
 
 
 def test_resume_reuses_the_runs_of_an_earlier_log(tmp_path):
     script = str(ROOT / "benchmarks" / "vit_data_efficiency.py")
-    first = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True, timeout=120)
+    first = subprocess.run([sys.executable, script, "--smoke"], check=True, capture_output=True, text=True, timeout=300)
     log = tmp_path / "first.log"
     log.write_text(first.stdout)
     out = tmp_path / "merged.json"
     again = subprocess.run([sys.executable, script, "--smoke", "--resume", str(log), "--out", str(out)],
-                           check=True, capture_output=True, text=True, timeout=120)
+                           check=True, capture_output=True, text=True, timeout=300)
     assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing was re-run
     assert json.loads(out.read_text())["runs"] == [json.loads(line) for line in first.stdout.splitlines()
                                                    if line.startswith("{")]

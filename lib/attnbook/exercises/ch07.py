@@ -1,5 +1,10 @@
 """Checkers for Chapter 7 (the Vision Transformer); ``EXERCISES`` maps the notebook's names to them.
 
+The exercises are variants the chapter does not show: patches cut with an overlapping stride put
+back into an image, attention rollout with one residual weight per layer, and a ViT read out by
+mean pooling instead of its class token. ``check_patch_halving_prediction`` compares a
+prediction with a measurement.
+
 Each checker varies every argument of the exercise; ``attnbook.exercises.core.run_cases`` guards
 the inputs against in-place changes and names a known mistake when a wrong answer equals its answer.
 """
@@ -9,75 +14,16 @@ from collections.abc import Callable, Sequence
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
+from attnbook.layers import run_blocks
+from attnbook.models.vit import ViT, ViTConfig
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-# ----- 1. patchify ----------------------------------------------------------------------------
-
-def _patchify(images: torch.Tensor, P: int) -> torch.Tensor:
-    B, C, H, W = images.shape
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 1, 3, 5)  # (B, rows, cols, C, P, P)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)  # (B, N, C*P*P)
-
-
-def _patchify_channel_last(images, P):
-    B, C, H, W = images.shape
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 2, 4, 3, 5, 1)  # (B, rows, cols, P, P, C)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
-
-
-def _patchify_column_major(images, P):
-    B, C, H, W = images.shape
-    x = images.reshape(B, C, H // P, P, W // P, P).permute(0, 4, 2, 1, 3, 5)  # (B, cols, rows, C, P, P)
-    return x.reshape(B, (H // P) * (W // P), C * P * P)
-
-
-def _patchify_no_permute(images, P):
-    B, C, H, W = images.shape
-    return images.reshape(B, (H // P) * (W // P), C * P * P)
-
-
-def _patchify_unfold_untransposed(images, P):
-    B, C, H, W = images.shape
-    return torch.nn.functional.unfold(images, P, stride=P).reshape(B, (H // P) * (W // P), C * P * P)
-
-
-PATCHIFY_MISTAKES = (
-    Mistake("channel_last",
-            "each patch is flattened channel-last (P, P, C); flatten it channel-first (C, P, P), the "
-            "layout of a Conv2d weight, so that a patch's first P*P numbers are channel 0",
-            gives=_patchify_channel_last),
-    Mistake("column_major",
-            "the patches are read column by column; read them row by row (patch n = row * cols + col)",
-            gives=_patchify_column_major),
-    Mistake("no_permute",
-            "a plain reshape without a permute: it cuts the image into runs of pixels, not into P x P"
-            " squares; reshape to (B, C, rows, P, cols, P) and move rows and cols to the front first",
-            gives=_patchify_no_permute),
-    Mistake("unfold_untransposed",
-            "unfold's output is (B, C*P*P, N): transpose it to (B, N, C*P*P) instead of reshaping it",
-            gives=_patchify_unfold_untransposed),
-)
-
-
-def check_patchify(fn: Callable) -> CheckResult:
-    """``fn(images (B, C, H, W), patch_size) -> (B, N, C * P * P)``, patches row by row, channel-first."""
-    settings = [((1, 1, 4, 4), 2), ((2, 1, 8, 8), 2), ((2, 3, 8, 8), 4), ((3, 2, 6, 4), 2),
-                ((1, 3, 6, 9), 3), ((2, 2, 3, 3), 1), ((1, 1, 4, 4), 4)]
-    cases = [
-        Case(f"images {shape}, patch size {P}", (_randn(n, *shape), P), _patchify(_randn(n, *shape), P),
-             hint="reshape (B, C, H, W) to (B, C, H/P, P, W/P, P), permute to (B, H/P, W/P, C, P, P), "
-                  "then reshape to (B, N, C*P*P).")
-        for n, (shape, P) in enumerate(settings)
-    ]
-    return run_cases("patchify", fn, cases, PATCHIFY_MISTAKES)
-
-
-# ----- 2. how many tokens, how many parameters --------------------------------------------------
+# ----- 1. how many tokens, how many parameters --------------------------------------------------
 
 def _sizes(image_size: int, patch_size: int, channels: int, d_model: int) -> tuple[int, int]:
     n = (image_size // patch_size) ** 2
@@ -115,84 +61,247 @@ def check_vit_sizes(fn: Callable) -> CheckResult:
     return run_cases("tokens and parameters", fn, cases, SIZE_MISTAKES)
 
 
-# ----- 3. class token and positions ------------------------------------------------------------
+# ----- 2. predict, then measure: halving the patch size -------------------------------------------
 
-def _prepend(patches: torch.Tensor, cls_token: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
-    cls = cls_token.expand(patches.shape[0], -1, -1)  # (B, 1, D)
-    return torch.cat([cls, patches], dim=1) + positions  # (B, 1 + N, D)
-
-
-PREPEND_MISTAKES = (
-    Mistake("class_token_last",
-            "the class token was put at the end; it goes first (position 0, where the head reads it)",
-            gives=lambda x, c, p: torch.cat([x, c.expand(x.shape[0], -1, -1)], dim=1) + p),
-    Mistake("class_token_unpositioned",
-            "the class token got no position: positions[0] belongs to it, positions[1:] to the "
-            "patches",
-            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[1:]], dim=1)),
-    Mistake("positions_shifted",
-            "the patches got positions[:N] (shifted by one): positions[0] is the class token's",
-            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x + p[:-1]], dim=1)),
-    Mistake("no_positions",
-            "the positions were not added",
-            gives=lambda x, c, p: torch.cat([c.expand(x.shape[0], -1, -1), x], dim=1)),
-)
+def _scores(patch_size: int, image_size: int = 8, heads: int = 4) -> int:
+    """Attention scores one layer computes for one image: heads x (1 + N)^2."""
+    return heads * ((image_size // patch_size) ** 2 + 1) ** 2
 
 
-def check_prepend_class_token(fn: Callable) -> CheckResult:
-    """``fn(patches (B, N, D), cls_token (1, 1, D), positions (1 + N, D)) -> (B, 1 + N, D)``."""
-    settings = [(1, 4, 3), (2, 16, 8), (3, 1, 5), (4, 9, 2)]
-    cases = []
-    for n, (B, N, D) in enumerate(settings):
-        args = (_randn(3 * n, B, N, D), _randn(3 * n + 1, 1, 1, D), _randn(3 * n + 2, 1 + N, D))
-        cases.append(Case(f"B = {B}, N = {N}, D = {D}", args, _prepend(*args),
-                          hint="expand the class token to (B, 1, D), concatenate it before the patches "
-                               "along dim 1, then add the (1 + N, D) positions."))
-    return run_cases("class token and positions", fn, cases, PREPEND_MISTAKES)
+def _measure_scores(count_scores: Callable[[int], int]) -> tuple[dict[int, int], tuple[str, str] | None]:
+    """``count_scores(P)`` for P = 1, 2, 4, and (message, diagnosis) if one of them is wrong."""
+    try:
+        measured = {P: int(no_grad(count_scores)(P)) for P in (1, 2, 4)}
+    except NotImplementedError:
+        return {}, ("not done yet: count_scores still raises NotImplementedError.", "")
+    for P, got in measured.items():
+        truth = _scores(P)
+        if got != truth:
+            why, diagnosis = "", ""
+            if got == truth // 4:
+                why, diagnosis = " (that is one head's map: count the scores of all 4 heads)", "one_head"
+            elif got == truth * 4:
+                why, diagnosis = " (that is all 4 layers: count one layer's map)", "all_layers"
+            elif got == 4 * ((8 // P) ** 2) ** 2:
+                why, diagnosis = " (the class token is missing: the map is (1 + N) x (1 + N))", "no_class_token"
+            return measured, (f"count_scores({P}) gave {got:,}; one layer's attention map for one image holds "
+                              f"{truth:,} scores{why}. Build the ViT with that patch size, run one digit with "
+                              "need_weights=True, and count the numbers in one layer's map for that image.",
+                              diagnosis)
+    return measured, None
 
 
-# ----- 4. attention rollout --------------------------------------------------------------------
+def check_count_scores(count_scores: Callable[[int], int]) -> CheckResult:
+    """``count_scores(P)``: the attention scores one layer of ``ViT(ViTConfig(patch_size=P))``
+    computes for one 8x8 digit (all heads); the measuring half of the prediction exercise."""
+    measured, problem = _measure_scores(count_scores)
+    if problem is not None:
+        return _finish("counting attention scores", False, problem[0], problem[1])
+    return _finish("counting attention scores", True,
+                   ", ".join(f"P = {P}: {n:,}" for P, n in sorted(measured.items(), reverse=True)) + " scores.")
 
-def _rollout(maps: Sequence[torch.Tensor], residual: float) -> torch.Tensor:
-    T = maps[0].shape[-1]
-    eye = torch.eye(T)
-    out = eye.expand(maps[0].shape[0], T, T)
-    for layer in maps:
-        out = ((1 - residual) * layer.mean(1) + residual * eye) @ out  # (B, T, T)
+
+def check_patch_halving_prediction(predicted: float | None, count_scores: Callable[[int], int]) -> CheckResult:
+    """Compare the reader's predicted ratio (scores at P = 1 over scores at P = 2, one layer, one
+    8x8 digit) with ``count_scores(P)`` measured on the chapter's ViT, and explain the gap."""
+    name = "halving the patch size"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_ratio, then run the cell.")
+    measured, problem = _measure_scores(count_scores)
+    if problem is not None:
+        return _finish(name, False, problem[0], problem[1])
+    ratio = measured[1] / measured[2]
+    tokens = ((8 // 1) ** 2 + 1) / ((8 // 2) ** 2 + 1)
+    note = (f"measured {measured[2]:,} scores at P = 2 and {measured[1]:,} at P = 1: x{ratio:.1f}. Halving P "
+            f"gives 4 times the patches (x{tokens:.2f} tokens with the class token), and every token is "
+            "compared with every token, so the scores grow with the square: (1 + 4N)^2 / (1 + N)^2, which "
+            "tends to 16 as N grows (the class token keeps it at 14.6 here)")
+    try:
+        guess = float(predicted)
+    except (TypeError, ValueError):
+        return _finish(name, False, f"predicted_ratio must be a number, got {predicted!r}.")
+    if abs(guess - ratio) <= 0.1 * ratio:
+        return _finish(name, True, f"you predicted x{guess:g}; {note}.")
+    if abs(guess - 4) < 0.5 or abs(guess - tokens) < 0.1:
+        why, diagnosis = ("you predicted the growth of the sequence (x4 patches), not of the scores: attention "
+                          "compares pairs"), "tokens_not_pairs"
+    elif abs(guess - 2) < 0.3:
+        why, diagnosis = ("halving P halves the patch's side, not the number of patches: there are (H / P)^2 "
+                          "of them"), "side_not_area"
+    elif abs(guess - 0.25) < 0.05 or abs(guess - 1 / 16) < 0.01 or abs(guess - 1 / ratio) < 0.01:
+        why, diagnosis = ("upside down: smaller patches mean more tokens, so more scores (P = 1 over P = 2)",
+                          "upside_down")
+    elif abs(guess - 64) < 4:
+        why, diagnosis = "x64 would be cubic in the tokens; the scores are N x N, square", "cubic"
+    else:
+        why, diagnosis = "the scores are (tokens)^2 per head", "other"
+    return _finish(name, False, f"you predicted x{guess:g}: {why}. {note}.", diagnosis)
+
+
+# ----- 3. patches back into an image (overlapping windows) ----------------------------------------
+
+def _windows(images: torch.Tensor, P: int, stride: int) -> torch.Tensor:
+    """(B, C, H, W) -> (B, N, C*P*P): P x P windows every ``stride`` pixels, row by row, channel-first."""
+    return torch.nn.functional.unfold(images, P, stride=stride).transpose(1, 2)
+
+
+def _unpatchify(patches: torch.Tensor, P: int, stride: int, H: int, W: int) -> torch.Tensor:
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    rows, cols = (H - P) // stride + 1, (W - P) // stride + 1
+    out = patches.new_zeros(B, C, H, W)
+    count = patches.new_zeros(1, 1, H, W)
+    windows = patches.reshape(B, rows, cols, C, P, P)
+    for r in range(rows):
+        for c in range(cols):
+            out[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += windows[:, r, c]
+            count[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += 1
+    return out / count
+
+
+def _unpatchify_sum(patches, P, stride, H, W):
+    return torch.nn.functional.fold(patches.transpose(1, 2), (H, W), P, stride=stride)
+
+
+def _unpatchify_last_wins(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    rows, cols = (H - P) // stride + 1, (W - P) // stride + 1
+    out = patches.new_zeros(B, C, H, W)
+    windows = patches.reshape(B, rows, cols, C, P, P)
+    for r in range(rows):
+        for c in range(cols):
+            out[:, :, r * stride:r * stride + P, c * stride:c * stride + P] = windows[:, r, c]
     return out
 
 
-def _rollout_wrong_order(maps, residual):
-    return _rollout(list(maps)[::-1], residual)
+def _unpatchify_first_wins(patches, P, stride, H, W):
+    flipped = patches.reshape(patches.shape[0], (H - P) // stride + 1, (W - P) // stride + 1, -1).flip(1, 2)
+    # writing the windows in reverse order lets the first one win
+    B, rows, cols, CPP = flipped.shape
+    C = CPP // (P * P)
+    out = patches.new_zeros(B, C, H, W)
+    for r in range(rows):
+        for c in range(cols):
+            rr, cc = rows - 1 - r, cols - 1 - c
+            out[:, :, rr * stride:rr * stride + P, cc * stride:cc * stride + P] = flipped[:, r, c].view(B, C, P, P)
+    return out
 
 
-def _rollout_no_residual(maps, residual):
-    return _rollout(maps, 0.0)
+def _unpatchify_channel_last(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    channel_first = patches.reshape(B, N, P, P, C).permute(0, 1, 4, 2, 3).reshape(B, N, CPP)
+    return _unpatchify(channel_first, P, stride, H, W)
 
 
-def _rollout_per_head(maps, residual):
+def _unpatchify_column_major(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    rows, cols = (H - P) // stride + 1, (W - P) // stride + 1
+    row_major = patches.reshape(B, cols, rows, CPP).transpose(1, 2).reshape(B, N, CPP)
+    return _unpatchify(row_major, P, stride, H, W)
+
+
+UNPATCHIFY_MISTAKES = (
+    Mistake("summed",
+            "where windows overlap their copies were added (F.fold sums); average them: divide by how "
+            "many windows cover each pixel (fold a tensor of ones the same way)",
+            gives=_unpatchify_sum),
+    Mistake("last_wins",
+            "each window overwrote the ones before it, so the last copy of a pixel wins; every copy "
+            "counts: average them",
+            gives=_unpatchify_last_wins),
+    Mistake("first_wins",
+            "only the first window's copy of each pixel was kept; average all the copies",
+            gives=_unpatchify_first_wins),
+    Mistake("channel_last",
+            "each patch was read channel-last (P, P, C); the patches are channel-first (C, P, P), the "
+            "layout of F.unfold and of a Conv2d weight",
+            gives=_unpatchify_channel_last),
+    Mistake("column_major",
+            "the windows were placed column by column; they are in reading order, row by row "
+            "(window n = row * cols + col)",
+            gives=_unpatchify_column_major),
+)
+
+
+def check_unpatchify(fn: Callable) -> CheckResult:
+    """``fn(patches (B, N, C*P*P), patch_size, stride, height, width) -> (B, C, H, W)``, the mean of
+    every copy of each pixel."""
+    settings = [((1, 1, 4, 4), 2, 2), ((2, 1, 4, 4), 2, 1), ((1, 1, 8, 8), 4, 2), ((2, 3, 6, 4), 2, 1),
+                ((1, 2, 7, 5), 3, 2), ((2, 1, 5, 5), 3, 1), ((1, 3, 3, 3), 1, 1)]
+    cases = []
+    for n, (shape, P, stride) in enumerate(settings):
+        B, C, H, W = shape
+        # windows of a real image (every copy agrees) and windows that disagree where they overlap
+        consistent = _windows(_randn(n, *shape), P, stride)
+        noisy = consistent + _randn(100 + n, *consistent.shape)
+        for label, patches in (("windows of one image", consistent), ("overlapping copies that differ", noisy)):
+            cases.append(Case(f"images {shape}, window {P}, stride {stride}, {label}", (patches, P, stride, H, W),
+                              _unpatchify(patches, P, stride, H, W),
+                              hint="window n = (row, col) with n = row * cols + col covers pixels "
+                                   "row*stride : row*stride + P (and the same for columns); add each "
+                                   "window into its place, count the copies of each pixel, divide."))
+    return run_cases("patches back into an image", fn, cases, UNPATCHIFY_MISTAKES)
+
+
+# ----- 4. attention rollout with one residual weight per layer -------------------------------------
+
+def _rollout(maps: Sequence[torch.Tensor], residuals: Sequence[float]) -> torch.Tensor:
+    T = maps[0].shape[-1]
+    eye = torch.eye(T)
+    out = eye.expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.mean(1) + r * eye) @ out  # (B, T, T)
+    return out
+
+
+def _rollout_wrong_order(maps, residuals):
+    return _rollout(list(maps)[::-1], list(residuals)[::-1])
+
+
+def _rollout_residuals_reversed(maps, residuals):
+    return _rollout(maps, list(residuals)[::-1])
+
+
+def _rollout_first_residual(maps, residuals):
+    return _rollout(maps, [residuals[0]] * len(maps))
+
+
+def _rollout_mean_residual(maps, residuals):
+    return _rollout(maps, [sum(residuals) / len(residuals)] * len(maps))
+
+
+def _rollout_per_head(maps, residuals):
     T = maps[0].shape[-1]
     out = torch.eye(T).expand(*maps[0].shape[:2], T, T)
-    for layer in maps:
-        out = ((1 - residual) * layer + residual * torch.eye(T)) @ out  # (B, H, T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer + r * torch.eye(T)) @ out  # (B, H, T, T)
     return out.mean(1)
 
 
-def _rollout_residual_swapped(maps, residual):
-    return _rollout(maps, 1 - residual)
+def _rollout_swapped(maps, residuals):
+    return _rollout(maps, [1 - r for r in residuals])
 
 
 ROLLOUT_MISTAKES = (
     Mistake("wrong_order",
-            "the layers are multiplied in the wrong order: the last layer goes on the left, R = A_L @"
-            " ... @ A_1",
+            "the layers are multiplied in the wrong order: the last layer goes on the left, "
+            "R = Â_L @ ... @ Â_1",
             gives=_rollout_wrong_order),
-    Mistake("no_residual",
-            "the residual is ignored: mix each layer with the identity, (1 - r) * A + r * I",
-            gives=_rollout_no_residual),
-    Mistake("residual_swapped",
+    Mistake("residuals_reversed",
+            "the residual weights are paired with the wrong layers: residuals[l] belongs to maps[l] "
+            "(first layer first)",
+            gives=_rollout_residuals_reversed),
+    Mistake("one_residual",
+            "every layer used the first layer's residual weight; each layer has its own",
+            gives=_rollout_first_residual),
+    Mistake("mean_residual",
+            "every layer used the mean residual weight; each layer has its own",
+            gives=_rollout_mean_residual),
+    Mistake("swapped",
             "the weights of the attention and the identity are swapped: (1 - r) * A + r * I",
-            gives=_rollout_residual_swapped),
+            gives=_rollout_swapped),
     Mistake("per_head",
             "each head was rolled out on its own and averaged at the end; average the heads in each "
             "layer first",
@@ -205,21 +314,122 @@ def _maps(seed: int, layers: int, B: int, H: int, T: int) -> list[torch.Tensor]:
 
 
 def check_attention_rollout(fn: Callable) -> CheckResult:
-    """``fn(maps: list of (B, H, T, T), residual) -> (B, T, T)``."""
-    settings = [(2, 1, 2, 3, 0.5), (3, 2, 4, 5, 0.5), (1, 1, 3, 4, 0.5), (4, 2, 1, 6, 0.3), (2, 3, 2, 17, 0.8)]
+    """``fn(maps: list of (B, H, T, T), residuals: one float per layer) -> (B, T, T)``."""
+    settings = [(2, 1, 2, 3, [0.5, 0.5]), (3, 2, 4, 5, [0.2, 0.5, 0.9]), (1, 1, 3, 4, [0.3]),
+                (4, 2, 1, 6, [0.9, 0.0, 0.6, 0.3]), (2, 3, 2, 17, [0.8, 0.1]), (3, 1, 2, 4, [1.0, 0.0, 1.0])]
     cases = []
-    for n, (layers, B, H, T, r) in enumerate(settings):
+    for n, (layers, B, H, T, rs) in enumerate(settings):
         maps = _maps(10 * n, layers, B, H, T)
-        cases.append(Case(f"{layers} layer(s), B = {B}, H = {H}, T = {T}, residual {r}", (maps, r),
-                          _rollout(maps, r),
-                          hint="start from the identity; for each layer from the first, average the heads, "
-                               "mix with the identity, and multiply it on the left of the running product."))
-    return run_cases("attention rollout", fn, cases, ROLLOUT_MISTAKES)
+        cases.append(Case(f"{layers} layer(s), B = {B}, H = {H}, T = {T}, residuals {rs}", (maps, rs),
+                          _rollout(maps, rs),
+                          hint="start from the identity; for layer l from the first, average the heads, mix "
+                               "with the identity using residuals[l], multiply on the left of the product."))
+    return run_cases("attention rollout, one weight per layer", fn, cases, ROLLOUT_MISTAKES)
+
+
+# ----- 5. a ViT read out by mean pooling (no class token) -------------------------------------------
+
+def _mean_pool(model: ViT, images: torch.Tensor) -> torch.Tensor:
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]  # (B, N, D)
+    x = run_blocks(model.blocks, x).hidden  # (B, N, D)
+    return model.readout(model.final_norm(x).mean(dim=1))  # (B, classes)
+
+
+def _mean_pool_with_class_token(model, images):
+    x = run_blocks(model.blocks, model.embeddings(images)).hidden  # (B, 1 + N, D)
+    return model.readout(model.final_norm(x).mean(dim=1))
+
+
+def _mean_pool_positions_shifted(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[:-1]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
+
+
+def _mean_pool_no_positions(model, images):
+    x = model.embeddings.tokens.patch_embedding(images)
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
+
+
+def _mean_pool_norm_after_mean(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden.mean(dim=1)))
+
+
+def _mean_pool_no_norm(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(run_blocks(model.blocks, x).hidden.mean(dim=1))
+
+
+def _mean_pool_embeddings_only(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(x).mean(dim=1))
+
+
+MEAN_POOL_MISTAKES = (
+    Mistake("class_token_read",
+            "this is the unchanged model: it reads the class token's output; drop the class token and "
+            "average the patches' outputs",
+            gives=lambda model, images: model(images)),
+    Mistake("class_token_kept",
+            "the class token is still in the sequence (and in the mean): run the blocks on the N patch "
+            "tokens alone",
+            gives=_mean_pool_with_class_token),
+    Mistake("positions_shifted",
+            "the patches got positions[:N]; positions[0] was the class token's slot, the patches' are "
+            "positions[1:]",
+            gives=_mean_pool_positions_shifted),
+    Mistake("no_positions",
+            "the positions were not added to the patch embeddings",
+            gives=_mean_pool_no_positions),
+    Mistake("norm_after_mean",
+            "the final LayerNorm was applied to the mean; apply it to every patch's output, then average",
+            gives=_mean_pool_norm_after_mean),
+    Mistake("no_final_norm",
+            "the final LayerNorm is missing: a pre-norm stack ends with one",
+            gives=_mean_pool_no_norm),
+    Mistake("blocks_skipped",
+            "the encoder blocks were not run: the patch embeddings went straight to the head",
+            gives=_mean_pool_embeddings_only),
+)
+
+
+def _random_vit(seed: int, config: ViTConfig) -> ViT:
+    torch.manual_seed(seed)
+    model = ViT(config).eval()
+    with torch.no_grad():  # every weight random, so that no part can hide behind a 0 or a 1
+        for p in model.parameters():
+            p.normal_(0, 0.3)
+    return model
+
+
+def check_mean_pool_logits(fn: Callable) -> CheckResult:
+    """``fn(model: ViT, images (B, C, H, W)) -> (B, classes)`` logits read by mean pooling."""
+    settings = [
+        (ViTConfig(image_size=4, patch_size=2, d_model=8, num_heads=2, num_layers=1, d_ff=16), 2),
+        (ViTConfig(image_size=8, patch_size=2, d_model=16, num_heads=4, num_layers=2, d_ff=32), 3),
+        (ViTConfig(image_size=6, patch_size=3, in_channels=3, num_classes=5, d_model=12, num_heads=3,
+                   num_layers=3, d_ff=24), 1),
+        (ViTConfig(image_size=8, patch_size=4, in_channels=2, num_classes=4, d_model=8, num_heads=1,
+                   num_layers=2, d_ff=8), 4),
+    ]
+    cases = []
+    for n, (config, B) in enumerate(settings):
+        model = _random_vit(n, config)
+        images = _randn(50 + n, B, config.in_channels, config.image_size, config.image_size)
+        with torch.no_grad():
+            expected = _mean_pool(model, images)
+        cases.append(Case(f"ViT {config.image_size}x{config.image_size}, P = {config.patch_size}, "
+                          f"C = {config.in_channels}, D = {config.d_model}, {config.num_layers} layer(s), B = {B}",
+                          (model, images), expected, atol=1e-5, rtol=1e-4,
+                          hint="patch_embedding(images) + position_embeddings[1:], run_blocks(...).hidden, "
+                               "final_norm on every token, mean over the patches, readout."))
+    return run_cases("mean pooling instead of the class token", no_grad(fn), cases, MEAN_POOL_MISTAKES)
 
 
 EXERCISES = {
-    "patchify": check_patchify,
     "vit_sizes": check_vit_sizes,
-    "prepend_class_token": check_prepend_class_token,
+    "count_scores": check_count_scores,
+    "unpatchify": check_unpatchify,
     "rollout": check_attention_rollout,
+    "mean_pool_logits": check_mean_pool_logits,
 }

@@ -23,7 +23,11 @@ from attnbook.layers.patches import PatchTokens, num_patches
 
 @dataclass(frozen=True)
 class ViTConfig:
-    """Sizes of a ViT for square images. ``layer_norm_eps`` 1e-6 is the paper's code's value."""
+    """Sizes of a ViT for square images. ``layer_norm_eps`` 1e-6 is the paper's code's value.
+
+    ``position_embeddings=False`` builds the model with no position table (a control: the encoder
+    then sees the patches as a set, and only the class token's slot is special).
+    """
 
     image_size: int = 8
     patch_size: int = 2
@@ -35,6 +39,7 @@ class ViTConfig:
     d_ff: int = 128
     dropout: float = 0.0
     layer_norm_eps: float = 1e-6
+    position_embeddings: bool = True
 
     def __post_init__(self) -> None:
         check_positive(image_size=self.image_size, patch_size=self.patch_size, in_channels=self.in_channels,
@@ -64,7 +69,8 @@ class ViT(nn.Module):
         cfg = config
         tokens = PatchTokens(cfg.image_size, cfg.patch_size, cfg.in_channels, cfg.d_model)
         # N(0, 0.02²) as the paper's code; nn.Embedding's N(0, 1) would drown the patches
-        positions = LearnedPositionalEmbedding(cfg.d_model, max_len=tokens.num_tokens, init_std=0.02)
+        positions = (LearnedPositionalEmbedding(cfg.d_model, max_len=tokens.num_tokens, init_std=0.02)
+                     if cfg.position_embeddings else None)
         self.embeddings = Embeddings(tokens, positions, dropout=cfg.dropout)
         self.blocks = nn.ModuleList(
             EncoderBlock(cfg.d_model, cfg.num_heads, cfg.d_ff, dropout=cfg.dropout, activation="gelu",
@@ -85,7 +91,10 @@ class ViT(nn.Module):
 
     @property
     def position_embeddings(self) -> torch.Tensor:
-        """The learned positions ``(1 + N, D)``: row 0 is the class token's, then the patches row by row."""
+        """The learned positions ``(1 + N, D)``: row 0 is the class token's, then the patches row by row
+        (zeros for a model built without a position table)."""
+        if self.embeddings.positions is None:
+            return self.readout.weight.new_zeros(self.embeddings.tokens.num_tokens, self.config.d_model)
         return self.embeddings.positions.embedding.weight
 
 
