@@ -20,6 +20,12 @@ from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad
 # --- 1. RMSNorm's backward pass, by hand -------------------------------------------------------
 
 
+def inverse_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """The forward pass's r = 1 / sqrt(mean(x²) + eps) over the last dimension, shape ``(..., 1)``:
+    given to the reader of the RMSNorm-backward exercise, which is about the gradient, not about r."""
+    return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 def _rms_backward(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float,
                   divisor: int | None = None, dim: int = -1) -> torch.Tensor:
     """dL/dx of y = x · r · w with r = 1 / sqrt(mean(x²) + eps); ``divisor`` and ``dim`` give mistakes."""
