@@ -27,7 +27,7 @@ traffic to main memory (per head, float32):
   from 768: ``q_split_size`` in ``aten/src/ATen/native/cpu/FlashAttentionKernel.cpp``).
 
 Below the ridge point (peak FLOP/s ÷ bandwidth) a computation is bound by memory, above it by
-arithmetic. Then explicit attention's three steps (Q Kᵀ, softmax, P V) timed apart at Dh = 64 and
+arithmetic. Then explicit attention's steps (Q Kᵀ, causal mask, softmax, P V) timed apart at Dh = 64 and
 T = 512, 1024 (``steps``), to see which one slows when the scores outgrow the last-level cache.
 """
 from __future__ import annotations
@@ -61,20 +61,34 @@ def tiled_intensity(T: int, Dh: int, query_block: int) -> float:
 
 
 def explicit_steps(repeats: int) -> list[dict]:
-    """Q Kᵀ, softmax and P V of explicit attention timed apart (8 heads, Dh = 64)."""
+    """Q Kᵀ, the causal mask, softmax and P V of explicit attention timed apart (8 heads, Dh = 64).
+
+    The mask and the softmax are element-wise passes over the (T, T) scores: each reads and writes
+    4 + 4 bytes per score (the mask also reads one byte of the boolean mask) for about 1 FLOP (the
+    mask) or about 5 (the softmax: maximum, subtraction, exponential, sum, division), far left of
+    the ridge: ``mask_flop_per_byte`` and ``softmax_flop_per_byte`` are those counts.
+    """
     rows = []
     for T in (512, 1024):
         q, k, v = (torch.randn(1, HEADS, T, 64) for _ in range(3))
         s = q @ k.transpose(-2, -1) / 8
         w = s.softmax(-1)
+        future = torch.ones(T, T, dtype=torch.bool).triu(1)
         ms = [1e3 * best_seconds(fn, repeats) for fn in
-              (lambda: q @ k.transpose(-2, -1), lambda: s.softmax(-1), lambda: w @ v)]
+              (lambda: q @ k.transpose(-2, -1), lambda: s.masked_fill(future, float("-inf")),
+               lambda: s.softmax(-1), lambda: w @ v)]
         gflop = 2 * HEADS * T * T * 64 / 1e9  # one of the two products
-        rows.append({"T": T, "Dh": 64, "qk_ms": round(ms[0], 3), "softmax_ms": round(ms[1], 3),
-                     "pv_ms": round(ms[2], 3), "qk_gflops": round(gflop / ms[0] * 1e3, 1),
-                     "pv_gflops": round(gflop / ms[2] * 1e3, 1),
-                     "softmax_ns_per_score": round(ms[1] * 1e6 / (HEADS * T * T), 3),
-                     "scores_bytes": 4 * HEADS * T * T})
+        scores = HEADS * T * T
+        rows.append({"T": T, "Dh": 64, "qk_ms": round(ms[0], 3), "mask_ms": round(ms[1], 3),
+                     "softmax_ms": round(ms[2], 3), "pv_ms": round(ms[3], 3),
+                     "qk_gflops": round(gflop / ms[0] * 1e3, 1),
+                     "pv_gflops": round(gflop / ms[3] * 1e3, 1),
+                     "mask_ns_per_score": round(ms[1] * 1e6 / scores, 3),
+                     "softmax_ns_per_score": round(ms[2] * 1e6 / scores, 3),
+                     "mask_gbs": round(9 * scores / ms[1] / 1e6, 1),
+                     "softmax_gbs": round(8 * scores / ms[2] / 1e6, 1),
+                     "mask_flop_per_byte": round(1 / 9, 3), "softmax_flop_per_byte": 5 / 8,
+                     "scores_bytes": 4 * scores})
         print(rows[-1], flush=True)
     return rows
 

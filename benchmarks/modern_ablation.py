@@ -16,7 +16,8 @@ Variants: ``gpt`` (Chapter 8's class); ``+rmsnorm``, ``+swiglu``, ``+rotary``, `
 each, through ``LlamaConfig``'s switches); ``modern`` (all four, and no biases: Llama's block).
 Position controls (``--variants sinusoidal nope``, written to ``modern_ablation_positions.json``):
 the GPT's recipe with the fixed sinusoidal table (scaled to the token table's rms, 0.02) in place
-of the learned one, or with no position signal at all (causal masking alone).
+of the learned one, or with no position signal at all (causal masking alone); ``sinusoidal-rms1``: the
+same fixed table at rms 1, fifty times larger, a scale at which the table is not drowned by the tokens.
 Measured: held-out perplexity over Chapter 8's held-out windows of 64 tokens (the same targets as
 the counting baselines, also recorded: unigram, bigram and trigram with interpolation weights chosen
 on the last tenth of the training text, and interpolated Kneser-Ney of orders 3 to 5), the mean loss at
@@ -50,7 +51,7 @@ from attnbook.tasks.token_stream import (
 from attnbook.train import fit
 
 VARIANTS = ("gpt", "+rmsnorm", "+swiglu", "+rotary", "+gqa", "modern")
-CONTROLS = ("sinusoidal", "nope")  # the GPT's recipe with a fixed table / no position signal
+CONTROLS = ("sinusoidal", "nope", "sinusoidal-rms1")  # + the fixed table at rms 1, 50 times larger  # the GPT's recipe with a fixed table / no position signal
 SEEDS = tuple(range(8))
 VOCAB, WINDOW, BATCH, STEPS, LONG = 512, 64, 64, 600, 256
 GPT_SIZES = dict(d_model=64, num_heads=4, d_ff=256, num_layers=2)
@@ -78,6 +79,7 @@ def llama_config(variant: str, d_ff: int, smoke: bool) -> LlamaConfig:
         "+gqa": dict(num_kv_heads=2),
         "sinusoidal": dict(positions="sinusoidal"),
         "nope": dict(positions="none"),
+        "sinusoidal-rms1": dict(positions="sinusoidal", sinusoidal_rms=1.0),
         "modern": dict(norm="rmsnorm", norm_eps=1e-6, feed_forward="swiglu", positions="rotary", max_len=LONG,
                        num_kv_heads=2, bias=False),
     }[variant]

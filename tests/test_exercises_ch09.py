@@ -108,6 +108,13 @@ def _degrees(x, offset, base):
     return torch.stack([x1 * angle.cos() - x2 * angle.sin(), x1 * angle.sin() + x2 * angle.cos()], -1).flatten(-2)
 
 
+def _layer_norm_grad(x, w, go, eps):  # LayerNorm's gradient (no bias), written as a reader might
+    xc = x - x.mean(-1, keepdim=True)
+    r = torch.rsqrt(xc.pow(2).mean(-1, keepdim=True) + eps)
+    g, xhat = go * w, xc * r
+    return r * (g - g.mean(-1, keepdim=True) - xhat * (g * xhat).mean(-1, keepdim=True))
+
+
 @pytest.mark.parametrize("check, wrong, diagnosis", [
     (check_rms_norm_backward, lambda x, w, go, e: go * w * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e),
      "rms held constant"),
@@ -128,6 +135,12 @@ def _degrees(x, offset, base):
     (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w + r**3 * x * (go * w * x).mean(
         -1, keepdim=True))(torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e)), "sign"),
     (check_rms_norm_backward, lambda x, w, go, e: rms_norm_backward(x, w, go, e) + x, ""),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda g: rms_norm_backward(x, w, go, e) - g.mean(-1, keepdim=True)
+     * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + e))(go * w), "mean subtracted (LayerNorm's gradient)"),
+    (check_rms_norm_backward, _layer_norm_grad, "mean subtracted (LayerNorm's gradient)"),
+    (check_rms_norm_backward, lambda x, w, go, e: _rms_bw(x, w, go, e, dim=-2), "wrong axis"),
+    (check_rms_norm_backward, lambda x, w, go, e: (lambda r: r * go * w - r**3 * x * (go * w * x).mean())(
+        torch.rsqrt(x.pow(2).mean() + e)), "wrong axis"),
     (check_repeat_kv, lambda kv, g: kv.repeat(1, g, 1, 1), "tiled"),
     (check_repeat_kv, lambda kv, g: kv[:, torch.arange(kv.shape[1] * g) % kv.shape[1]], "tiled"),  # h % Hkv
     (check_repeat_kv, lambda kv, g: kv[:, torch.arange(kv.shape[1] * g) // kv.shape[1]], "divided by Hkv"),
@@ -135,6 +148,7 @@ def _degrees(x, offset, base):
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(kv.shape[1], dim=1), "Hkv for the group"),
     (check_repeat_kv, lambda kv, g: kv.repeat_interleave(g, dim=1)[:, :-1], ""),
     (check_repeat_kv, lambda kv, g: kv.expand(-1, g, -1, -1) if kv.shape[1] == 1 else kv, ""),
+    (check_merge_partials, lambda o, l: (torch.softmax(l, 0)[..., None] * o).sum(0), "nan for a fully masked query"),
     (check_merge_partials, lambda o, l: o.mean(0), "plain mean"),
     (check_merge_partials, _naive_merge, "overflow"),
     (check_merge_partials, lambda o, l: (torch.exp(l - l.max(0).values)[..., None] * o).sum(0),

@@ -74,9 +74,9 @@ def test_committed_longer_budget_runs():
 def test_committed_position_controls():
     result = load_result("modern_ablation_positions.json")
     runs = result["runs"]
-    assert {r["variant"] for r in runs} == {"sinusoidal", "nope"}
-    assert {r["seed"] for r in runs if r["variant"] == "nope"} == {r["seed"] for r in runs
-                                                                    if r["variant"] == "sinusoidal"}
+    assert {r["variant"] for r in runs} == {"sinusoidal", "nope", "sinusoidal-rms1"}
+    seeds = {v: {r["seed"] for r in runs if r["variant"] == v} for v in ("sinusoidal", "nope", "sinusoidal-rms1")}
+    assert seeds["nope"] == seeds["sinusoidal"] == seeds["sinusoidal-rms1"]
     assert all(r["d_ff"] == 272 and r["steps"] == 600 for r in runs)  # rotary's width: no table either
 
 

@@ -28,6 +28,19 @@ def test_equals_scaled_dot_product_attention(T, S, block, causal):
     torch.testing.assert_close(tiled_attention(q, k, v, causal=causal, block_size=block), expected)
 
 
+@pytest.mark.parametrize("T, S, block, causal", [(7, 7, 3, True), (5, 33, 8, True), (9, 4, 2, False)])
+def test_return_lse_gives_the_log_sum_exp_of_the_scaled_scores(T, S, block, causal):
+    g = torch.Generator().manual_seed(T + S)
+    q, k, v = (torch.randn(2, n, 6, generator=g, dtype=torch.float64) for n in (T, S, S))
+    out, lse = tiled_attention(q, k, v, causal=causal, block_size=block, return_lse=True)
+    scores = q @ k.transpose(-2, -1) / math.sqrt(6)
+    if causal:
+        scores = scores.masked_fill(~torch.ones(T, S, dtype=torch.bool).tril(S - T), float("-inf"))
+    assert lse.shape == (2, T)
+    torch.testing.assert_close(lse, torch.logsumexp(scores, -1))
+    torch.testing.assert_close(out, tiled_attention(q, k, v, causal=causal, block_size=block))
+
+
 def test_scale_and_large_scores_stay_finite():
     q, k, v = torch.randn(1, 10, 4) * 100, torch.randn(1, 10, 4) * 100, torch.randn(1, 10, 4)
     out = tiled_attention(q, k, v, block_size=3, scale=0.5)

@@ -20,6 +20,12 @@ from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad
 # --- 1. RMSNorm's backward pass, by hand -------------------------------------------------------
 
 
+def inverse_rms(x: torch.Tensor, eps: float) -> torch.Tensor:
+    """The forward pass's r = 1 / sqrt(mean(x²) + eps) over the last dimension, shape ``(..., 1)``:
+    given to the reader of the RMSNorm-backward exercise, which is about the gradient, not about r."""
+    return torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
+
+
 def _rms_backward(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float,
                   divisor: int | None = None, dim: int = -1) -> torch.Tensor:
     """dL/dx of y = x · r · w with r = 1 / sqrt(mean(x²) + eps); ``divisor`` and ``dim`` give mistakes."""
@@ -33,6 +39,21 @@ def _rms_second(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, e
     """The second term's size, r³ · x · mean(grad_out · w · x) (the backward pass subtracts it)."""
     r = torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps)
     return r.pow(3) * x * (grad_out * weight * x).mean(-1, keepdim=True)
+
+
+def _rms_global(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float) -> torch.Tensor:
+    """The mistake of taking both means over every number of the tensor, not per token."""
+    r = torch.rsqrt(x.pow(2).mean() + eps)
+    gw = grad_out * weight
+    return r * gw - r.pow(3) * x * (gw * x).mean()
+
+
+def _layer_norm_backward(x: torch.Tensor, weight: torch.Tensor, grad_out: torch.Tensor, eps: float) -> torch.Tensor:
+    """LayerNorm's (bias-free) gradient, a plausible wrong answer for RMSNorm's."""
+    centred = x - x.mean(-1, keepdim=True)
+    r = torch.rsqrt(centred.pow(2).mean(-1, keepdim=True) + eps)
+    gw, normed = grad_out * weight, centred * r
+    return r * (gw - gw.mean(-1, keepdim=True) - normed * (gw * normed).mean(-1, keepdim=True))
 
 
 def check_rms_norm_backward(fn: Callable) -> CheckResult:
@@ -81,6 +102,19 @@ def check_rms_norm_backward(fn: Callable) -> CheckResult:
                 * (go * w * x).mean(-1, keepdim=True)),
         Mistake("wrong axis", "the means run over the last dimension (each token's D features), not over "
                 "the tokens.", gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, dim=0)),
+        Mistake("wrong axis", "the means run over the last dimension (each token's D features), not over "
+                "the positions (dimension -2).", gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps, dim=-2)),
+        Mistake("wrong axis", "the means run over each token's D features (the last dimension), one r per token; "
+                "you took them over every number of the tensor at once.",
+                gives=lambda x, w, go, eps: _rms_global(x, w, go, eps)),
+        Mistake("mean subtracted (LayerNorm's gradient)", "you subtracted the mean of the gradient, "
+                "mean(grad_out · w), as LayerNorm's backward pass does: RMSNorm never subtracts a mean in "
+                "its forward pass, so its gradient has no such term.",
+                gives=lambda x, w, go, eps: _rms_backward(x, w, go, eps)
+                - torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * (go * w).mean(-1, keepdim=True)),
+        Mistake("mean subtracted (LayerNorm's gradient)", "you wrote LayerNorm's gradient (centred x, the mean "
+                "of grad_out · w subtracted): RMSNorm neither centres x nor subtracts a mean.",
+                gives=lambda x, w, go, eps: _layer_norm_backward(x, w, go, eps)),
         Mistake("sign", "the term through r enters with a minus sign: a larger x[i] makes r smaller.",
                 gives=lambda x, w, go, eps: 2 * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * go * w
                 - _rms_backward(x, w, go, eps)),
@@ -158,7 +192,19 @@ def check_merge_partials(fn: Callable) -> CheckResult:
     outs, lses = _partials(scores, values, [0, 4, 6])
     cases.append(Case("an empty (fully masked) chunk: lse = -inf, output 0", (outs, lses),
                       scores.softmax(-1) @ values, hint="a chunk with lse = -inf gets weight 0"))
+    scores = torch.randn(3, 7, generator=g, dtype=torch.float64)
+    scores[1] = float("-inf")  # query 1 sees no key at all (a padded row): every chunk's lse is -inf
+    values = torch.randn(7, 2, generator=g, dtype=torch.float64)
+    outs, lses = _partials(scores, values, [0, 3, 7])
+    expected = scores.softmax(-1).nan_to_num(0.0) @ values  # that query's output is 0, as each chunk's is
+    cases.append(Case("a query whose every key is masked: all its lse = -inf, output 0", (outs, lses), expected,
+                      hint="a query with no key left gets output 0, as each of its chunks did, not nan"))
     mistakes = [
+        Mistake("nan for a fully masked query", "a query whose every chunk has lse = -inf gets nan from the "
+                "softmax over the chunks (-inf minus -inf): its output must be 0, as each of its chunks' is "
+                "(replace the nan weights by 0, e.g. .nan_to_num(0.0)).",
+                when=lambda args, got: isinstance(got, torch.Tensor) and bool(torch.isnan(got).any())
+                and bool(torch.isneginf(args[1]).all(0).any())),
         Mistake("plain mean", "you averaged the chunks' outputs equally: each chunk must weigh as much as its share "
                 "of the softmax mass, exp(lse_i) / Σ exp(lse_j).", gives=lambda o, l: o.mean(0)),
         Mistake("overflow", "exp(lse) overflowed (inf/inf = nan): subtract the largest lse before exp, as the online "
@@ -277,8 +323,8 @@ def _halves(x: torch.Tensor, offset: int, base: float) -> torch.Tensor:
 
 
 def check_rotate_interleaved(fn: Callable) -> CheckResult:
-    """``fn(x (..., T, Dh), offset, base) -> same shape``: turn each pair of dimensions (2i, 2i+1)
-    of the vector at position p = offset + t by the angle p · base^(-2i/Dh)."""
+    """``fn(x (..., T, Dh), offset, base) -> same shape``: turn each pair of dimensions (2d, 2d+1)
+    of the vector at position i = offset + t by the angle i · base^(-2d/Dh) (the chapter's R(i θ_d))."""
     g = torch.Generator().manual_seed(3)
     cases = []
     for shape, offset, base in (((1, 5, 4), 0, 10000.0), ((2, 3, 6, 8), 7, 10000.0), ((4, 6), 3, 100.0),
@@ -286,21 +332,21 @@ def check_rotate_interleaved(fn: Callable) -> CheckResult:
         x = torch.randn(*shape, generator=g, dtype=torch.float64)
         cases.append(Case(f"x of shape {shape}, offset {offset}, base {base:g}", (x, offset, base),
                           _interleaved(x, offset, base),
-                          hint="x'_{2i} = x_{2i} cos - x_{2i+1} sin, x'_{2i+1} = x_{2i} sin + x_{2i+1} cos"))
+                          hint="x'_{2d} = x_{2d} cos - x_{2d+1} sin, x'_{2d+1} = x_{2d} sin + x_{2d+1} cos"))
     mistakes = [
-        Mistake("halves layout", "you paired dimension i with i + Dh/2 (the layout of transformers and of this "
-                "book's library): this exercise pairs neighbours, 2i with 2i + 1.", gives=_halves),
+        Mistake("halves layout", "you paired dimension d with d + Dh/2 (the layout of transformers and of this "
+                "book's library): this exercise pairs neighbours, 2d with 2d + 1.", gives=_halves),
         Mistake("halves concatenated", "you turned the right pairs but wrote the results as [all evens, all odds] "
-                "(torch.cat): put each pair back in its place, 2i and 2i + 1 (torch.stack(..., -1).flatten(-2)).",
+                "(torch.cat): put each pair back in its place, 2d and 2d + 1 (torch.stack(..., -1).flatten(-2)).",
                 gives=lambda x, o, b: _interleaved_cat(x, o, b)),
-        Mistake("turned backwards", "you turned by -angle: the rotation is x'_{2i} = x_{2i} cos - x_{2i+1} sin.",
+        Mistake("turned backwards", "you turned by -angle: the rotation is x'_{2d} = x_{2d} cos - x_{2d+1} sin.",
                 gives=_backwards),
-        Mistake("frequency exponent", "the frequencies are base^(-2i/Dh) for pair i (i = 0 .. Dh/2 - 1), "
-                "not base^(-i/Dh).", gives=lambda x, o, b: _interleaved_freq(x, o, b, 1)),
+        Mistake("frequency exponent", "the frequencies are base^(-2d/Dh) for pair d (d = 0 .. Dh/2 - 1), "
+                "not base^(-d/Dh).", gives=lambda x, o, b: _interleaved_freq(x, o, b, 1)),
         Mistake("halves-layout table", "your cos/sin table is the halves layout's (angles repeated as [θ, θ], as "
-                "Section 9.3's rotate builds it): pair i at dimensions (2i, 2i+1) needs angle θ_i, so take one "
+                "Section 9.3's rotate builds it): pair d at dimensions (2d, 2d+1) needs angle θ_d, so take one "
                 "column per pair.", gives=lambda x, o, b: _interleaved_theta(x, o, b, halves_table=True)),
-        Mistake("degrees", "the angles are in radians: p · θ_i goes straight into cos and sin.",
+        Mistake("degrees", "the angles are in radians: i · θ_d goes straight into cos and sin.",
                 gives=lambda x, o, b: _interleaved_theta(x, o, b, degrees=True)),
         Mistake("offset ignored", "positions start at offset, not at 0: a cached step's first new token sits at "
                 "position offset.", gives=lambda x, o, b: _interleaved(x, 0, b)),

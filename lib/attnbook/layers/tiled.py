@@ -50,14 +50,16 @@ def online_softmax_merge(
 
 def tiled_attention(
     query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, *, causal: bool = False,
-    block_size: int = 64, scale: float | None = None,
-) -> torch.Tensor:
+    block_size: int = 64, scale: float | None = None, return_lse: bool = False,
+) -> torch.Tensor | tuple[torch.Tensor, torch.Tensor]:
     """``softmax(Q Kᵀ · scale) V`` tile by tile, never holding more than ``(block, block)`` scores.
 
     query ``(..., T, Dh)``, key ``(..., S, Dh)``, value ``(..., S, Dv)``; ``scale`` defaults to
     1/√Dh. ``causal``: query i sees keys ``0 .. i + S - T`` (the last query sees every key, as in
     decoding with a cache of S - T positions). Returns ``(..., T, Dv)``; equals
     ``F.scaled_dot_product_attention(query, key, value, is_causal=...)`` up to rounding.
+    ``return_lse``: also return the log-sum-exp of each query's scaled scores, ``m + log l``, of shape
+    ``(..., T)``: all a FlashAttention-style backward pass keeps of the weights.
     """
     check_positive(block_size=block_size)
     if query.shape[-1] != key.shape[-1]:
@@ -69,7 +71,7 @@ def tiled_attention(
         raise ValueError(f"causal attention needs at least as many keys as queries, got T={T}, S={S}")
     scale = 1.0 / math.sqrt(query.shape[-1]) if scale is None else scale
     shift = S - T  # query i sits at position i + shift among the keys
-    outputs = []
+    outputs, lses = [], []
     for q0 in range(0, T, block_size):
         q = query[..., q0 : q0 + block_size, :] * scale  # (..., Tq, Dh)
         Tq = q.shape[-2]
@@ -90,7 +92,9 @@ def tiled_attention(
             w = torch.exp(e - safe)  # (..., Tq, Sk); a fully masked row gives zeros
             m, l, acc = online_softmax_merge(m, l, acc, m_tile, w.sum(-1, keepdim=True), w @ v)
         outputs.append(acc / l)  # (..., Tq, Dv)
-    return torch.cat(outputs, dim=-2)  # (..., T, Dv)
+        lses.append((m + l.log()).squeeze(-1))  # (..., Tq)
+    out = torch.cat(outputs, dim=-2)  # (..., T, Dv)
+    return (out, torch.cat(lses, dim=-1)) if return_lse else out
 
 
 class _LiveTensors(TorchDispatchMode):

@@ -66,6 +66,7 @@ class LlamaConfig:
     feed_forward: str = "swiglu"
     positions: str = "rotary"
     bias: bool = False
+    sinusoidal_rms: float = 0.02  # positions="sinusoidal" only: the table's rms (tokens start at 0.02)
 
     def __post_init__(self) -> None:
         check_positive(vocab_size=self.vocab_size, max_len=self.max_len, d_model=self.d_model,
@@ -116,7 +117,7 @@ class Llama(GPT):
             positions = LearnedPositionalEmbedding(c.d_model, c.max_len, init_std=0.02)
         elif c.positions == "sinusoidal":  # the fixed table, scaled to the token table's size:
             positions = SinusoidalPositionalEncoding(c.d_model, c.max_len)  # entries of rms 1/√2
-            positions.table.mul_(0.02 * 2**0.5)  # -> rms 0.02, as the tokens start
+            positions.table.mul_(c.sinusoidal_rms * 2**0.5)  # -> rms 0.02 by default, as the tokens
         self.embeddings = Embeddings(tokens, positions)  # rotary or "none": positions=None, no table
         norm, feed_forward, attention = c.block_specs()
         self.blocks = nn.ModuleList(
