@@ -536,8 +536,6 @@ EXERCISES = {
     "local_p_attention": check_local_p_attention,
     "coverage_loss": check_coverage_loss,
     "luong_step": check_luong_step,
-    "local_softmax": check_local_softmax,
-    "coverage_score": check_coverage_score,
 }
 # ``check_uniform_attention`` takes a prediction and a measurement, not a function, so the CLI
 # (``python -m attnbook.exercises ch02 answers.py``) does not list it.
