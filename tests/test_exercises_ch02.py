@@ -341,8 +341,8 @@ LOCAL_P_WRONG = [
     (lambda *a: local_p_attention(*a, denom=lambda s: 2 * s), "sigma not squared"),
     (lambda *a: local_p_attention(*a, transpose=False), "untransposed"),
     (lambda *a: local_p_attention(*a, tanh=False), "no tanh"),
-    (local_p_mask_off_by_one, ""),
-    (local_p_one_sided, ""),
+    (local_p_mask_off_by_one, "mask off by one"),
+    (local_p_one_sided, "one-sided window"),
     (lambda *a: local_p_attention(*a)[0], ""),  # forgets to return the centre
     (not_done, ""),
 ]

@@ -312,7 +312,8 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
-             two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True):
+             two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
+             one_sided=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh else Wq
@@ -322,10 +323,15 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
     if rounded:
         centre = centre.round()
     mask = token_mask(lengths, S) if masked else torch.ones_like(scores, dtype=torch.bool)
+    if inclusive:
+        mask = torch.arange(S)[None, :] <= lengths[:, None]  # one padding position too many
     align = _masked(scores, mask).nan_to_num(0.0)  # (B, S)
     distance = torch.arange(S, dtype=scores.dtype)[None, :] - centre[:, None]  # (B, S)
     spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
-    weights = align * torch.exp(-distance ** 2 / spread)
+    window = torch.exp(-distance ** 2 / spread)
+    if one_sided:
+        window = torch.where(distance < 0, torch.ones_like(window), window)  # letters before p undamped
+    weights = align * window
     if renorm:
         weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-30)
     return weights, centre
@@ -339,6 +345,10 @@ LOCAL_P_MISTAKES = [
             "L·σ can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
     Mistake("ignores lengths", "padding got weight: the alignment softmax runs over the real letters only "
             "(the first `length` positions of each row).", gives=lambda *a: _local_p(*a, masked=False)),
+    Mistake("mask off by one", "the first padding position got weight: positions count from 0, so the real "
+            "letters are j < length, not j <= length.", gives=lambda *a: _local_p(*a, inclusive=True)),
+    Mistake("one-sided window", "only the letters after the centre are damped: the Gaussian depends on "
+            "(j - p)², so it falls off on both sides of p.", gives=lambda *a: _local_p(*a, one_sided=True)),
     Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
             "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
             gives=lambda *a: _local_p(*a, renorm=True)),
