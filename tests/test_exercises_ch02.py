@@ -88,22 +88,26 @@ def luong_old_hidden(cell, W_c, x, hidden, memory, src_tokens):
     return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
 
 
-def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, dim=-1, in_place=False):
+def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, dim=-1, in_place=False,
+                  carry_context=False, join_old=False, mean=False):
     def step(cell, W_c, x, hidden, memory, src_tokens):
         h = cell(x, hidden)
         scores = torch.einsum("bsd,bd->bs", memory, h) / scale
+        if mean:
+            scores = scores * 0
         if mask:
             weights = torch.softmax(scores.masked_fill(~src_tokens, float("-inf")), dim=dim)
             weights = weights.masked_fill(~src_tokens, 0.0).nan_to_num(0.0)
         else:
             weights = torch.softmax(scores, dim=dim)
         context = torch.einsum("bs,bsd->bd", weights, memory)
-        pair = torch.cat([context, h] if order == 0 else [h, context], dim=-1)
+        joined = hidden if join_old else h
+        pair = torch.cat([context, joined] if order == 0 else [joined, context], dim=-1)
         tilde = pair @ W_c.T
         tilde = torch.tanh(tilde) if tanh else tilde
         if in_place:
             hidden.copy_(h)  # "updates the state" in place
-        return tilde, tilde if carry_tilde else h, weights
+        return tilde, context if carry_context else (tilde if carry_tilde else h), weights
     return step
 
 
@@ -123,6 +127,9 @@ LUONG_WRONG = [
     (luong_variant(dim=0), "wrong axis"),
     (luong_variant(tanh=False), "no tanh"),
     (luong_variant(carry_tilde=True), "carries h tilde"),
+    (luong_variant(carry_context=True), "carries context"),
+    (luong_variant(join_old=True), "joins previous hidden"),
+    (luong_variant(mean=True), "mean-pooled context"),
     (luong_variant(in_place=True), MUTATION),
     (luong_no_cell, ""),
     (not_done, ""),
@@ -244,29 +251,165 @@ def test_every_new_diagnosis_is_triggered(prefix, table):
     assert names == {d for _, d in table} - {""}
 
 
-UNIFORM_MEASURED = {"trained_wer": 0.50, "uniform_wer": 0.90, "trained_per": 0.14, "uniform_per": 0.5}
+UNIFORM_MEASURED = {"trained_wer": 0.50, "uniform_wer": 0.90, "trained_per": 0.14, "uniform_per": 0.5,
+                    "no_attention_wer": 0.62}
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    (0.9, True, ""), (0.8, True, ""), (1.0, True, ""),
-    (0.5, False, "too optimistic"), (0.6, False, "too optimistic"), (0.7, False, "too optimistic"),
-    (60, False, "percent"), (None, False, ""), ([0.9], False, "not a number"),
+    ("c", True, ""), (" C ", True, ""),
+    ("a", False, "wrong choice"), ("b", False, "wrong choice"),
+    ("d", False, "not a choice"), (0.8, False, "not a choice"), (None, False, ""),
 ])
 def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
     result = check_uniform_attention(predicted, lambda: dict(UNIFORM_MEASURED))
     assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
 
 
+@pytest.mark.parametrize("uniform, outcome", [(0.90, "c"), (0.76, "c"), (0.60, "b"), (0.52, "a")])
+def test_uniform_attention_scores_the_measured_choice(uniform, outcome):
+    """The verdict follows the measurement: the right choice changes when the numbers do."""
+    from attnbook.exercises.ch02 import _uniform_outcome
+    assert _uniform_outcome(0.50, 0.62, uniform) == outcome
+
+
+@pytest.mark.parametrize("uniform, right, wrong", [(0.60, "b", "c"), (0.52, "a", "c"), (0.70, "c", "b")])
+def test_uniform_attention_follows_other_measurements(uniform, right, wrong, capsys):
+    measured = dict(UNIFORM_MEASURED, uniform_wer=uniform)
+    assert check_uniform_attention(right, lambda: measured)
+    assert check_uniform_attention(wrong, lambda: measured).diagnosis == "wrong choice"
+
+
 @pytest.mark.parametrize("measured", [
     dict(UNIFORM_MEASURED, uniform_wer=0.50),  # the trained model measured twice: weights not replaced
     dict(UNIFORM_MEASURED, trained_wer=0.95),  # an untrained model
+    {k: v for k, v in UNIFORM_MEASURED.items() if k != "no_attention_wer"},  # baseline not passed
     0.9,
 ])
 def test_uniform_attention_rejects_a_wrong_measurement(measured):
-    result = check_uniform_attention(0.9, lambda: measured)
+    result = check_uniform_attention("c", lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 
-def test_uniform_attention_too_pessimistic(capsys):
-    result = check_uniform_attention(1.0, lambda: dict(UNIFORM_MEASURED, uniform_wer=0.78))
-    assert not result and result.diagnosis == "too pessimistic"
+# --- local-p attention and the coverage loss: the chapter's exercises since the fifth review -----
+from attnbook.exercises.ch02 import (  # noqa: E402
+    COVERAGE_LOSS_MISTAKES, LOCAL_P_MISTAKES, check_coverage_loss, check_local_p_attention,
+)
+
+
+def local_p_attention(scores, lengths, query, W_p, v_p, sigma, *, span=1, own_length=True, renorm=False,
+                      rounded=False, mask=True, denom=None, tanh=True, transpose=True):
+    B, S = scores.shape
+    L = lengths.float() if own_length else torch.full((B,), float(S))
+    hidden = query @ W_p.T if transpose else query @ W_p
+    centre = (L - span) * torch.sigmoid((torch.tanh(hidden) if tanh else hidden) @ v_p)  # (B,)
+    if rounded:
+        centre = torch.round(centre)
+    real = torch.arange(S)[None, :] < lengths[:, None] if mask else torch.ones(B, S, dtype=torch.bool)
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(S).float()[None, :]
+    weights = align * torch.exp(-(j - centre[:, None]) ** 2 / (denom(sigma) if denom else 2 * sigma ** 2))
+    if renorm:
+        weights = weights / weights.sum(-1, keepdim=True)
+    return weights, centre
+
+
+def local_p_mask_off_by_one(scores, lengths, query, W_p, v_p, sigma):
+    """`j <= length`: the first padding position counts as a letter."""
+    S = scores.shape[-1]
+    real = torch.arange(S)[None, :] <= lengths[:, None]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(S).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
+def local_p_one_sided(scores, lengths, query, W_p, v_p, sigma):
+    """Only positions after the centre are damped (a one-sided window)."""
+    weights, centre = local_p_attention(scores, lengths, query, W_p, v_p, sigma)
+    align, _ = local_p_attention(scores, lengths, query, W_p, v_p, 1e9)
+    before = torch.arange(scores.shape[-1])[None, :] < centre[:, None]
+    return torch.where(before, align, weights), centre
+
+
+LOCAL_P_WRONG = [
+    (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
+    (lambda *a: local_p_attention(*a, span=0), "L instead of L-1"),
+    (lambda *a: local_p_attention(*a, mask=False), "ignores lengths"),
+    (lambda *a: local_p_attention(*a, renorm=True), "renormalised"),
+    (lambda *a: local_p_attention(*a, rounded=True), "rounded centre"),
+    (lambda *a: local_p_attention(*a, denom=lambda s: s ** 2), "no factor 2"),
+    (lambda *a: local_p_attention(*a, denom=lambda s: 2 * s), "sigma not squared"),
+    (lambda *a: local_p_attention(*a, transpose=False), "untransposed"),
+    (lambda *a: local_p_attention(*a, tanh=False), "no tanh"),
+    (local_p_mask_off_by_one, "mask off by one"),
+    (local_p_one_sided, "one-sided window"),
+    (lambda *a: local_p_attention(*a)[0], ""),  # forgets to return the centre
+    (not_done, ""),
+]
+
+
+def coverage_loss(weights, tgt_mask):
+    coverage = weights.cumsum(dim=1) - weights  # (B, T, S): attention before step t
+    per_step = torch.minimum(weights, coverage).sum(-1)  # (B, T)
+    real = tgt_mask.float()
+    return coverage, (per_step * real).sum() / real.sum()
+
+
+def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False):
+    def fn(weights, tgt_mask):
+        coverage = f_cov(weights)
+        per_step = op(weights, coverage).sum(-1)
+        real = tgt_mask.float() if masked else torch.ones_like(per_step)
+        return coverage, (per_step * real).sum() / (weights.shape[0] if by_batch else real.sum())
+    return fn
+
+
+def cov_loop(weights, tgt_mask):
+    """Right, with loops (it must pass)."""
+    B, T, S = weights.shape
+    coverage = torch.zeros_like(weights)
+    for t in range(1, T):
+        coverage[:, t] = coverage[:, t - 1] + weights[:, t - 1]
+    return coverage, (torch.minimum(weights, coverage).sum(-1) * tgt_mask).sum() / tgt_mask.sum()
+
+
+def cov_in_place(weights, tgt_mask):
+    coverage, loss = coverage_loss(weights, tgt_mask)
+    weights.clamp_(max=0.5)
+    return coverage, loss
+
+
+COVERAGE_LOSS_WRONG = [
+    (cov_variant(lambda a: a.cumsum(1)), "includes current step"),
+    (cov_variant(lambda a: a.cumsum(-1) - a), "cumsum over positions"),
+    (cov_variant(lambda a: (a.cumsum(1) - a).sum(-1, keepdim=True).expand_as(a)), "summed over positions"),
+    (cov_variant(lambda a: a - a.cumsum(1)), "coverage subtracted"),
+    (cov_variant(lambda a: a.cumsum(1) - a, op=torch.maximum), "max instead of min"),
+    (cov_variant(lambda a: a.cumsum(1) - a, masked=False), "counts padded steps"),
+    (cov_variant(lambda a: a.cumsum(1) - a, by_batch=True), "mean over batch"),
+    (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), ""),  # a product, not a min
+    (cov_in_place, MUTATION),
+    (not_done, ""),
+]
+
+
+def test_local_p_and_coverage_loss_references_pass():
+    assert check_local_p_attention(local_p_attention)
+    assert check_coverage_loss(coverage_loss)
+    assert check_coverage_loss(cov_loop)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), LOCAL_P_WRONG)
+def test_local_p_rejects(wrong, diagnosis, capsys):
+    assert_rejected(check_local_p_attention, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), COVERAGE_LOSS_WRONG)
+def test_coverage_loss_rejects(wrong, diagnosis, capsys):
+    assert_rejected(check_coverage_loss, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("mistakes", "table"), [(LOCAL_P_MISTAKES, LOCAL_P_WRONG),
+                                                 (COVERAGE_LOSS_MISTAKES, COVERAGE_LOSS_WRONG)])
+def test_every_local_p_and_coverage_loss_diagnosis_is_triggered(mistakes, table):
+    assert {m.name for m in mistakes} == {d for _, d in table} - {"", MUTATION}

@@ -2,10 +2,11 @@
 
 Expected answers come from the book's library (``attnbook.layers.masks``) or from the formulas
 written out below; each checker lists the known mistakes it can name. The chapter's exercises
-are ``check_local_softmax`` (a windowed masked softmax), ``check_coverage_score`` (the additive
-score with a coverage input), ``check_luong_step`` and the predict-then-measure
-``check_uniform_attention``; ``check_masked_softmax`` and ``check_additive_score`` are the
-plain versions, kept for readers of earlier editions. ``EXERCISES`` maps the
+are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
+window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
+and the predict-then-measure ``check_uniform_attention`` (a three-way choice);
+``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
+``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
 Legend: B batch, S source length, D hidden width, E input width, Dq query width, Dk key width,
 A additive hidden width.
@@ -128,21 +129,25 @@ def check_additive_score(fn: Callable) -> CheckResult:
 
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
-           dim=-1, tanh=True, carry="h"):
+           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
     if scale:
         scores = scores / math.sqrt(memory.shape[-1])
+    if mean_pool:
+        scores = torch.zeros_like(scores)  # every real position weighted alike
     if masked:
         weights = _masked(scores, src_tokens, dim=dim).nan_to_num(0.0)  # (B, S)
     else:
         weights = torch.softmax(scores, dim=dim)
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, D)
-    pair = torch.cat([context, new_hidden] if order == "ch" else [new_hidden, context], dim=-1)  # (B, 2D)
+    state = new_hidden if joined == "new" else hidden
+    pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
     out = pair @ W_c.T
     out = torch.tanh(out) if tanh else out  # (B, D): h~_t
-    return out, (new_hidden if carry == "h" else out), weights
+    carried = {"h": new_hidden, "tilde": out, "context": context}[carry]
+    return out, carried, weights
 
 
 LUONG_MISTAKES = [
@@ -160,6 +165,14 @@ LUONG_MISTAKES = [
     Mistake("no tanh", "h̃_t = tanh(W_c [c_t; h_t]): the tanh is missing.", gives=lambda *a: _luong(*a, tanh=False)),
     Mistake("carries h tilde", "the GRU's state is h_t: return it as the new hidden state (h̃_t is what "
             "predicts the token).", gives=lambda *a: _luong(*a, carry="tilde")),
+    Mistake("carries context", "you returned the context c_t as the new hidden state: the GRU's state is "
+            "h_t; c_t is recomputed at every step.", gives=lambda *a: _luong(*a, carry="context")),
+    Mistake("joins previous hidden", "you attended with h_t but joined the context with the previous state "
+            "h_{t-1}: the attentional state is tanh(W_c [c_t; h_t]), both from this step.",
+            gives=lambda *a: _luong(*a, joined="old")),
+    Mistake("mean-pooled context", "your context is the plain average of the real source states: the "
+            "weights must come from the scores h_tᵀ h̄_s, not be equal.",
+            gives=lambda *a: _luong(*a, mean_pool=True)),
 ]
 
 
@@ -182,8 +195,8 @@ def check_luong_step(fn: Callable) -> CheckResult:
             expected = _luong(*args)
         cases.append(Case(
             f"B={B}, S={S}, D={D}, E={E}, source lengths {lengths}", args, expected,
-            hint="h_t = cell(x, hidden); scores = memory · h_t; masked softmax over S; c_t = Σ a_s h̄_s; "
-                 "h̃_t = tanh([c_t; h_t] @ W_c.T); return (h̃_t, h_t, a).",
+            hint="order matters: which state exists when Luong scores the source, the one before or "
+                 "after the recurrent step? Which of the three outputs goes back into the cell next time?",
             atol=1e-5,
         ))
     return run_cases("Luong attention step", no_grad(fn), cases, LUONG_MISTAKES)
@@ -206,8 +219,8 @@ def _local(scores, lengths, centre, radius, *, window=True, real=True, strict=Fa
 def _local_case(description, scores, lengths, centre, radius):
     args = (scores, torch.tensor(lengths), torch.tensor(centre), radius)
     return Case(description, args, _local(*args),
-                hint="allowed = (j < length) & (|j - centre| <= radius); softmax over the allowed positions "
-                     "of each row (-inf elsewhere first), then 0 where not allowed.")
+                hint="which positions may a row attend to? Both conditions at once, and the softmax must only "
+                     "see those.")
 
 
 LOCAL_MISTAKES = [
@@ -292,14 +305,156 @@ def check_coverage_score(fn: Callable) -> CheckResult:
         w, v = torch.randn(A, generator=g), torch.randn(A, generator=g)
         args = (q, k, coverage, W, U, w, v)
         cases.append(Case(f"B={B}, S={S}, Dq={Dq}, Dk={Dk}, A={A}", args, _coverage(*args),
-                          hint="(query @ W.T)[:, None, :] + keys @ U.T + coverage[:, :, None] * w, then tanh, "
-                               "then @ v."))
+                          hint="coverage is one number per letter; the alignment network needs it as A numbers, "
+                               "next to the projections of the query and of each key."))
     return run_cases("coverage score", fn, cases, COVERAGE_MISTAKES)
 
 
+# --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
+def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
+             two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
+             one_sided=False):
+    S = scores.shape[-1]
+    Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
+    hidden = torch.tanh(Wq) if tanh else Wq
+    gate = torch.sigmoid(hidden @ v_p)  # (B,)
+    L = lengths.to(scores.dtype) if use_lengths else torch.full_like(gate, float(S))
+    centre = (L - 1) * gate if span == "L-1" else L * gate  # (B,)
+    if rounded:
+        centre = centre.round()
+    mask = token_mask(lengths, S) if masked else torch.ones_like(scores, dtype=torch.bool)
+    if inclusive:
+        mask = torch.arange(S)[None, :] <= lengths[:, None]  # one padding position too many
+    align = _masked(scores, mask).nan_to_num(0.0)  # (B, S)
+    distance = torch.arange(S, dtype=scores.dtype)[None, :] - centre[:, None]  # (B, S)
+    spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
+    window = torch.exp(-distance ** 2 / spread)
+    if one_sided:
+        window = torch.where(distance < 0, torch.ones_like(window), window)  # letters before p undamped
+    weights = align * window
+    if renorm:
+        weights = weights / weights.sum(-1, keepdim=True).clamp_min(1e-30)
+    return weights, centre
+
+
+LOCAL_P_MISTAKES = [
+    Mistake("padded width", "your centre uses the padded width S for every row: p = (L - 1)·σ(·) with L "
+            "the row's own length, so that the centre lies on the word's letters.",
+            gives=lambda *a: _local_p(*a, use_lengths=False)),
+    Mistake("L instead of L-1", "with 0-based positions 0..L-1 the centre is (L - 1)·σ(·), not L·σ(·): "
+            "L·σ can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
+    Mistake("ignores lengths", "padding got weight: the alignment softmax runs over the real letters only "
+            "(the first `length` positions of each row).", gives=lambda *a: _local_p(*a, masked=False)),
+    Mistake("mask off by one", "the first padding position got weight: positions count from 0, so the real "
+            "letters are j < length, not j <= length.", gives=lambda *a: _local_p(*a, inclusive=True)),
+    Mistake("one-sided window", "only the letters after the centre are damped: the Gaussian depends on "
+            "(j - p)², so it falls off on both sides of p.", gives=lambda *a: _local_p(*a, one_sided=True)),
+    Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
+            "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
+            gives=lambda *a: _local_p(*a, renorm=True)),
+    Mistake("rounded centre", "you rounded the centre to a whole position: p_t stays real-valued, otherwise "
+            "no gradient reaches W_p and v_p (that rounding is local-m's fixed centre, not local-p).",
+            gives=lambda *a: _local_p(*a, rounded=True)),
+    Mistake("no factor 2", "the Gaussian is exp(-(j - p)² / (2σ²)): the 2 is missing.",
+            gives=lambda *a: _local_p(*a, two=False)),
+    Mistake("sigma not squared", "the Gaussian divides by 2σ², the variance, not by 2σ.",
+            gives=lambda *a: _local_p(*a, squared=False)),
+    Mistake("untransposed", "W_p is (A, Dq): W_p q for a batch of row vectors is `query @ W_p.T`.",
+            gives=lambda *a: _local_p(*a, transpose=False)),
+    Mistake("no tanh", "the centre is (L - 1)·σ(v_pᵀ tanh(W_p q)): the tanh is missing.",
+            gives=lambda *a: _local_p(*a, tanh=False)),
+]
+
+
+def check_local_p_attention(fn: Callable) -> CheckResult:
+    """``local_p_attention(scores (B, S), lengths (B,), query (B, Dq), W_p (A, Dq), v_p (A,), sigma)
+    -> (weights (B, S), centre (B,))``: Luong's local-p attention, centre p = (L - 1)·σ(v_pᵀ tanh(W_p q)),
+    weights = masked softmax of the scores × exp(-(j - p)² / (2σ²)), not renormalised."""
+    cases = []
+    for seed, (lengths, S, Dq, A, sigma, scale) in enumerate([
+        ([5], 5, 3, 3, 1.0, 1.0), ([7, 3, 5], 7, 4, 5, 1.5, 2.0), ([4, 6], 6, 3, 2, 2.5, 1.0),
+        ([1, 8, 2, 5], 8, 5, 4, 0.7, 1.0), ([6, 4], 6, 3, 3, 1.2, 100.0),
+    ], start=1):
+        g = _generator(70 + seed)
+        scores = torch.randn(len(lengths), S, generator=g) * scale + (100.0 if scale == 100.0 else 0.0)
+        query = torch.randn(len(lengths), Dq, generator=g)
+        W_p, v_p = torch.randn(A, Dq, generator=g), 2.0 * torch.randn(A, generator=g)
+        args = (scores, torch.tensor(lengths), query, W_p, v_p, sigma)
+        cases.append(Case(
+            f"lengths {lengths} (S={S}), Dq={Dq}, A={A}, sigma={sigma}"
+            + (", large scores" if scale == 100.0 else ""), args, _local_p(*args),
+            hint="two parts, computed separately and then multiplied: where the window is (a real number "
+                 "between the first and the last letter of each row) and how well each letter matches.",
+        ))
+    return run_cases("local-p attention", fn, cases, LOCAL_P_MISTAKES)
+
+
+# --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
+def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
+              mask_steps=True, reduce="steps"):
+    if dim == 1:
+        coverage = weights.cumsum(dim=1)
+        if exclusive:
+            coverage = coverage - weights  # attention received *before* this step
+    else:
+        coverage = weights.cumsum(dim=-1) - (weights if exclusive else 0)
+    if not per_position:
+        coverage = coverage.sum(-1, keepdim=True).expand_as(weights)
+    coverage = sign * coverage
+    terms = torch.minimum(weights, coverage) if op == "min" else torch.maximum(weights, coverage)
+    per_step = terms.sum(-1)  # (B, T)
+    real = tgt_mask.to(weights.dtype) if mask_steps else torch.ones_like(per_step)
+    total = (per_step * real).sum()
+    loss = total / real.sum() if reduce == "steps" else total / weights.shape[0]
+    return coverage, loss
+
+
+COVERAGE_LOSS_MISTAKES = [
+    Mistake("includes current step", "your coverage already includes this step's own weights (a plain "
+            "cumulative sum), so min(a, c) is just a and the loss is 1 per step: coverage is the "
+            "attention received at the steps *before* this one.",
+            gives=lambda a, m: _cov_loss(a, m, exclusive=False)),
+    Mistake("cumsum over positions", "you accumulated over the input positions (the last axis): coverage "
+            "adds up over the decoder steps, axis 1, for each letter separately.",
+            gives=lambda a, m: _cov_loss(a, m, dim=-1)),
+    Mistake("summed over positions", "your coverage is one number per step (summed over the letters): it "
+            "must stay one number per letter, c_j, so that each letter is penalised for itself.",
+            gives=lambda a, m: _cov_loss(a, m, per_position=False)),
+    Mistake("coverage subtracted", "coverage is a sum of past weights, so it is never negative: add the "
+            "earlier steps' weights, do not subtract them.", gives=lambda a, m: _cov_loss(a, m, sign=-1.0)),
+    Mistake("max instead of min", "the penalty is min(a_j, c_j): only attention paid *again* to a letter "
+            "already covered counts; max would penalise every first look.",
+            gives=lambda a, m: _cov_loss(a, m, op="max")),
+    Mistake("counts padded steps", "the padded output steps count in your loss: sum over the real steps "
+            "only (tgt_mask) and divide by their number.", gives=lambda a, m: _cov_loss(a, m, mask_steps=False)),
+    Mistake("mean over batch", "you divided by the batch size: the loss is the mean over the real output "
+            "steps (the number of True entries of tgt_mask).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="batch")),
+]
+
+
+def check_coverage_loss(fn: Callable) -> CheckResult:
+    """``coverage_loss(weights (B, T, S), tgt_mask (B, T)) -> (coverage (B, T, S), loss scalar)``:
+    coverage[b, t, j] = Σ_{t' < t} weights[b, t', j]; loss = mean over real steps of Σ_j min(a, c)."""
+    cases = [Case(
+        "B=1, T=3, S=2: looks at letter 1, then letter 1 again, then letter 2",
+        (torch.tensor([[[1.0, 0.0], [0.75, 0.25], [0.0, 1.0]]]), torch.tensor([[True, True, True]])),
+        (torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.75, 0.25]]]), torch.tensor(1.0 / 3.0)),
+        hint="at each step, which earlier looks count, and how much of this step's look repeats them?")]
+    for seed, (T_lengths, T, S) in enumerate([([4, 2, 3], 4, 5), ([1, 5], 5, 3), ([6, 6, 2, 4], 6, 1 + 3)],
+                                             start=1):
+        g = _generator(90 + seed)
+        weights = torch.softmax(2.0 * torch.randn(len(T_lengths), T, S, generator=g), dim=-1)  # padded steps too
+        tgt_mask = token_mask(torch.tensor(T_lengths), T)
+        args = (weights, tgt_mask)
+        cases.append(Case(f"B={len(T_lengths)}, T={T}, S={S}, real steps {T_lengths}", args, _cov_loss(*args),
+                          hint="coverage runs along the decoder steps for each letter; the loss averages over "
+                               "the real steps only."))
+    return run_cases("coverage loss", fn, cases, COVERAGE_LOSS_MISTAKES)
+
+
 # --- predict, then measure: uniform attention ----------------------------------------------------------
-UNIFORM_RANGE = (0.75, 1.00)  # test WER of Chapter 2's 360-step additive model with uniform weights
-UNIFORM_TOLERANCE = 0.12
+UNIFORM_RANGE = (0.40, 1.00)  # plausible test WERs of the 360-step additive model with uniform weights
 
 
 class _UniformScore(Score):
@@ -313,58 +468,83 @@ class _UniformScore(Score):
 
 
 @torch.no_grad()
-def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab: Vocab,
-                              tgt_vocab: Vocab) -> dict[str, float]:
-    """Test WER and PER of ``model`` as trained (``trained_*``) and with uniform weights (``uniform_*``);
+def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab: Vocab, tgt_vocab: Vocab,
+                              baseline: torch.nn.Module | None = None) -> dict[str, float]:
+    """Test WER and PER of ``model`` as trained (``trained_*``) and with uniform weights (``uniform_*``),
+    and the WER of ``baseline`` (the model without attention, ``no_attention_wer``) on the same words;
     the model itself is not changed (a copy gets the uniform score)."""
     uniform = copy.deepcopy(model)
     uniform.decoder.score = _UniformScore()
     trained, flat = evaluate_g2p(model, pairs, src_vocab, tgt_vocab), evaluate_g2p(uniform, pairs, src_vocab,
                                                                                    tgt_vocab)
-    return {"trained_wer": trained.wer, "uniform_wer": flat.wer, "trained_per": trained.per,
-            "uniform_per": flat.per}
+    out = {"trained_wer": trained.wer, "uniform_wer": flat.wer, "trained_per": trained.per,
+           "uniform_per": flat.per}
+    if baseline is not None:
+        out["no_attention_wer"] = evaluate_g2p(baseline, pairs, src_vocab, tgt_vocab).wer
+    return out
 
 
-def check_uniform_attention(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
-    """Compare the reader's predicted WER (a fraction) of the uniform-attention model with ``measure()``."""
+UNIFORM_CHOICES = {
+    "a": "close to the trained attention model",
+    "b": "close to the model without attention",
+    "c": "worse than both",
+}
+NO_ATTENTION_RANGE = (0.50, 0.75)  # test WER of Chapter 2's 360-step model without attention
+
+
+def _uniform_outcome(trained: float, no_attention: float, flat: float) -> str:
+    """Which of the three choices the measurement is: worse than both, else the nearer of the two."""
+    if flat > max(trained, no_attention):
+        return "c"
+    return "a" if abs(flat - trained) <= abs(flat - no_attention) else "b"
+
+
+def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) -> CheckResult:
+    """The reader's choice (``"a"``, ``"b"`` or ``"c"``, see ``UNIFORM_CHOICES``) for the WER of the
+    uniform-attention model, compared with the outcome ``measure()`` gives."""
     name = "uniform attention"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_wer, then run the cell.")
-    if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
-        return _finish(name, False, f"predicted_wer must be a number (a fraction such as 0.6), got "
-                       f"{type(predicted).__name__}.", "not a number")
-    if 1.0 < predicted <= 100:
-        return _finish(name, False, f"write the WER as a fraction: {predicted} looks like a percentage "
-                       f"(use {predicted / 100:g}).", "percent")
+        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into prediction, "
+                       "then run the cell.")
+    if not isinstance(predicted, str) or predicted.strip().lower() not in UNIFORM_CHOICES:
+        return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {predicted!r}.",
+                       "not a choice")
+    choice = predicted.strip().lower()
     measured = measure()
-    keys = {"trained_wer", "uniform_wer", "trained_per", "uniform_per"}
+    keys = {"trained_wer", "uniform_wer", "no_attention_wer"}
     if not isinstance(measured, dict) or not keys <= set(measured):
-        return _finish(name, False, "run the measurement as given: measure_uniform_attention(...) returns a dict "
-                       f"with {sorted(keys)}.", "measurement")
+        return _finish(name, False, "run the measurement as given: measure_uniform_attention(..., baseline=gru) "
+                       f"returns a dict with {sorted(keys)}.", "measurement")
     low, high = UNIFORM_RANGE
-    flat, trained = measured["uniform_wer"], measured["trained_wer"]
-    if not (low <= flat <= high and 0.30 <= trained <= 0.65 and flat > trained):
+    flat, trained, none = measured["uniform_wer"], measured["trained_wer"], measured["no_attention_wer"]
+    if not (low <= flat <= high and 0.30 <= trained <= 0.65 and flat > trained
+            and NO_ATTENTION_RANGE[0] <= none <= NO_ATTENTION_RANGE[1]):
         return _finish(name, False, f"the measurement (uniform WER {100 * flat:.1f}%) is not what the chapter's "
-                       f"trained additive model gives (expected {100 * low:.1f}%-{100 * high:.1f}%): run it on "
-                       "`attn`, as given.", "measurement")
+                       f"trained models give (expected {100 * low:.1f}%-{100 * high:.1f}%): run it on `attn`, "
+                       "with baseline=gru, as given.", "measurement")
     print(f"   test WER, trained weights: {100 * trained:.1f}% (expected 30.0%–65.0%)")
+    print(f"   test WER, no attention: {100 * none:.1f}% (expected {100 * NO_ATTENTION_RANGE[0]:.1f}%–"
+          f"{100 * NO_ATTENTION_RANGE[1]:.1f}%)")
     print(f"   test WER, uniform weights: {100 * flat:.1f}% (expected {100 * low:.1f}%–{100 * high:.1f}%)")
-    meaning = ("an average of every letter is an input the trained decoder never saw, and it cannot tell "
-               "which letter comes next: it does worse than the model that never had attention, because "
-               "that model was trained to work from its one summary C.")
-    if abs(predicted - flat) <= UNIFORM_TOLERANCE:
-        return _finish(name, True, f"your prediction is within {UNIFORM_TOLERANCE:.0%} of the measurement: "
-                       + meaning)
-    if predicted < flat:
-        return _finish(name, False, "you expected the model to cope better than it does: " + meaning,
-                       "too optimistic")
-    return _finish(name, False, "you expected even more errors: some short words still come out right. "
-                   + meaning, "too pessimistic")
+    outcome = _uniform_outcome(trained, none, flat)
+    verdict = f"the measurement is ({outcome}), {UNIFORM_CHOICES[outcome]}"
+    meaning = {
+        "c": ": the decoder was trained on contexts that each weight a few letters; a plain average of every "
+             "letter is not one of those, so the trained weights, not merely access to every letter, are what "
+             "it relies on. (Why it falls below the model without attention, a different network trained "
+             "on its own summary, this measurement does not say.)",
+        "b": ": the decoder reads a plain average about as well as Chapter 1's model reads its summary C.",
+        "a": ": the choice of letters adds little here; an average of the encoder states carries the word.",
+    }[outcome]
+    if choice == outcome:
+        return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
+    return _finish(name, False, f"you chose ({choice}), {UNIFORM_CHOICES[choice]}; {verdict}{meaning}",
+                   "wrong choice")
 
 
 EXERCISES = {
-    "local_softmax": check_local_softmax,
-    "coverage_score": check_coverage_score,
+    "local_p_attention": check_local_p_attention,
+    "coverage_loss": check_coverage_loss,
     "luong_step": check_luong_step,
 }
 # ``check_uniform_attention`` takes a prediction and a measurement, not a function, so the CLI
