@@ -498,7 +498,7 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
             logits, new = step(tokens[-1] if tokens else bos_id, st if thread else first)
             logp = torch.log_softmax(logits.float(), dim=-1).tolist()
             candidates += [(score + lp, tokens + [v], new, v == eos_id) for v, lp in enumerate(logp)]
-        if prune_normalised:  # ranks by score / L**alpha at every step, not at the end
+        if prune_normalised:  # ranks by score / n**alpha at every step, not at the end
             candidates.sort(key=lambda c: -c[0] / len(c[1]) ** length_penalty)
         else:
             candidates.sort(key=lambda c: -c[0])
@@ -528,16 +528,16 @@ BEAM_MISTAKES = [
     Mistake("greedy", "your result is greedy search's: keep beam_size hypotheses at every step, not one.",
             gives=lambda step, state, b, e, n, k, a: _beam_variant(step, state, b, e, n, 1, a)),
     Mistake("ignores length_penalty", "your result ignores length_penalty: pick the hypothesis with the "
-            "highest score / L ** length_penalty.",
+            "highest score / n ** length_penalty.",
             gives=lambda step, state, b, e, n, k, a: _beam_variant(step, state, b, e, n, k, 0.0)),
-    Mistake("length without eos", "L counts the tokens a hypothesis generated, <eos> included.",
+    Mistake("length without eos", "n counts the tokens a hypothesis generated, <eos> included.",
             gives=lambda *a: _beam_variant(*a, count_eos=False)),
     Mistake("finished set aside", "a finished hypothesis stays in the beam with its score frozen and "
             "competes with the live ones; you set finished ones aside and kept beam_size live ones.",
             gives=lambda *a: _beam_variant(*a, set_aside=True)),
     Mistake("normalised while pruning",
             "keep the beam_size best by their plain score (the sum of log-probabilities) "
-            "at every step; divide by L ** length_penalty only to choose the final "
+            "at every step; divide by n ** length_penalty only to choose the final "
             "hypothesis. Normalising while pruning lets finished hypotheses and live "
             "ones trade places in the beam.",
             gives=lambda *a: _beam_variant(*a, prune_normalised=True)),
@@ -562,7 +562,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
         (5, 3, 4, 0, (), 6, 1, 1.0, 0.5),    # one beam: greedy search
         (9, 2, 1, 2, (5,), 3, 3, 1.0, 0.0),  # max_len cuts every hypothesis
         (6, 5, 1, 2, (), 1, 2, 1.0, 0.4),    # a single step
-        (9, 16, 3, 6, (4, 1), 9, 3, 0.7, 0.3),  # pruning by score / L**alpha differs
+        (9, 16, 3, 6, (4, 1), 9, 3, 0.7, 0.3),  # pruning by score / n**alpha differs
     ]:
         model = PrefixModel(V, seed, eos, eos_growth=growth, spread=1.5)
         expected = _library_beam_search(BatchedPrefixModel(model, state), torch.zeros(1, 1), torch.ones(1), bos,
@@ -571,7 +571,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
             f"{model}, state={state}, bos_id={bos}, eos_id={eos}, max_len={max_len}, beam_size={K}, "
             f"length_penalty={alpha}: {len(expected)} tokens", (model, state, bos, eos, max_len, K, alpha), expected,
             hint="score = sum of log_softmax of the chosen tokens; keep the beam_size best of all extensions; "
-                 "a finished hypothesis stays with its score frozen; the answer maximises score / L**length_penalty."))
+                 "a finished hypothesis stays with its score frozen; the answer maximises score / n**length_penalty."))
     return run_cases("beam search", no_grad(fn), cases, BEAM_MISTAKES)
 
 
