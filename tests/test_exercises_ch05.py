@@ -104,6 +104,8 @@ def layer_variant(kind):
             return x + sa(h, h, h, mask=mask) + ff(x)
         if kind == "norm2":
             return x + sa(h, h, h, mask=mask) + ff(n2(x))
+        if kind == "kv from x":
+            return x + sa(h, x, x, mask=mask) + ff(h)
         if kind == "attn on x":
             return x + sa(x, x, x, mask=mask) + ff(h)
         if kind == "no mask":
@@ -129,8 +131,9 @@ ENCODER_WRONG = [
     (layer_variant("no mask"), "ignores mask"),
     (layer_variant("inverted"), "inverted mask"),
     (layer_variant("in place"), MUTATION),
-    (layer_variant("sequential, one norm"), ""),
-    (layer_variant("normed residual"), ""),
+    (layer_variant("sequential, one norm"), "sequential, norm1"),
+    (layer_variant("normed residual"), "normalised residual"),
+    (layer_variant("kv from x"), "keys and values from x"),
     (not_done, ""),
 ]
 
@@ -157,9 +160,10 @@ def step_variant(kind):
             y = x + sa.attend(h, cache, mask=torch.ones(len(cache), len(cache), dtype=torch.bool).tril()[:1])
         else:
             y = x + sa.attend(h, cache)
-        y = y + block.cross_attn.attend(block.norm2(y), memory_kv,
-                                        mask=None if kind == "no memory mask" else memory_mask)
-        y = y + block.feed_forward(block.norm3(y))
+        crossed = block.cross_attn.attend(block.norm2(x if kind == "cross reads x" else y), memory_kv,
+                                          mask=None if kind == "no memory mask" else memory_mask)
+        y = crossed if kind == "no cross residual" else y + crossed
+        y = y + block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(y))
         if kind == "full recompute, no cache":
             return y, None
         return y, (past if kind == "old cache" else cache)
@@ -181,6 +185,9 @@ STEP_WRONG = [
     (step_variant("keys from x"), "keys from x"),
     (step_variant("post"), "post-norm"),
     (step_variant("no memory mask"), "ignores memory_mask"),
+    (step_variant("cross reads x"), "cross-attention reads the old x"),
+    (step_variant("no cross residual"), "no residual around cross-attention"),
+    (step_variant("norm2 for ffn"), "norm2 before the feed-forward"),
     (step_in_place, MUTATION),
     (step_variant("full recompute, no cache"), ""),
     (not_done, ""),
@@ -239,6 +246,12 @@ def loss_variant(kind):
             targets[~real] = 0
         if kind == "one minus only":
             return ((1 - eps) * nll)[real].mean()
+        if kind == "kl":  # cross-entropy minus the target's entropy, through PyTorch's kl_div
+            q = torch.full_like(logp, eps / V).scatter(-1, targets[..., None], 1 - eps + eps / V)
+            kl = torch.nn.functional.kl_div(logp, q, reduction="none").sum(-1)
+            return kl[real].mean()
+        if kind == "mix probabilities":
+            return -torch.log((1 - eps) * torch.exp(-nll) + eps / V)[real].mean()
         return loss[real].mean()
     return fn
 
@@ -251,7 +264,9 @@ SMOOTHING_WRONG = [
     (loss_variant("sum"), "sum, not mean"),
     (loss_variant("rows"), "mean per sequence"),
     (loss_variant("in place"), MUTATION),
-    (loss_variant("one minus only"), ""),
+    (loss_variant("one minus only"), "no smoothing term"),
+    (loss_variant("kl"), "KL divergence"),
+    (loss_variant("mix probabilities"), "mix probabilities"),
     (lambda lg, t, p, e: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), t.reshape(-1),
                                                            label_smoothing=e), "padding counted"),
     (not_done, ""),
@@ -398,17 +413,26 @@ def _measure_in_range(fn):
     return sum(CONFIDENCE_RANGE) / 2
 
 
-@pytest.mark.parametrize(("predicted", "passes", "says"), [
-    (None, False, "not done yet"),
-    (1.5, False, "between 0 and 1"),
-    (0.99, True, "above 0.902"),
-    (sum(CONFIDENCE_RANGE) / 2, True, "within 0.05"),
-    (0.3, True, "more than 0.05 from"),
+@pytest.mark.parametrize(("predicted", "measured", "passes", "says"), [
+    (None, 0.8, False, "not done yet"),
+    (1.5, 0.8, False, "between 0 and 1"),
+    (0.99, 0.8, False, "above the smoothing optimum"),
+    (0.8, 0.8, True, ""),
+    (0.89, 0.8, True, ""),
+    (0.71, 0.8, True, ""),
+    (0.85, 0.72, False, "too confident"),
+    (0.3, 0.8, False, "too unsure"),
+    (0.65, 0.76, False, "too unsure"),
 ])
-def test_confidence_prediction_compares_prediction_and_measurement(predicted, passes, says, capsys):
-    result = check_confidence_prediction(predicted, right_token_probability, _measure_in_range)
+def test_confidence_prediction_compares_prediction_and_measurement(predicted, measured, passes, says, capsys):
+    """Close predictions pass; far ones fail, named by direction, with the measurement in the message."""
+    result = check_confidence_prediction(predicted, right_token_probability, lambda fn: measured)
+    out = capsys.readouterr().out
     assert bool(result) is passes
-    assert says in capsys.readouterr().out
+    if says in ("", "not done yet", "between 0 and 1"):
+        assert says in out
+    else:
+        assert result.diagnosis == says and f"{measured:.3f}" in out
 
 
 def test_confidence_prediction_rejects_a_measurement_outside_the_committed_range(capsys):

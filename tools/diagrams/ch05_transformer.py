@@ -8,10 +8,10 @@ TR = "attnbook.models.transformer.Transformer"
 DESC = (
     "The library's Transformer. Left, the encoder: source tokens (B, S) go through src_embeddings "
     "(Embeddings: token embedding times sqrt(D) plus SinusoidalPositionalEncoding), shape (B, S, D), "
-    "then N EncoderBlocks (encoder_blocks). Each block is self_attn (MultiHeadAttention; queries, keys "
+    "then L EncoderBlocks (encoder_blocks). Each block is self_attn (MultiHeadAttention; queries, keys "
     "and values all from the stream; key_mask (B, 1, S) for padding), then norm1 = LayerNorm(x + "
     "sublayer), then feed_forward (FeedForward, D to F to D), then norm2. Its output is the memory R, "
-    "(B, S, D). Right, the decoder: target tokens (B, T) through tgt_embeddings, shape (B, T, D), then N "
+    "(B, S, D). Right, the decoder: target tokens (B, T) through tgt_embeddings, shape (B, T, D), then L "
     "DecoderBlocks (decoder_blocks): self_attn under causal_mask (T, T), norm1; cross_attn with "
     "queries from the decoder stream and keys and values from R (project_memory gives a KVCache "
     "(B, H, S, Dh); the same R goes to every block) under key_mask (B, 1, S), weights (B, H, T, S), "
@@ -109,7 +109,7 @@ def embed(fig: Figure, cx: float, tokens: str, name: str, shape: str) -> None:
 def encoder(fig: Figure) -> None:
     """src -> src_embeddings -> EncoderBlock x N -> the memory R."""
     embed(fig, EX, "src (B, S)", fig.code("src_embeddings: Embeddings", f"{L}.Embeddings", f"{TR}:src_embeddings"), "(B, S, D)")
-    label = fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × N"
+    label = fig.code("EncoderBlock", f"{L}.EncoderBlock") + " × L"
     boxes, top = stack(fig, EX, ENCODER, f"{L}.EncoderBlock", label, "encoder_blocks")
     mask(fig, EX, boxes["self_attn"], fig.code("key_mask", f"{L}.key_mask"), "(B, 1, S)")
     fig.line([(EX, top), (EX, 245)], "stream")
@@ -121,7 +121,7 @@ def encoder(fig: Figure) -> None:
 def decoder(fig: Figure) -> tuple[Box, float]:
     """tgt_in -> tgt_embeddings -> DecoderBlock x N; returns the cross-attention box and the stack's top."""
     embed(fig, DX, "tgt_in (B, T)", fig.code("tgt_embeddings: Embeddings", f"{TR}:tgt_embeddings"), "(B, T, D)")
-    label = fig.code("DecoderBlock", f"{L}.DecoderBlock") + " × N"
+    label = fig.code("DecoderBlock", f"{L}.DecoderBlock") + " × L"
     boxes, top = stack(fig, DX, DECODER, f"{L}.DecoderBlock", label, "decoder_blocks")
     mask(fig, DX, boxes["self_attn"], fig.code("causal_mask", f"{L}.causal_mask"), "(T, T)")
     mask(fig, DX, boxes["cross_attn"], "key_mask", "(B, 1, S)")
