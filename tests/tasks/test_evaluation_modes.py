@@ -78,6 +78,8 @@ HELPERS = {
     "language_modeling.generate_uncached": (
         _gpt, lambda m: language_modeling.generate_uncached(m, torch.randint(23, (2, 3)), 4)),
     "token_stream.model_loss": (_gpt, lambda m: token_stream.model_loss(m, torch.randint(23, (40,)), 8, 2)),
+    "token_stream.position_losses": (
+        _gpt, lambda m: token_stream.position_losses(m, torch.randint(23, (40,)), 8, 2)),
     "induction.half_losses": (
         _gpt, lambda m: induction.half_losses(m, *induction.repeated_segments(3, 12, 23, 2, 5))),
     "masked_lm.evaluate_pretraining": (
