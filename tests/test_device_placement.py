@@ -321,6 +321,8 @@ def text_features(device):
         labels = torch.tensor([0, 1, 0])
         probe = text_classification.train_linear_probe(features, labels, 2, steps=3)
         return {"features": features,
+                "by_layer": text_classification.encode_texts_by_layer(model, tokenizer, texts,
+                                                                      batch_size=2, device=device),
                 "accuracy": text_classification.accuracy(probe, features, labels)}
     return run
 
@@ -354,6 +356,7 @@ def test_runs_on_the_device_and_makes_no_tensor_elsewhere(name):
 CPU_BY_DESIGN = {
     ".predicted",  # image_classification.predict: class ids, for the CPU-side metrics
     ".features",  # text_classification.encode_texts: sentence embeddings, for the CPU probes
+    ".by_layer",  # text_classification.encode_texts_by_layer: the same, at every depth
 }
 
 

@@ -89,7 +89,7 @@ def accuracy_one_item_tensor(logits, targets, chosen):
 @pytest.mark.parametrize("wrong, diagnosis", [
     (accuracy_all_positions_denominator, "all-positions denominator"),
     (accuracy_everywhere, "scored every position"),
-    (accuracy_wrong_axis, ""), (accuracy_unchosen, ""),
+    (accuracy_wrong_axis, "argmax over the wrong axis"), (accuracy_unchosen, ""),
     (accuracy_tensor, "tensor, not float"),
     (accuracy_one_item_tensor, "tensor, not float"),
 ])
@@ -275,6 +275,26 @@ def masking_few_random(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (u >= 0.8) & (u < 0.85), random_ids, out), chosen
 
 
+def masking_independent_draws(input_ids, maskable, mask_id, vocab_size, generator):
+    # [MASK] with one draw, random with another: the random draw overwrites some [MASK]s
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    v = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (v < 0.1), random_ids, out), chosen
+
+
+def masking_independent_draws_after(input_ids, maskable, mask_id, vocab_size, generator):
+    # [MASK] with one draw; random with p = 0.1 among the rest: too few random tokens
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    v = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (v < 0.1), random_ids, out), chosen
+
+
 def masking_global_rng(input_ids, maskable, mask_id, vocab_size, generator):
     return masking_reference(input_ids, maskable, mask_id, vocab_size, None)
 
@@ -308,6 +328,8 @@ MASKING_WRONG = [
     (masking_never_unchanged, "no unchanged tokens"), (masking_no_random, "mask share"),
     (masking_bad_random_ids, ""), (masking_with_replacement, "drawn with replacement"),
     (masking_few_random, "random share"),
+    (masking_independent_draws, "independent draws"),
+    (masking_independent_draws_after, "independent draws"),
     (masking_reseeds, "global RNG reseeded"),
     (masking_reseeds_from_generator, "global RNG reseeded"),
 ]
@@ -325,7 +347,7 @@ def test_masking_checker(wrong, diagnosis, capsys):
 def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
     from attnbook.exercises import ch06
     names = {name for name, _ in ch06._MASKING_DIAGNOSES.values()}
-    names |= {name for name, _, _ in ch06._MASKING_PATTERNS.values()}
+    names |= {p[0] for patterns in ch06._MASKING_PATTERNS.values() for p in patterns}
     # "unchanged share" fails first only when [MASK] and random both sit near their limits
     names -= {MUTATION, "unchanged share"}
     assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION}
@@ -415,6 +437,17 @@ def test_cls_vectors_checker(wrong, diagnosis, capsys):
     result = check_cls_probe(wrong, 40.0)
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_cls_probe_asks_for_a_prediction_before_measuring(capsys):
+    right = lambda m, i, s, t: m(i, s, t)[:, 0]
+    # the prediction is judged before the model, tokenizer or texts are touched
+    for prediction, diagnosis in ((None, "no prediction"), (0.35, "prediction not a percentage"),
+                                  (140, "prediction not a percentage"),
+                                  ("35", "prediction not a percentage")):
+        result = check_cls_probe(right, prediction, model=object())
+        assert not result
+        assert result.diagnosis == diagnosis, result.message
 
 
 def test_every_cls_mistake_is_triggered():

@@ -60,7 +60,7 @@ def _reference_mlm_accuracy(logits: torch.Tensor, targets: torch.Tensor, chosen:
 
 def _accuracy_cases() -> list[Case]:
     cases = []
-    for n, (B, S, V, rate) in enumerate([(1, 9, 5, 0.5), (2, 13, 7, 0.3), (3, 16, 11, 0.2), (4, 10, 3, 0.6)]):
+    for n, (B, S, V, rate) in enumerate([(2, 9, 9, 0.5), (2, 13, 7, 0.3), (3, 16, 11, 0.2), (4, 10, 3, 0.6)]):
         g = torch.Generator().manual_seed(10 + n)
         logits = torch.randn(B, S, V, generator=g)
         targets = torch.randint(0, V, (B, S), generator=g)
@@ -82,6 +82,10 @@ ACCURACY_MISTAKES = (
     Mistake("all-positions denominator", "you divided the right answers by every position of the batch (seed 003's "
                                          "trap): divide by the number of chosen positions.",
             gives=lambda lo, t, c: float(((lo.argmax(-1) == t) & c).sum() / t.numel())),
+    Mistake("argmax over the wrong axis", "you took the argmax over the sequence axis (dim 1): the "
+                                          "predicted token is the argmax over the vocabulary, the last "
+                                          "axis (logits.argmax(-1)).",
+            gives=lambda lo, t, c: float((lo.argmax(1)[c] == t[c]).float().mean())),
     Mistake("scored every position", "you scored every position, not only the chosen ones: the unchosen tokens "
                                      "were visible to the model.",
             gives=lambda lo, t, c: float((lo.argmax(-1) == t).float().mean())),
@@ -322,21 +326,34 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
 # Known mistakes that a failed share tells apart: property -> (name, message, test on the
 # shares and the case's maskable positions); checked before the property's own diagnosis.
 _MASKING_PATTERNS = {
-    "about 15% of maskable tokens are chosen": (
+    "about 15% of maskable tokens are chosen": [(
         "drawn with replacement",
         "you drew round(15% of n) positions with replacement (seed 003's selection): "
         "some are drawn twice, so only about 13.9% are chosen. Choose each maskable "
         "position with probability 0.15 (torch.rand(...) < 0.15), or draw distinct "
         "positions.",
         lambda shares, maskable:
-            abs(shares["chosen"] - _with_replacement_share(maskable)) < SELECT_TOL),
-    "about 10% of chosen become another token": (
+            abs(shares["chosen"] - _with_replacement_share(maskable)) < SELECT_TOL)],
+    "about 80% of chosen become [MASK]": [(
+        "independent draws",
+        "you decided [MASK] and random with two independent draws, and the random draw "
+        "overwrote some [MASK]s (about 72% [MASK], 10% random, 18% unchanged). Use ONE "
+        "draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
+        lambda shares, maskable: abs(shares["mask"] - 0.72) < MASK_TOL
+        and abs(shares["keep"] - 0.18) < SPLIT_TOL)],
+    "about 10% of chosen become another token": [(
         "no unchanged tokens",
         "you split the chosen positions 80/20 between [MASK] and random tokens (seed "
         "003's split): 10% must stay unchanged, so 80% [MASK], 10% random, 10% "
         "unchanged.",
         lambda shares, maskable: shares["keep"] < KEEP - SPLIT_TOL
-        and abs(shares["random"] - (RANDOM + KEEP)) < 2 * SPLIT_TOL),
+        and abs(shares["random"] - (RANDOM + KEEP)) < 2 * SPLIT_TOL), (
+        "independent draws",
+        "you decided [MASK] and random with two independent draws (random with probability "
+        "0.1 among the positions not masked gives only 2% random, 18% unchanged). Use ONE "
+        "draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
+        lambda shares, maskable: abs(shares["random"] - 0.02) < SPLIT_TOL
+        and abs(shares["keep"] - 0.18) < SPLIT_TOL)],
 }
 
 
@@ -369,9 +386,10 @@ def check_masking(fn: Callable) -> CheckResult:
                           f"{shares['random']:.1%} random, "
                           f"{shares['keep']:.1%} unchanged.")
             name, message = _MASKING_DIAGNOSES.get(failed[0], ("", ""))
-            pattern = _MASKING_PATTERNS.get(failed[0])
-            if pattern is not None and pattern[2](shares, maskable):
-                name, message = pattern[0], pattern[1]
+            for pattern in _MASKING_PATTERNS.get(failed[0], []):
+                if pattern[2](shares, maskable):
+                    name, message = pattern[0], pattern[1]
+                    break
             return _verdict(exercise, False, f"{message}\n   {where}" if message else where, name)
     return _verdict(exercise, True, f"all {len(specs)} cases pass.")
 
@@ -529,10 +547,22 @@ def _mean(hidden: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
 def check_cls_probe(fn: Callable, prediction: float | None = None, model=None, tokenizer=None, texts=None,
                     labels=None) -> CheckResult:
     """``fn(model, input_ids, segment_ids, token_mask) -> (B, D)``: the last layer's [CLS] vectors.
-    When it passes and ``model`` is given, the chapter's probe is measured on those features
-    (30 labelled verses per genre, the chapter's 5 splits) and compared with ``prediction`` (%)."""
+    When ``model`` is given, a ``prediction`` (in %) is required first; when ``fn`` passes, the
+    chapter's probe is measured on those features (30 labelled verses per genre, the chapter's
+    5 splits) and the prediction is judged against the measurement."""
     from attnbook.exercises.core import no_grad
-    result = run_cases("frozen [CLS] probe", no_grad(fn), _cls_cases(), CLS_MISTAKES)
+    exercise = "frozen [CLS] probe"
+    if model is not None:
+        if prediction is None:
+            return _verdict(exercise, False, "write your prediction (a test accuracy in %) into "
+                            "`prediction` first: the measurement comes after it.", "no prediction")
+        if not isinstance(prediction, (int, float)) or not 0 <= prediction <= 100:
+            return _verdict(exercise, False, f"the prediction must be a number of percent between 0 "
+                            f"and 100, got {prediction!r}.", "prediction not a percentage")
+        if 0 < prediction <= 1:
+            return _verdict(exercise, False, f"a prediction of {prediction} looks like a fraction: write "
+                            f"it in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
+    result = run_cases(exercise, no_grad(fn), _cls_cases(), CLS_MISTAKES)
     if not result or model is None:
         return result
     from attnbook.tasks import text_classification as tc
@@ -548,11 +578,12 @@ def check_cls_probe(fn: Callable, prediction: float | None = None, model=None, t
     # printed as range reports (": value (expected ...)"), so a stored run's figures may vary
     print(f"   measured, frozen [CLS] probe (5 splits, 30 labelled verses per genre): {100 * measured:.1f}% "
           f"(expected {100 * low:.1f}%–{100 * high:.1f}%, the range measured when this exercise was written)")
-    if prediction is None:
-        print("   (no prediction given: write yours into `prediction` before you measure)")
-    else:
-        print(f"   your prediction minus the measurement, in points: {prediction - 100 * measured:.1f} "
-              "(expected within 5 either way for a close guess)")
+    error = prediction - 100 * measured
+    print(f"   your prediction minus the measurement, in points: {error:.1f} "
+          "(expected within 5 either way for a close guess)")
+    print("   verdict: " + ("a close prediction." if abs(error) <= 5 else
+                            "too high: the [CLS] vector carries less than you expected." if error > 0 else
+                            "too low: the [CLS] vector carries more than you expected."))
     print("   Why: all-MiniLM-L6-v2 was trained (contrastively) on the *mean* of its tokens; nothing asked "
           "its [CLS] vector to summarise the sentence, and a frozen probe can only read what is there. "
           "Fine-tuning can retrain [CLS] (the fine-tuning table above).")

@@ -26,7 +26,7 @@ from torch import nn
 
 from attnbook.data.bible import Verse
 from attnbook.data.wordpiece import WordPieceTokenizer
-from attnbook.models.bert import Bert, BertForSequenceClassification, sentence_embeddings
+from attnbook.models.bert import Bert, BertForSequenceClassification, mean_pool, sentence_embeddings
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.train import evaluating
 
@@ -71,6 +71,24 @@ def encode_texts(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str
             rows = order[start:start + batch_size]
             inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
             out[rows] = sentence_embeddings(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu()
+    return out
+
+
+@torch.no_grad()
+def encode_texts_by_layer(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], batch_size: int = 64,
+                          device: torch.device | str = "cpu") -> torch.Tensor:
+    """Like :func:`encode_texts`, at every depth: ``(L + 1, N, D)``, the mean-pooled, normalised
+    output of the embeddings (index 0) and of each of the ``L`` layers, in the same batches, so
+    that index ``L`` is :func:`encode_texts`' result. On the CPU, in the order of ``texts``."""
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = torch.empty(model.config.num_layers + 1, len(texts), model.config.d_model, device="cpu")
+    with evaluating(model):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
+            states = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask, all_layers=True).hidden_states
+            for depth, hidden in enumerate(states):
+                out[depth, rows] = F.normalize(mean_pool(hidden, inputs.token_mask), dim=-1).cpu()
     return out
 
 
@@ -204,3 +222,21 @@ def fine_tune(model: BertForSequenceClassification, tokenizer: WordPieceTokenize
             right += int((predicted == labels[rows]).sum())
     model.eval()
     return FineTuneResult(right / len(test), tuple(losses))
+
+
+def naive_bayes_accuracies(counts: torch.Tensor, labels: torch.Tensor, train_per_class: int,
+                           seeds: Sequence[int], alpha: float = 0.1) -> list[float]:
+    """Test accuracy of multinomial Naive Bayes on token ``counts`` (N, V) (add-``alpha``
+    smoothing, uniform class prior: every class has ``train_per_class`` examples), one figure per
+    split seed, on the same splits as :func:`probe_accuracies`."""
+    if counts.dim() != 2 or counts.shape[0] != labels.shape[0]:
+        raise ValueError(f"expected counts (N, V) and labels (N,), got {tuple(counts.shape)} and {tuple(labels.shape)}")
+    num_classes = int(labels.max()) + 1
+    results = []
+    for seed in seeds:
+        train, test = stratified_split(labels, train_per_class, seed)
+        totals = torch.zeros(num_classes, counts.shape[1]).index_add_(0, labels[train], counts[train])
+        log_p = (totals + alpha).log() - (totals + alpha).sum(1, keepdim=True).log()  # (C, V)
+        predicted = (counts[test] @ log_p.T).argmax(-1)
+        results.append(float((predicted == labels[test]).float().mean()))
+    return results
