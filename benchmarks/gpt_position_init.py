@@ -7,9 +7,9 @@ Usage: ``python benchmarks/gpt_position_init.py [--jobs 2] [--steps 800]`` (writ
 
 The task and the model are the chapter's toy run: each token is followed by itself + 7
 (mod 50), windows of 32, batch 16, the chapter's 2-layer GPT (D = 64), AdamW at 1e-3, no
-schedule. Three settings of the two tables' initial standard deviations (token, position):
+schedule. The four corners of the two tables' initial standard deviations (token, position):
 both small (0.02, 0.02: GPT-2, the library's default), mixed (0.02, 1.0: a position table
-left at PyTorch's N(0, 1)), both large (1.0, 1.0). Each runs with seeds 0, 1, 2 (the seed
+left at PyTorch's N(0, 1)), both large (1.0, 1.0) and large tokens (1.0, 0.02). Each runs with seeds 0, 1, 2 (the seed
 draws the weights and the batches); the training loss of every step is kept, one thread.
 """
 from __future__ import annotations
@@ -25,7 +25,8 @@ from attnbook.tasks.language_modeling import next_token_loss
 from attnbook.tasks.token_stream import lm_batches
 from attnbook.train import fit
 
-SETTINGS = {"both small": (0.02, 0.02), "mixed": (0.02, 1.0), "both large": (1.0, 1.0)}
+SETTINGS = {"both small": (0.02, 0.02), "mixed": (0.02, 1.0), "both large": (1.0, 1.0),
+            "large tokens": (1.0, 0.02)}
 SEEDS = (0, 1, 2)
 
 
@@ -62,7 +63,7 @@ def main() -> None:
     out = common.out_path(args, "gpt_position_init.json")
     if out is not None:
         common.write_result(out, {
-            "description": "Chapter 8: training loss per step of the toy bigram task for three "
+            "description": "Chapter 8: training loss per step of the toy bigram task for four "
                            "initial scales of the token and position tables, 3 seeds; written by "
                            "benchmarks/gpt_position_init.py",
             "settings": {n: {"token_std": t, "position_std": p} for n, (t, p) in SETTINGS.items()},

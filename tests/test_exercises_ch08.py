@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook.exercises.ch08 import (
-    INVENTED_RANGES, check_bpe_merge_step, check_invented_prediction, check_lm_loss,
+    INVENTED_RANGES, check_bpe_merges, check_invented_prediction, check_lm_loss,
     check_perplexity, check_top_p, check_window_cached_mask,
 )
 from attnbook.layers.masks import causal_mask
@@ -24,27 +24,34 @@ def perplexity(losses):
     return math.exp(total / count)
 
 
-def bpe_merge_step(pieces, new_id):
-    counts = {}
-    for ids, n in pieces.items():
-        for pair in zip(ids, ids[1:]):
-            counts[pair] = counts.get(pair, 0) + n
-    best = min(counts, key=lambda pair: (-counts[pair], pair))
-    merged = {}
-    for ids, n in pieces.items():
-        out, i = [], 0
-        while i < len(ids):
-            if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
-                out.append(new_id)
-                i += 2
-            else:
-                out.append(ids[i])
-                i += 1
-        merged[tuple(out)] = n
-    return best, merged
+def bpe_merges(pieces, first_id, min_count, *, once_per_piece=False, weighted=True,
+               strict=False, tie=None, right_to_left=False, same_id=False):
+    """The chapter's solution; the keyword arguments write plausible wrong answers."""
+    merges, new_id = [], first_id
+    while True:
+        counts = {}
+        for ids, n in pieces.items():
+            pairs = list(zip(ids, ids[1:]))
+            for pair in (set(pairs) if once_per_piece else pairs):
+                counts[pair] = counts.get(pair, 0) + (n if weighted else 1)
+        if not counts:
+            break
+        best = (tie or (lambda c: min(c, key=lambda pair: (-c[pair], pair))))(counts)
+        if counts[best] < min_count or (strict and counts[best] <= min_count):
+            break
+        merges.append(best)
+        if right_to_left:
+            pieces = {tuple(_merge(list(ids)[::-1], best[::-1], new_id))[::-1]: n
+                      for ids, n in pieces.items()}
+        else:
+            pieces = {tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+        new_id += 0 if same_id else 1
+    return merges, pieces
 
 
 def top_p(logits, p):
+    if p >= 1.0:  # in float32 the running sum can reach 1.0 before the tail
+        return logits.clone()
     probs, order = logits.softmax(-1).sort(-1, descending=True)
     drop_sorted = probs.cumsum(-1) - probs >= p
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
@@ -63,7 +70,7 @@ def lm_loss(model, tokens):
 
 
 @pytest.mark.parametrize("check, solution", [
-    (check_perplexity, perplexity), (check_bpe_merge_step, bpe_merge_step),
+    (check_perplexity, perplexity), (check_bpe_merges, bpe_merges),
     (check_top_p, top_p), (check_window_cached_mask, window_cached_mask),
     (check_lm_loss, lm_loss),
 ])
@@ -76,7 +83,7 @@ def not_done(*args):
     raise NotImplementedError
 
 
-@pytest.mark.parametrize("check", [check_perplexity, check_bpe_merge_step, check_top_p,
+@pytest.mark.parametrize("check", [check_perplexity, check_bpe_merges, check_top_p,
                                    check_window_cached_mask, check_lm_loss])
 def test_stub_is_not_done(check, capsys):
     assert not check(not_done)
@@ -107,83 +114,79 @@ def test_perplexity_wrong_answers(capsys):
         ls.append(torch.zeros(1, dtype=torch.float64))  # changes the list it was given
         return perplexity(ls[:-1])
     expect_rejected(check_perplexity, mutating, capsys, "in place")
+    expect_rejected(check_perplexity, lambda ls: torch.cat(ls).mean().exp(), capsys,
+                    "not a tensor")  # a 0-d tensor, where one float is asked
 
 
-# --- BPE merge step ---
+# --- BPE merges down to a minimum count ---
 
-def test_bpe_merge_step_wrong_answers(capsys):
-    def unweighted(pieces, new_id):
-        return bpe_merge_step({ids: 1 for ids in pieces}, new_id)[0], bpe_merge_step(pieces, new_id)[1]
-
-    def largest_tie(pieces, new_id):
-        counts = {}
+def test_bpe_merges_wrong_answers(capsys):
+    def counted_once(pieces, first_id, min_count):  # counts taken before the first merge only
+        counts = Counter()
         for ids, n in pieces.items():
             for pair in zip(ids, ids[1:]):
-                counts[pair] = counts.get(pair, 0) + n
-        best = max(counts, key=lambda pair: (counts[pair], pair))
-        return best, bpe_merge_step({**pieces}, new_id)[1] if False else {
-            tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+                counts[pair] += n
+        merges, new_id = [], first_id
+        for pair, count in sorted(counts.items(), key=lambda item: (-item[1], item[0])):
+            if count < min_count:
+                break
+            merges.append(pair)
+            pieces = {tuple(_merge(list(ids), pair, new_id)): n for ids, n in pieces.items()}
+            new_id += 1
+        return merges, pieces
 
-    def right_to_left(pieces, new_id):
-        best, _ = bpe_merge_step(pieces, new_id)
-        return best, {tuple(_merge(list(ids)[::-1], best[::-1], new_id))[::-1]: n for ids, n in pieces.items()}
-
-    def first_seen_tie(pieces, new_id):  # Counter.most_common order: the first pair seen wins ties
-        counts = {}
-        for ids, n in pieces.items():
-            for pair in zip(ids, ids[1:]):
-                counts[pair] = counts.get(pair, 0) + n
-        best = max(counts, key=counts.get)
-        return best, {tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
-
-    def mutating(pieces, new_id):
-        best, merged = bpe_merge_step(pieces, new_id)
+    def mutating(pieces, first_id, min_count):
+        merges, merged = bpe_merges(pieces, first_id, min_count)
         pieces.clear()
         pieces.update(merged)
-        return best, merged
+        return merges, merged
 
-    def drops_counts(pieces, new_id):
-        best, merged = bpe_merge_step(pieces, new_id)
-        return best, {ids: 1 for ids in merged}
+    def drops_counts(pieces, first_id, min_count):
+        merges, merged = bpe_merges(pieces, first_id, min_count)
+        return merges, {ids: 1 for ids in merged}
 
-    expect_rejected(check_bpe_merge_step, unweighted, capsys, "weight by the piece's count")
-    expect_rejected(check_bpe_merge_step, largest_tie, capsys, "smallest pair")
-    expect_rejected(check_bpe_merge_step, right_to_left, capsys, "left to right")
-    expect_rejected(check_bpe_merge_step, first_seen_tie, capsys, "first pair seen")
-    expect_rejected(check_bpe_merge_step, most_common_tie, capsys, "first pair seen")
-    expect_rejected(check_bpe_merge_step, mutating, capsys, "in place")
-    expect_rejected(check_bpe_merge_step, drops_counts, capsys)
+    def one_merge_only(pieces, first_id, min_count):  # cell 6's step, run once
+        merges, merged = bpe_merges(pieces, first_id, min_count)
+        return merges[:1], bpe_merges(pieces, first_id, 10**9)[1] if not merges else {
+            tuple(_merge(list(ids), merges[0], first_id)): n for ids, n in pieces.items()}
+
+    def wrong(**kw):
+        return lambda pieces, first_id, min_count: bpe_merges(pieces, first_id, min_count, **kw)
+
+    def largest(c):
+        return max(c, key=lambda p: (c[p], p))
+
+    def first_seen(c):
+        return max(c, key=c.get)
+
+    def most_common(c):
+        return Counter(c).most_common(1)[0][0]
+
+    check = check_bpe_merges
+    expect_rejected(check, wrong(once_per_piece=True), capsys, "counts twice")
+    expect_rejected(check, wrong(weighted=False), capsys, "weight by the piece's count")
+    expect_rejected(check, wrong(strict=True), capsys, ">=, not >")
+    expect_rejected(check, counted_once, capsys, "recount")
+    expect_rejected(check, wrong(same_id=True), capsys, "its own new id")
+    expect_rejected(check, wrong(tie=largest), capsys, "not the largest")
+    expect_rejected(check, wrong(tie=first_seen), capsys, "first pair seen")
+    expect_rejected(check, wrong(tie=most_common), capsys, "first pair seen")
+    expect_rejected(check, wrong(right_to_left=True), capsys, "left to right")
+    expect_rejected(check, mutating, capsys, "in place")
+    expect_rejected(check, drops_counts, capsys)
+    expect_rejected(check, one_merge_only, capsys)
 
 
-def most_common_tie(pieces, new_id):  # Counter.most_common(1): ties go to the first seen
-    counts = Counter()
-    for ids, n in pieces.items():
-        for pair in zip(ids, ids[1:]):
-            counts[pair] += n
-    best = counts.most_common(1)[0][0]
-    return best, {tuple(_merge(list(ids), best, new_id)): n for ids, n in pieces.items()}
+def test_bpe_merges_is_not_cell_6s_single_step(capsys):
+    """Cell 6's loop body (one merge with the library's count_pairs and merge_pair) fails."""
+    from attnbook.data.bpe import count_pairs, merge_pair
 
-
-def test_bpe_tie_breaks_are_told_apart(capsys):
-    """The largest pair and the first pair seen are two mistakes, each named."""
-    def pair_rule(key):
-        def fn(pieces, new_id):
-            counts = Counter()
-            for ids, n in pieces.items():
-                for pair in zip(ids, ids[1:]):
-                    counts[pair] += n
-            best = key(counts)
-            return best, {tuple(_merge(list(ids), best, new_id)): n
-                          for ids, n in pieces.items()}
-        return fn
-    largest = pair_rule(lambda c: max(c, key=lambda p: (c[p], p)))
-    first_seen = pair_rule(lambda c: max(c, key=c.get))
-    assert not check_bpe_merge_step(largest)
-    first_line = capsys.readouterr().out.splitlines()[0]
-    assert "largest" in first_line and "first pair seen" not in first_line
-    assert not check_bpe_merge_step(first_seen)
-    first_line = capsys.readouterr().out.splitlines()[0]
-    assert "first pair seen" in first_line and "largest" not in first_line
+    def one_step(pieces, first_id, min_count):
+        pairs = count_pairs(pieces)
+        best = min(pairs, key=lambda pair: (-pairs[pair], pair))
+        return [best], {tuple(merge_pair(list(ids), best, first_id)): n
+                        for ids, n in pieces.items()}
+    assert not check_bpe_merges(one_step)
 
 
 def _merge(ids, pair, new_id):
@@ -236,6 +239,26 @@ def test_top_p_wrong_answers(capsys):
     expect_rejected(check_top_p, ignores_batch, capsys)
     expect_rejected(check_top_p, keeps_every_tie, capsys, "lower index first")
     expect_rejected(check_top_p, ties_last_index_first, capsys)
+
+    def not_scattered(logits, p):  # the sorted-order mask applied in vocabulary order
+        probs = logits.softmax(-1).sort(-1, descending=True).values
+        return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
+
+    def strict(logits, p):  # > instead of >=: a token whose better tokens hold exactly p stays
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs > p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    def float32_at_one(logits, p):  # no special case: p = 1 drops float32 tail tokens
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    expect_rejected(check_top_p, not_scattered, capsys, "scatter it back")
+    expect_rejected(check_top_p, strict, capsys, ">=, not >")
+    expect_rejected(check_top_p, float32_at_one, capsys, "float32")
 
 
 def keeps_every_tie(logits, p):  # keeps every token as likely as the one that reaches p
@@ -336,6 +359,12 @@ def test_lm_loss_wrong_answers(capsys):
                     "do not softmax")
     expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).item(), capsys)  # a float
     expect_rejected(check, lambda m, x: ce(m(x[:, :-1])[:, :-1], x[:, 1:-1]), capsys)
+    expect_rejected(check, lambda m, x: ce(m(x)[:, :-1], x[:, :-1]), capsys,
+                    "the tokens the model has just read")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:].flip(-1)), capsys,
+                    "backwards")
+    expect_rejected(check, lambda m, x: ce(m(x)[:, 1:], x[:, :-1]), capsys,
+                    "the other way")
 
 
 # --- predict, then measure ---
@@ -365,6 +394,7 @@ def test_invented_prediction_close_passes(capsys):
     ({0.5: 0.10, 1.5: 0.70}, "smaller than you thought"),  # "flat means gibberish"
     ({0.5: 0.01, 1.5: 0.70}, "; and the rise"),  # both off: both explained
     ({0.5: 5, 1.5: 40}, "between 0 and 1"),  # percentages, not fractions
+    ({0.5: -0.05, 1.5: 0.35}, "between 0 and 1"),  # a negative share
     ({0.5: 0.05}, "must be a dict"),
 ])
 def test_invented_prediction_wrong(prediction, said, capsys):
@@ -382,3 +412,9 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
     assert not check_invented_prediction({0.5: 0.05, 1.5: 0.40},
                                          fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}))
     assert "outside the range" in capsys.readouterr().out
+
+
+def test_every_function_exercise_is_on_the_command_line():
+    from attnbook.exercises.ch08 import EXERCISES
+    assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
+                              "lm_loss"}

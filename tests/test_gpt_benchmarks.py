@@ -19,7 +19,7 @@ def _run(script, *args, timeout=300):
 def test_position_init_smoke_run_and_resume(tmp_path):
     first = _run("gpt_position_init.py", "--smoke")
     rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
-    assert [r["setting"] for r in rows] == ["both small", "mixed", "both large"]
+    assert [r["setting"] for r in rows] == ["both small", "mixed", "both large", "large tokens"]
     assert all(len(r["losses"]) == 5 for r in rows)
     log = tmp_path / "first.log"
     log.write_text(first.stdout)
@@ -33,7 +33,8 @@ def test_committed_position_init_is_complete():
     result = load_result("gpt_position_init.json")
     runs = result["runs"]
     assert {(r["setting"], r["seed"]) for r in runs} == {
-        (s, seed) for s in ("both small", "mixed", "both large") for seed in (0, 1, 2)}
+        (s, seed) for s in ("both small", "mixed", "both large", "large tokens")
+        for seed in (0, 1, 2)}
     assert {len(r["losses"]) for r in runs} == {result["steps"]}
 
 

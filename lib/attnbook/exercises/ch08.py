@@ -9,6 +9,7 @@ changed its input, the verdict names the mistake in one line before showing the 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
@@ -46,83 +47,140 @@ def check_perplexity(fn: Callable) -> CheckResult:
         Mistake("base 2", "the losses are in nats (natural log): use exp, not 2 ** loss.", gives=lambda losses: 2 ** (float(torch.cat(losses).mean()))),
         Mistake("no exp", "that is the mean loss itself: the perplexity is its exp.", gives=lambda losses: float(torch.cat(losses).mean())),
     ]
-    return run_cases("perplexity", fn, cases, mistakes)
+    if not callable(fn):
+        return run_cases("perplexity", fn, cases, mistakes)
+
+    @functools.wraps(fn)
+    def as_asked(losses):  # a tensor is not the float asked for, even with one value
+        out = fn(losses)
+        return _TensorAnswer(out) if isinstance(out, torch.Tensor) else out
+
+    mistakes.insert(0, Mistake("a tensor", "return one Python float (float(...) or .item()), "
+                               "not a tensor, even a 0-d one.",
+                               when=lambda args, got: isinstance(got, _TensorAnswer)))
+    return run_cases("perplexity", as_asked, cases, mistakes)
 
 
-# --- 2. one BPE merge step ---------------------------------------------------------------------
+class _TensorAnswer:
+    """A tensor returned where a float was asked; equal to nothing."""
 
-def _merge_step(pieces: dict, new_id: int) -> tuple[tuple[int, int], dict]:
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"a tensor: {self.value!r}"
+
+
+# --- 2. BPE merges down to a minimum count --------------------------------------------------
+
+def _pair_counts(pieces: dict, weighted: bool = True, once_per_piece: bool = False) -> dict:
     counts: dict = {}
     for ids, n in pieces.items():
-        for pair in zip(ids, ids[1:]):
-            counts[pair] = counts.get(pair, 0) + n
-    best = min(counts, key=lambda p: (-counts[p], p))
-    merged: dict = {}
-    for ids, n in pieces.items():
-        key = tuple(merge_pair(list(ids), best, new_id))
-        merged[key] = merged.get(key, 0) + n
-    return best, merged
+        pairs = list(zip(ids, ids[1:]))
+        for pair in (set(pairs) if once_per_piece else pairs):
+            counts[pair] = counts.get(pair, 0) + (n if weighted else 1)
+    return counts
 
 
-def _unweighted_step(pieces: dict, new_id: int) -> tuple[tuple[int, int], dict]:
-    return _merge_step({ids: 1 for ids in pieces}, new_id)[0], _merge_step(pieces, new_id)[1]
+def _smallest(counts: dict) -> tuple[int, int]:
+    return min(counts, key=lambda p: (-counts[p], p))
 
 
-def _largest_tie_step(pieces: dict, new_id: int):
-    counts: dict = {}
-    for ids, n in pieces.items():
-        for pair in zip(ids, ids[1:]):
-            counts[pair] = counts.get(pair, 0) + n
-    best = max(counts, key=lambda p: (counts[p], p))
-    return best, {tuple(merge_pair(list(ids), best, new_id)): n for ids, n in pieces.items()}
+def _merges(pieces: dict, first_id: int, min_count: int, *, weighted: bool = True,
+            once_per_piece: bool = False, strict: bool = False,
+            choose: Callable = _smallest, right_to_left: bool = False,
+            same_id: bool = False, count_once: bool = False) -> tuple[list, dict]:
+    """The merges and the final pieces; the keyword arguments make the known mistakes."""
+    merges: list = []
+    new_id = first_id
+    stale = _pair_counts(pieces, weighted, once_per_piece) if count_once else None
+    while True:
+        counts = dict(stale) if count_once else _pair_counts(pieces, weighted, once_per_piece)
+        if count_once:
+            for pair in merges:
+                counts.pop(pair, None)
+        if not counts:
+            break
+        best = choose(counts)
+        if counts[best] < min_count or (strict and counts[best] == min_count):
+            break
+        merges.append(best)
+        if right_to_left:
+            pieces = {tuple(merge_pair(list(ids[::-1]), best[::-1], new_id))[::-1]: n
+                      for ids, n in pieces.items()}
+        else:
+            pieces = {tuple(merge_pair(list(ids), best, new_id)): n for ids, n in pieces.items()}
+        if not same_id:
+            new_id += 1
+    return merges, pieces
 
 
-def _first_seen_tie_step(pieces: dict, new_id: int):
-    """``Counter.most_common`` (or ``max(counts, key=counts.get)``): on a tie, the pair
-    seen first wins."""
-    counts: dict = {}
-    for ids, n in pieces.items():
-        for pair in zip(ids, ids[1:]):
-            counts[pair] = counts.get(pair, 0) + n
-    best = max(counts, key=counts.get)
-    return best, {tuple(merge_pair(list(ids), best, new_id)): n
-                  for ids, n in pieces.items()}
-
-
-def _right_to_left_step(pieces: dict, new_id: int):
-    best, _ = _merge_step(pieces, new_id)
-    flip = {ids[::-1]: n for ids, n in pieces.items()}
-    return best, {tuple(merge_pair(list(ids), best[::-1], new_id))[::-1]: n for ids, n in flip.items()}
-
-
-def check_bpe_merge_step(fn: Callable) -> CheckResult:
-    """``fn(pieces: dict[tuple[int, ...], int], new_id: int) -> (pair, merged pieces)``: count
-    adjacent pairs, each piece weighted by its count; pick the most frequent (ties: the smallest
-    pair); replace it, left to right, by ``new_id`` in every piece."""
+def check_bpe_merges(fn: Callable) -> CheckResult:
+    """``fn(pieces: dict[tuple[int, ...], int], first_id: int, min_count: int) -> (merges,
+    pieces)``: merge the most frequent adjacent pair (pairs counted at every occurrence, times
+    the piece's count; ties: the smallest pair) into ``first_id``, then ``first_id + 1``, ...,
+    for as long as the most frequent pair occurs at least ``min_count`` times; return the list
+    of merged pairs in order and the final pieces with their counts."""
+    toy = {(108, 111, 119): 1, (32, 108, 111, 119): 4, (32, 108, 111, 119, 101, 114): 2,
+           (32, 110, 101, 119, 101, 115, 116): 6, (32, 119, 105, 100, 101, 115, 116): 3}
     examples = [
-        ("hand example: 'aaab' once, ' aab' once", {(97, 97, 97, 98): 1, (32, 97, 97, 98): 1}, 256),
-        # seen first (4, 4), largest (5, 3), smallest (2, 9): wrong tie-breaks differ
+        ("Sennrich's toy corpus, min_count 8", toy, 256, 8),
+        ("the same, min_count 5", toy, 256, 5),
+        ("a pair repeated inside a piece counts at every occurrence: (1, 2, 1, 2) x 3",
+         {(1, 2, 1, 2): 3, (3, 4): 5}, 10, 2),
+        ("counts exactly min_count are merged", {(5, 6): 2, (8, 6, 7): 1, (9, 6, 7): 1}, 12,
+         2),
+        ("no pair reaches min_count: nothing merged", {(1, 2): 2, (2, 3): 1}, 7, 3),
         ("ties: every pair once, the smallest wins",
-         {(4, 4): 1, (5, 3): 1, (2, 9): 1}, 11),
-        ("counts matter: 'the' once, ' the' twice", {(116, 104, 101): 1, (32, 116, 104, 101): 2}, 300),
-        ("a frequent short piece beats a long rare one",
-         {(1, 2): 10, (3, 4, 3, 4, 3, 4): 1}, 7),
-        ("overlap: (1, 1, 1) holds one merge, not two", {(1, 1, 1): 3, (2, 1): 1}, 50),
-        ("a piece of one token stays", {(7,): 5, (7, 8): 1}, 20),
+         {(4, 4): 1, (5, 3): 1, (2, 9): 1}, 11, 1),
+        ("overlap: (1, 1, 1) holds one merge, not two", {(1, 1, 1): 3, (2, 1): 1}, 50, 2),
+        ("merges that build on merges, down to single tokens", {(1, 2, 3, 4): 2, (7,): 9},
+         20, 1),
     ]
-    cases = [Case(d, (pieces, new_id), _merge_step(pieces, new_id),
-                  hint="count pairs times the piece's count; ties -> min(pair); merge left to right, skipping "
-                       "past each merged pair") for d, pieces, new_id in examples]
+    cases = [Case(d, (pieces, first_id, m), _merges(pieces, first_id, m),
+                  hint="recount the pairs after every merge (every occurrence, times the piece's "
+                       "count); stop when the best count is below min_count; the k-th merge gets "
+                       "first_id + k; merge left to right")
+             for d, pieces, first_id, m in examples]
+
+    def variant(**kw):
+        return lambda pieces, first_id, m: _merges(pieces, first_id, m, **kw)
+
+    def largest(counts):
+        return max(counts, key=lambda p: (counts[p], p))
+
+    def first_seen(counts):
+        return max(counts, key=counts.get)
+
     mistakes = [
-        Mistake("unweighted counts", "each pair must be counted as often as its piece occurs (weight by the piece's count).", gives=_unweighted_step),
+        Mistake("once per piece", "a pair that occurs twice in a piece counts twice: count every "
+                "occurrence (zip(ids, ids[1:])), not the set of a piece's pairs.",
+                gives=variant(once_per_piece=True)),
+        Mistake("unweighted counts", "each pair must be counted as often as its piece occurs "
+                "(weight by the piece's count).", gives=variant(weighted=False)),
+        Mistake("strict threshold", "a pair seen exactly min_count times is still merged: stop "
+                "only when the best count is *below* min_count (>=, not >).",
+                gives=variant(strict=True)),
+        Mistake("counted once", "you counted the pairs once, before the first merge: recount "
+                "after every merge (a merge creates new pairs and removes old ones).",
+                gives=variant(count_once=True)),
+        Mistake("one id for every merge", "each merge needs its own new id: first_id, then "
+                "first_id + 1, ...", gives=variant(same_id=True)),
         Mistake("first pair seen on ties",
                 "on a tie you kept the first pair seen (what Counter.most_common and "
                 "max(counts, key=counts.get) do): take the smallest pair (min over "
-                "(-count, pair)).", gives=_first_seen_tie_step),
-        Mistake("largest pair on ties", "on a tie take the smallest pair (min over (-count, pair)), not the largest.", gives=_largest_tie_step),
-        Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not (1, new).", gives=_right_to_left_step),
+                "(-count, pair)).", gives=variant(choose=first_seen)),
+        Mistake("largest pair on ties", "on a tie take the smallest pair (min over "
+                "(-count, pair)), not the largest.", gives=variant(choose=largest)),
+        Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not "
+                "(1, new).", gives=variant(right_to_left=True)),
     ]
-    return run_cases("BPE merge step", fn, cases, mistakes)
+    return run_cases("BPE merges", fn, cases, mistakes)
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
@@ -145,6 +203,13 @@ def check_top_p(fn: Callable) -> CheckResult:
         ("ties: equal probabilities join the nucleus lower index first, p=0.45",
          probs_to_logits([[0.1, 0.2, 0.2, 0.2, 0.3], [0.24, 0.24, 0.24, 0.24, 0.04]]),
          0.45),
+        # exact in binary: the mass before the third of four equal tokens is exactly 0.5
+        ("on the boundary: the mass before a token is exactly p, p=0.5",
+         torch.zeros(2, 4, dtype=torch.float64), 0.5),
+        ("the nucleus sits in the middle of a shuffled row, p=0.6",
+         probs_to_logits([[0.05, 0.15, 0.4, 0.1, 0.3]]), 0.6),
+        ("float32, 512 tokens, p = 1 keeps every token",
+         torch.randn(4, 512, generator=torch.Generator().manual_seed(1)) * 3, 1.0),
     ]
     cases = [Case(d, (logits, p), filter_logits(logits, top_p=p),
                   hint="softmax, sort descending, cumulative sum; drop a token when the mass *before* it "
@@ -161,6 +226,16 @@ def check_top_p(fn: Callable) -> CheckResult:
         drop = sorted_logits.cumsum(-1) - sorted_logits >= p
         return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
 
+    def not_scattered(logits, p):
+        probs = logits.softmax(-1).sort(-1, descending=True).values
+        return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
+
+    def strict(logits, p):
+        sorted_logits, order = logits.sort(dim=-1, descending=True, stable=True)
+        probs = sorted_logits.softmax(-1)
+        drop = probs.cumsum(-1) - probs > p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
     def unsorted(logits, p):
         probs = logits.softmax(-1)
         return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
@@ -173,11 +248,21 @@ def check_top_p(fn: Callable) -> CheckResult:
         return logits.masked_fill(probs < ordered.gather(-1, last), float("-inf"))
 
     mistakes = [
+        Mistake("float32 at p = 1", "in float32 the running sum reaches 1.0 before the tail, "
+                "so p = 1 dropped tokens: p = 1 must keep every token (return the logits "
+                "unchanged then, or sum in float64).",
+                when=lambda args, got: args[1] >= 1.0 and isinstance(got, torch.Tensor)
+                and bool(torch.isinf(got).any())),
         Mistake("keeps every tie",
                 "you kept every token as likely as the one that reaches p: tied tokens "
                 "join the nucleus one at a time, lower index first, and it stops as soon "
                 "as the mass reaches p.", gives=keeps_every_tie),
         Mistake("drops the crossing token", "you dropped the token that crosses p: keep it (drop only when the mass *before* a token reaches p).", gives=drops_crossing),
+        Mistake("drops only past p", "a token is dropped as soon as the mass *before* it "
+                "reaches p, equal included (>=, not >).", gives=strict),
+        Mistake("mask not scattered back", "you built the drop mask in sorted order and "
+                "applied it in vocabulary order: scatter it back through the sort's indices "
+                "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
     ]
@@ -280,6 +365,16 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("shifted backwards", "you predicted each token from the ones *after* it: "
                 "the model reads tokens[:, :-1] and is scored on tokens[:, 1:].",
                 gives=lambda m, x: ce(m(x[:, 1:]), x[:, :-1])),
+        Mistake("targets not shifted", "off by one: you dropped the last position's logits "
+                "but scored them on tokens[:, :-1], the tokens the model has just read: the "
+                "targets are tokens[:, 1:].",
+                gives=lambda m, x: ce(m(x)[:, :-1], x[:, :-1])),
+        Mistake("targets reversed", "the targets run backwards: tokens[:, 1:] in their own "
+                "order, not flipped.",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].flip(-1))),
+        Mistake("logits scored on the token before", "off by one the other way: logits[:, t] "
+                "predicts tokens[:, t + 1], not tokens[:, t - 1].",
+                gives=lambda m, x: ce(m(x)[:, 1:], x[:, :-1])),
         Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
                 "targets (B, T-1) the same way (reshape(-1), not .T).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
@@ -312,7 +407,7 @@ def check_invented_prediction(predicted: dict | None, measure: Callable[[float],
         return _finish(name, False, "predicted_invented must be a dict {0.5: share, 1.5: share}, "
                                     f"got {predicted!r}")
     shares = {t: float(v) for t, v in predicted.items()}
-    if any(v > 1.0 for v in shares.values()):
+    if any(not 0.0 <= v <= 1.0 for v in shares.values()):
         return _finish(name, False, "a share is a fraction between 0 and 1 (0.2 for 20%), "
                                     f"got {predicted!r}")
     measured = {t: float(measure(t)) for t in (0.5, 1.0, 1.5)}
@@ -360,8 +455,11 @@ def check_invented_prediction(predicted: dict | None, measure: Callable[[float],
 
 EXERCISES = {
     "perplexity_of": check_perplexity,
-    "bpe_merge_step": check_bpe_merge_step,
+    "bpe_merges": check_bpe_merges,
     "top_p": check_top_p,
     "window_cached_mask": check_window_cached_mask,
     "lm_loss": check_lm_loss,
 }
+# ``check_invented_prediction`` takes a prediction and a measurement on the chapter's trained
+# model, not a function, so the command line (``python -m attnbook.exercises ch08
+# answers.py``) cannot run it: it is checked in the notebook only.

@@ -90,3 +90,58 @@ def half_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -
     first = target < lengths[:, None]  # (B, T-1)
     second = (target > lengths[:, None]) & (target < 2 * lengths[:, None])
     return losses[first].mean().item(), losses[second].mean().item()
+
+
+def copy_predictions(tokens: torch.Tensor) -> torch.Tensor:
+    """``(B, T)``: what a copying rule predicts *after* each position i: the token that
+    followed the last earlier occurrence of token i, or -1 where token i is new."""
+    targets = induction_targets(tokens)  # (B, T): position after the last earlier occurrence
+    return torch.where(targets >= 0, tokens.gather(1, targets.clamp(min=0)), -1)
+
+
+def _second_copy_targets(tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+    """``(B, T-1)`` bool: the targets ``half_losses`` scores as the repeated copy."""
+    target = torch.arange(1, tokens.shape[1], device=tokens.device)  # (T-1,)
+    return (target > lengths[:, None]) & (target < 2 * lengths[:, None])
+
+
+def copying_baseline(tokens: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
+                     epsilon: float) -> tuple[float, float, int]:
+    """The copying rule as a model, on the repeated copy (the targets of ``half_losses``):
+    probability ``1 - epsilon + epsilon / V`` on the token that followed the last earlier
+    occurrence of the current token, ``epsilon / V`` on every other (uniform where the current
+    token is new). Returns (share of targets it gets right, mean loss in nats, targets)."""
+    predicted = copy_predictions(tokens)[:, :-1]  # (B, T-1): the guess for target t + 1
+    scored = _second_copy_targets(tokens, lengths)
+    right = (predicted == tokens[:, 1:])[scored]
+    new = (predicted < 0)[scored]
+    p_right = 1 - epsilon + epsilon / vocab_size
+    probs = torch.full(right.shape, epsilon / vocab_size, dtype=torch.float64, device=right.device)
+    probs[new] = 1 / vocab_size
+    probs[right] = p_right
+    return right.double().mean().item(), (-probs.log()).mean().item(), int(scored.sum())
+
+
+def fit_copying_epsilon(tokens: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
+                        grid: tuple[float, ...] = tuple(i / 100 for i in range(1, 60))) -> float:
+    """The ``epsilon`` of ``copying_baseline`` with the lowest loss on these sequences
+    (give it sequences other than the ones it is measured on)."""
+    return min(grid, key=lambda e: copying_baseline(tokens, lengths, vocab_size, e)[1])
+
+
+@torch.no_grad()
+def first_copy_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor
+                      ) -> dict[str, tuple[float, int]]:
+    """The first copy's loss (the targets of ``half_losses``) split by whether the target
+    token already occurs earlier in its sequence (by chance) or is new there:
+    ``{"in context": (loss, targets), "new": (loss, targets)}``."""
+    with evaluating(model):
+        losses = next_token_cross_entropy(model, tokens, reduction="none")  # (B, T-1)
+    T = tokens.shape[1]
+    target = torch.arange(1, T, device=tokens.device)
+    first = target < lengths[:, None]  # (B, T-1)
+    earlier = torch.ones(T, T, dtype=torch.bool, device=tokens.device).tril(-1)  # (T, T): k < t
+    same = (tokens[:, :, None] == tokens[:, None, :]) & earlier  # (B, T, T)
+    seen = same.any(-1)[:, 1:]  # (B, T-1): target t + 1 occurred at some k < t + 1
+    return {name: (losses[first & mask].mean().item(), int((first & mask).sum()))
+            for name, mask in (("in context", seen), ("new", ~seen))}
