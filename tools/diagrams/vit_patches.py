@@ -61,7 +61,7 @@ def flattened(fig: Figure) -> None:
     fig.shape(SX, IY + 120, "(B, N, C·P·P)")
     end = SX + 9 * 22
     fig.line([(end, IY + 66), (end + 30, IY + 66)], "stream")
-    fig.box(end + 32, IY + 44, 252, 44, fig.code("x_{p}^{i} E", f"{PATCHES}.PatchEmbedding:projection"),
+    fig.box(end + 32, IY + 44, 252, 44, "x_{p}^{i} E",
             sub="E: C·P·P → D (Conv2d, stride P)", kind="math", size=14)
     fig.line([(end + 284, IY + 66), (end + 304, IY + 66)], "stream")
     fig.shape(end + 308, IY + 70, "(B, N, D)")
@@ -78,7 +78,7 @@ def tokens(fig: Figure) -> None:
         fig.rect(x, TY + 56, TW, 30, "module", rx=4)
         fig.text(x + TW / 2, TY + 76, f"row {k}", "note", size=11)
     fig.text(TX - 8, TY + 20, fig.code("PatchTokens", f"{PATCHES}.PatchTokens"), "code", anchor="end", size=11)
-    fig.text(TX - 8, TY + 76, fig.code("+ rows of E_{pos}", f"{L}.LearnedPositionalEmbedding"), "math",
+    fig.text(TX - 8, TY + 76, "+ rows of E_{pos}", "math",
              anchor="end", size=13)
     fig.text(TX - 8, TY + 92, "(1 + N, D)", "shape", anchor="end")
     fig.text(TX + TW / 2, TY + 104, "learned class token in front; the sum is z_{0}", "note", anchor="start")
