@@ -272,7 +272,10 @@ def _explain_crash(fn: Callable) -> Callable:
                 where = traceback.extract_tb(err.__traceback__)[-1]
                 return RaisedError(err, f"line {where.lineno}: {where.line}")
             raise
-    call.__signature__ = inspect.signature(fn) if callable(fn) else None
+    try:  # the verdicts name the reader's own parameters
+        call.__signature__ = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
     return call
 
 
