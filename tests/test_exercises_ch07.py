@@ -114,6 +114,8 @@ SIZES_WRONG = {
     "no class token": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + 2 * d + (s // p) ** 2 * d), "no_class_token"),
     "class token without position": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + (s // p) ** 2 * d),
                                      "one_vector_missing"),
+    "tokens without the class token": (lambda s, p, c, d: ((s // p) ** 2, sizes_reference(s, p, c, d)[1]),
+                                       "tokens_no_class_token"),
     "no bias": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d), "one_vector_missing"),
     "no channels": (lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + 2 * d + ((s // p) ** 2 + 1) * d), "no_channels"),
     "N not squared": (lambda s, p, c, d: (s // p + 1, c * p * p * d + 2 * d + (s // p + 1) * d), "grid_not_squared"),
@@ -173,6 +175,30 @@ def _stride_as_patch(patches, P, stride, H, W):
     return x.reshape(B, C, rows * P, cols * P)
 
 
+def _grid_without_overlap(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    cols = W // P  # as if the windows did not overlap
+    total, count = torch.zeros(B, C, H, W), torch.zeros(H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        total[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += patches[:, n].view(B, C, P, P)
+        count[r * stride:r * stride + P, c * stride:c * stride + P] += 1
+    return total / count.clamp(min=1)
+
+
+def _rows_from_width(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    cols = (H - P) // stride + 1  # the height where the width belongs
+    total, count = torch.zeros(B, C, H, W), torch.zeros(H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        total[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += patches[:, n].view(B, C, P, P)
+        count[r * stride:r * stride + P, c * stride:c * stride + P] += 1
+    return total / count.clamp(min=1)
+
+
 UNPATCHIFY_WRONG = {
     "fold, not divided": (lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s), "summed"),
     "last copy wins": (_last_wins, "last_wins"),
@@ -182,7 +208,11 @@ UNPATCHIFY_WRONG = {
     "ignores the stride": (_stride_as_patch, None),
     "divides by the largest count": (
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
-        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).max(), None),
+        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).max(), "constant_overlap"),
+    "grid of W // P windows": (_grid_without_overlap, "grid_without_overlap"),
+    "rows counted from the width": (_rows_from_width, "rows_cols_swapped"),
+    "fold divided by (P / stride)^2": (
+        lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s) / (P / s) ** 2, "constant_overlap"),
     "in-place transpose trick": (lambda x, P, s, H, W: unpatchify_fold(x.mul_(1.0).abs_(), P, s, H, W), MUTATION),
 }
 
@@ -203,6 +233,31 @@ def _per_head(maps, residuals):
     return out.mean(1)
 
 
+def _added_renormalised(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = layer.mean(1) + r * torch.eye(T)
+        out = (mixed / mixed.sum(-1, keepdim=True)) @ out
+    return out
+
+
+def _max_heads(maps, residuals, renormalise):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = (1 - r) * layer.max(1).values + r * torch.eye(T)
+        out = (mixed / mixed.sum(-1, keepdim=True) if renormalise else mixed) @ out
+    return out
+
+
+def _first_layer_bare(maps, residuals):
+    out = maps[0].mean(1)
+    for layer, r in zip(maps[1:], residuals[1:]):
+        out = ((1 - r) * layer.mean(1) + r * torch.eye(out.shape[-1])) @ out
+    return out
+
+
 ROLLOUT_WRONG = {
     "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
     "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
@@ -211,6 +266,10 @@ ROLLOUT_WRONG = {
                                "mean_residual"),
     "weights swapped": (lambda maps, rs: rollout_reference(maps, [1 - r for r in rs]), "swapped"),
     "per head": (_per_head, "per_head"),
+    "(A + rI) renormalised": (_added_renormalised, "added_and_renormalised"),
+    "max over heads, renormalised": (lambda maps, rs: _max_heads(maps, rs, True), "max_over_heads"),
+    "max over heads": (lambda maps, rs: _max_heads(maps, rs, False), "max_over_heads"),
+    "first layer without its residual": (_first_layer_bare, "first_layer_bare"),
     "fixed 0.5": (lambda maps, rs: rollout_reference(maps, [0.5] * len(maps)), None),
     "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), None),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
@@ -246,7 +305,11 @@ MEAN_POOL_WRONG = {
     "first layer only": (lambda m, x: m.readout(m.final_norm(
         m.blocks[0](_patches(m, x) + m.position_embeddings[1:]).hidden).mean(1)), None),
     "max pooling": (lambda m, x: m.readout(m.final_norm(
-        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).amax(1)), None),
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).amax(1)), "max_pool"),
+    "class token in the sequence, not in the mean": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, m.embeddings(x)).hidden[:, 1:]).mean(1)), "class_token_not_pooled"),
+    "token 0 read": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden)[:, 0]), "first_patch"),
     "trains the model": (lambda m, x: [p.data.mul_(1.01) for p in m.parameters()] and mean_pool_reference(m, x),
                          MUTATION),
 }
@@ -267,7 +330,7 @@ def test_prediction_near_the_measurement_passes(prediction, capsys):
 
 
 PREDICTION_WRONG = {4: "tokens_not_pairs", 3.82: "tokens_not_pairs", 2: "side_not_area", 0.0625: "upside_down",
-                    64: "cubic", 8: "other", "sixteen": ""}
+                    64: "cubic", 8: "two_cubed", 10: "other", "sixteen": ""}
 
 
 @pytest.mark.parametrize("prediction", PREDICTION_WRONG)
@@ -282,6 +345,10 @@ MEASURE_WRONG = {
     "all layers": (lambda P: count_scores(P) * 4, "all_layers"),
     "patches only": (lambda P: 4 * ((8 // P) ** 2) ** 2, "no_class_token"),
     "the tokens, not the scores": (lambda P: (8 // P) ** 2 + 1, ""),
+    "a formula, no model": (lambda P: 4 * ((8 // P) ** 2 + 1) ** 2, "no_model_run"),
+    "a model run without need_weights, then a formula": (
+        lambda P: ViT(ViTConfig(patch_size=P))(torch.zeros(1, 1, 8, 8)) is not None and 4 * ((8 // P) ** 2 + 1) ** 2,
+        "no_model_run"),
 }
 
 
@@ -291,3 +358,21 @@ def test_a_wrong_measurement_is_rejected(name, capsys):
     result = check_patch_halving_prediction(16, fn)
     assert not result
     assert result.diagnosis == diagnosis
+
+
+def test_the_command_line_checks_the_prediction_too(tmp_path, capsys):
+    from attnbook.exercises.__main__ import check_file
+    answers = tmp_path / "answers.py"
+    body = ("import torch\nfrom attnbook.models.vit import ViT, ViTConfig\n\n"
+            "def count_scores(patch_size):\n"
+            "    _, maps = ViT(ViTConfig(patch_size=patch_size))(torch.zeros(1, 1, 8, 8), need_weights=True)\n"
+            "    return maps[0][0].numel()\n")
+    answers.write_text(body + "\npredicted_ratio = 16\n")
+    check_file("ch07", answers)
+    assert "✓ halving the patch size: you predicted x16" in capsys.readouterr().out
+    answers.write_text(body + "\npredicted_ratio = 4\n")
+    check_file("ch07", answers)
+    assert "✗ halving the patch size: you predicted x4" in capsys.readouterr().out
+    answers.write_text(body)  # no prediction in the file
+    check_file("ch07", answers)
+    assert "write your prediction into predicted_ratio" in capsys.readouterr().out

@@ -65,5 +65,9 @@ def test_resume_reuses_the_runs_of_an_earlier_log(tmp_path):
     again = subprocess.run([sys.executable, script, "--smoke", "--resume", str(log), "--out", str(out)],
                            check=True, capture_output=True, text=True, timeout=300)
     assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing was re-run
-    assert json.loads(out.read_text())["runs"] == [json.loads(line) for line in first.stdout.splitlines()
-                                                   if line.startswith("{")]
+    merged = json.loads(out.read_text())
+    key = lambda row: (row["model"], row["fraction"], row["seed"])  # noqa: E731
+    logged = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    # the main grid goes into "runs", the controls into "controls"; together they are the log
+    assert sorted(merged["runs"] + merged["controls"], key=key) == sorted(logged, key=key)
+    assert merged["runs"] and merged["controls"]

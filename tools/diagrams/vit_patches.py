@@ -7,11 +7,12 @@ L = "attnbook.layers"
 PATCHES = "attnbook.layers.patches"
 DESC = (
     "An image of shape (B, C, H, W) is cut into N = 9 non-overlapping P x P patches, read row by row. "
-    "patchify flattens each patch to C*P*P numbers, (B, N, C*P*P), and the PatchEmbedding's "
-    "projection (nn.Linear, the same as a Conv2d with kernel = stride = P) maps each to width D, "
-    "(B, N, D). PatchTokens puts a learned class token in front, (B, 1+N, D), and learned positions "
-    "E_0 ... E_9 (LearnedPositionalEmbedding) are added, all inside the library's Embeddings. A stack "
-    "of pre-norm EncoderBlocks follows; the read-out reads the class token's output, (B, classes)."
+    "patchify flattens each patch x_p^i to C*P*P numbers, (B, N, C*P*P), and one shared matrix E (the "
+    "PatchEmbedding's projection, the same as a Conv2d with kernel = stride = P) maps each to width D, "
+    "x_p^i E, (B, N, D). PatchTokens puts the learned class token x_class in front, (B, 1+N, D), and "
+    "the rows of the learned position table E_pos, one per token, are added: z_0, inside the library's "
+    "Embeddings. A stack of pre-norm EncoderBlocks follows; the read-out reads the class token's "
+    "output, (B, classes)."
 )
 IX, IY, P = 40, 70, 44  # the image: 3 x 3 patches of P pixels
 SX = 240  # the flattened patches
@@ -60,11 +61,11 @@ def flattened(fig: Figure) -> None:
     fig.shape(SX, IY + 120, "(B, N, C·P·P)")
     end = SX + 9 * 22
     fig.line([(end, IY + 66), (end + 30, IY + 66)], "stream")
-    fig.box(end + 32, IY + 44, 228, 44, fig.code("projection: nn.Linear", f"{PATCHES}.PatchEmbedding:projection"),
-            sub="C·P·P → D (a Conv2d, stride P)", size=12)
-    fig.line([(end + 260, IY + 66), (end + 280, IY + 66)], "stream")
-    fig.shape(end + 284, IY + 70, "(B, N, D)")
-    fig.line([(end + 310, IY + 80), (end + 310, 220), (TX + 1.5 * TW, 220), (TX + 1.5 * TW, TY - 2)], "stream")
+    fig.box(end + 32, IY + 44, 252, 44, "x_{p}^{i} E",
+            sub="E: C·P·P → D (Conv2d, stride P)", kind="math", size=14)
+    fig.line([(end + 284, IY + 66), (end + 304, IY + 66)], "stream")
+    fig.shape(end + 308, IY + 70, "(B, N, D)")
+    fig.line([(end + 334, IY + 80), (end + 334, 220), (TX + 1.5 * TW, 220), (TX + 1.5 * TW, TY - 2)], "stream")
 
 
 def tokens(fig: Figure) -> None:
@@ -72,16 +73,15 @@ def tokens(fig: Figure) -> None:
     for k in range(10):
         x = TX + k * (TW + 5)
         fig.rect(x, TY, TW, 30, "module", rx=4)
-        fig.text(x + TW / 2, TY + 20, "cls" if k == 0 else f"p_{{{k}}}", "code" if k == 0 else "math",
-                 size=11 if k == 0 else 13)
+        fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k}}}E", "math", size=12)
         fig.text(x + TW / 2, TY + 48, "+", size=14)
         fig.rect(x, TY + 56, TW, 30, "module", rx=4)
-        fig.text(x + TW / 2, TY + 76, f"E_{{{k}}}", "math", size=13)
+        fig.text(x + TW / 2, TY + 76, f"row {k}", "note", size=11)
     fig.text(TX - 8, TY + 20, fig.code("PatchTokens", f"{PATCHES}.PatchTokens"), "code", anchor="end", size=11)
-    fig.text(TX - 8, TY + 76, fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), "code",
-             anchor="end", size=11)
+    fig.text(TX - 8, TY + 76, "+ rows of E_{pos}", "math",
+             anchor="end", size=13)
     fig.text(TX - 8, TY + 92, "(1 + N, D)", "shape", anchor="end")
-    fig.text(TX + TW / 2, TY + 104, "a learned class token in front", "note", anchor="start")
+    fig.text(TX + TW / 2, TY + 104, "learned class token in front; the sum is z_{0}", "note", anchor="start")
     end = TX + 10 * (TW + 5)
     fig.line([(end, TY + 43), (end + 24, TY + 43)], "stream")
     fig.text(end + 28, TY + 32, fig.code("Embeddings", f"{L}.Embeddings") + " → (B, 1+N, D)", "code",

@@ -5,7 +5,8 @@
 
 The file is run as a script (its ``if __name__ == "__main__":`` block is skipped); each function
 the chapter's exercises ask for is looked up by name and given to its checker. The exit status
-is 0 only if every exercise passes.
+is 0 only if every exercise passes. A checker with a ``reads_variables`` attribute also gets those
+variables of the file as keyword arguments (None where the file has none).
 """
 from __future__ import annotations
 
@@ -56,7 +57,9 @@ def check_file(chapter: str, path: Path) -> int:
         if not callable(fn):
             print(f"✗ {name}: `{name}` in {path.name} is a {type(fn).__name__}, not a function.")
             continue
-        passed += bool(checker(fn))
+        # a checker may also read variables of the file (a predict-then-measure exercise's prediction)
+        extra = {var: namespace.get(var) for var in getattr(checker, "reads_variables", ())}
+        passed += bool(checker(fn, **extra))
     total = len(exercises)
     print(f"\n{chapter}: {passed} of {total} exercises pass" + (" ✓" if passed == total else ""))
     return 0 if passed == total else 1

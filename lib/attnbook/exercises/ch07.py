@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import inspect
+import traceback
+
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
@@ -35,6 +38,10 @@ SIZE_MISTAKES = (
     Mistake("no_class_token",
             "the class token is missing from the sequence length (and from the positions)",
             gives=lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + d + (s // p) ** 2 * d)),
+    Mistake("tokens_no_class_token",
+            "the parameters are right but the sequence length leaves out the class token: the encoder "
+            "reads 1 + N tokens",
+            gives=lambda s, p, c, d: ((s // p) ** 2, _sizes(s, p, c, d)[1])),
     Mistake("one_vector_missing",
             "D parameters (one token vector) are missing: the projection's bias, the class token "
             "itself, or the class token's position (positions are learned for all 1 + N tokens)",
@@ -69,11 +76,29 @@ def _scores(patch_size: int, image_size: int = 8, heads: int = 4) -> int:
 
 
 def _measure_scores(count_scores: Callable[[int], int]) -> tuple[dict[int, int], tuple[str, str] | None]:
-    """``count_scores(P)`` for P = 1, 2, 4, and (message, diagnosis) if one of them is wrong."""
+    """``count_scores(P)`` for P = 1, 2, 4, and (message, diagnosis) if one of them is wrong.
+
+    The exercise is to *measure*: while ``count_scores(P)`` runs, the ViT's forward is watched, and
+    a right number from a formula alone (no ViT with patch size P was run) is not accepted.
+    """
+    ran: list[tuple[int, bool]] = []  # (patch size, need_weights) of every ViT forward
+    original = ViT.forward
+
+    def watched(self, images, need_weights=False):
+        ran.append((self.config.patch_size, bool(need_weights)))
+        return original(self, images, need_weights)
+
+    measured, runs = {}, {}
+    ViT.forward = watched
     try:
-        measured = {P: int(no_grad(count_scores)(P)) for P in (1, 2, 4)}
+        for P in (1, 2, 4):
+            before = len(ran)
+            measured[P] = int(no_grad(count_scores)(P))
+            runs[P] = ran[before:]
     except NotImplementedError:
         return {}, ("not done yet: count_scores still raises NotImplementedError.", "")
+    finally:
+        ViT.forward = original
     for P, got in measured.items():
         truth = _scores(P)
         if got != truth:
@@ -88,17 +113,34 @@ def _measure_scores(count_scores: Callable[[int], int]) -> tuple[dict[int, int],
                               f"{truth:,} scores{why}. Build the ViT with that patch size, run one digit with "
                               "need_weights=True, and count the numbers in one layer's map for that image.",
                               diagnosis)
+    for P, calls in runs.items():
+        if (P, True) not in calls:
+            return measured, (f"count_scores({P}) gave the right number, {measured[P]:,}, but ran no "
+                              f"ViT(ViTConfig(patch_size={P})) with need_weights=True: the exercise is to "
+                              "measure the prediction, not to compute it. Build the model, run one digit, "
+                              "and count the numbers in one layer's attention map.", "no_model_run")
     return measured, None
 
 
-def check_count_scores(count_scores: Callable[[int], int]) -> CheckResult:
+_NOT_GIVEN = object()
+
+
+def check_count_scores(count_scores: Callable[[int], int], predicted_ratio: object = _NOT_GIVEN) -> CheckResult:
     """``count_scores(P)``: the attention scores one layer of ``ViT(ViTConfig(patch_size=P))``
-    computes for one 8x8 digit (all heads); the measuring half of the prediction exercise."""
+    computes for one 8x8 digit (all heads); the measuring half of the prediction exercise.
+
+    The command line passes the answers file's ``predicted_ratio`` too (``reads_variables``);
+    then this is ``check_patch_halving_prediction(predicted_ratio, count_scores)``."""
+    if predicted_ratio is not _NOT_GIVEN:
+        return check_patch_halving_prediction(predicted_ratio, count_scores)
     measured, problem = _measure_scores(count_scores)
     if problem is not None:
         return _finish("counting attention scores", False, problem[0], problem[1])
     return _finish("counting attention scores", True,
                    ", ".join(f"P = {P}: {n:,}" for P, n in sorted(measured.items(), reverse=True)) + " scores.")
+
+
+check_count_scores.reads_variables = ("predicted_ratio",)  # the answers file's prediction, for the CLI
 
 
 def check_patch_halving_prediction(predicted: float | None, count_scores: Callable[[int], int]) -> CheckResult:
@@ -131,6 +173,9 @@ def check_patch_halving_prediction(predicted: float | None, count_scores: Callab
     elif abs(guess - 0.25) < 0.05 or abs(guess - 1 / 16) < 0.01 or abs(guess - 1 / ratio) < 0.01:
         why, diagnosis = ("upside down: smaller patches mean more tokens, so more scores (P = 1 over P = 2)",
                           "upside_down")
+    elif abs(guess - 8) < 0.5:
+        why, diagnosis = ("x8 = 2^3 counts neither the patches nor the pairs: halving P doubles the patches "
+                          "along each side, so x4 patches, and the scores count pairs of tokens, about 4^2"), "two_cubed"
     elif abs(guess - 64) < 4:
         why, diagnosis = "x64 would be cubic in the tokens; the scores are N x N, square", "cubic"
     else:
@@ -202,7 +247,61 @@ def _unpatchify_column_major(patches, P, stride, H, W):
     return _unpatchify(row_major, P, stride, H, W)
 
 
+def _unpatchify_constant_overlap(patches, P, stride, H, W):
+    return _unpatchify_sum(patches, P, stride, H, W) / (P / stride) ** 2
+
+
+class RaisedError:
+    """What the reader's function raised on a case whose shape suggests why (see ``_explain_crash``)."""
+
+    def __init__(self, error: Exception, line: str) -> None:
+        self.error, self.line = error, line
+
+    def __repr__(self) -> str:
+        return f"{type(self.error).__name__}: {self.error} (at: {self.line})"
+
+
+def _explain_crash(fn: Callable) -> Callable:
+    """``fn``, except that a shape error on a case with overlapping windows or a non-square image is
+    returned as a ``RaisedError`` value, so that the mistakes below can name it."""
+    def call(patches, P, stride, H, W):
+        try:
+            return fn(patches, P, stride, H, W)
+        except (RuntimeError, IndexError, ValueError) as err:
+            if stride < P or H != W:
+                where = traceback.extract_tb(err.__traceback__)[-1]
+                return RaisedError(err, f"line {where.lineno}: {where.line}")
+            raise
+    try:  # the verdicts name the reader's own parameters
+        call.__signature__ = inspect.signature(fn)
+    except (TypeError, ValueError):
+        pass
+    return call
+
+
+def _crashed(overlap_on_square: bool) -> Callable[[tuple, object], bool]:
+    def when(args, got):
+        _, P, stride, H, W = args
+        return isinstance(got, RaisedError) and (H == W and stride < P if overlap_on_square else H != W)
+    return when
+
+
 UNPATCHIFY_MISTAKES = (
+    Mistake("grid_without_overlap",
+            "your function raised an error on the first windows that overlap (it passed the windows that "
+            "do not): with a stride smaller than the window there are (W - P) // stride + 1 windows per "
+            "row, not W // P, and (H - P) // stride + 1 rows",
+            when=_crashed(overlap_on_square=True)),
+    Mistake("rows_cols_swapped",
+            "your function raised an error on the first image that is not square (it passed the square "
+            "ones): rows and columns are swapped somewhere; the windows per row come from the width, "
+            "cols = (W - P) // stride + 1, and the rows from the height",
+            when=_crashed(overlap_on_square=False)),
+    Mistake("constant_overlap",
+            "the sum of the copies was divided by one constant (here (P / stride)^2, the largest count); pixels near the border are "
+            "in fewer windows than those in the middle: divide each pixel by its own count (F.fold of a "
+            "tensor of ones gives it)",
+            gives=_unpatchify_constant_overlap),
     Mistake("summed",
             "where windows overlap their copies were added (F.fold sums); average them: divide by how "
             "many windows cover each pixel (fold a tensor of ones the same way)",
@@ -242,7 +341,8 @@ def check_unpatchify(fn: Callable) -> CheckResult:
                               hint="window n = (row, col) with n = row * cols + col covers pixels "
                                    "row*stride : row*stride + P (and the same for columns); add each "
                                    "window into its place, count the copies of each pixel, divide."))
-    return run_cases("patches back into an image", fn, cases, UNPATCHIFY_MISTAKES)
+    return run_cases("patches back into an image", _explain_crash(fn) if callable(fn) else fn, cases,
+                     UNPATCHIFY_MISTAKES)
 
 
 # ----- 4. attention rollout with one residual weight per layer -------------------------------------
@@ -284,7 +384,43 @@ def _rollout_swapped(maps, residuals):
     return _rollout(maps, [1 - r for r in residuals])
 
 
+def _rollout_added_and_renormalised(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = layer.mean(1) + r * torch.eye(T)
+        out = (mixed / mixed.sum(-1, keepdim=True)) @ out
+    return out
+
+
+def _rollout_max_heads(maps, residuals, renormalise=True):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = (1 - r) * layer.amax(1) + r * torch.eye(T)
+        out = (mixed / mixed.sum(-1, keepdim=True) if renormalise else mixed) @ out
+    return out
+
+
+def _rollout_first_layer_bare(maps, residuals):
+    return _rollout(maps[1:], residuals[1:]) @ maps[0].mean(1) if len(maps) > 1 else maps[0].mean(1)
+
+
 ROLLOUT_MISTAKES = (
+    Mistake("added_and_renormalised",
+            "the identity was added with weight r and the rows renormalised, (A + rI) / (1 + r); the "
+            "exercise mixes them, (1 - r) A + r I (the two agree only at r = 0)",
+            gives=_rollout_added_and_renormalised),
+    Mistake("max_over_heads",
+            "the heads were combined with a maximum; average them (mean over the head dimension)",
+            gives=_rollout_max_heads),
+    Mistake("max_over_heads",
+            "the heads were combined with a maximum; average them (mean over the head dimension)",
+            gives=lambda maps, residuals: _rollout_max_heads(maps, residuals, renormalise=False)),
+    Mistake("first_layer_bare",
+            "the product starts from the first layer's head-averaged map without its residual; start "
+            "from the identity so that the first layer is mixed with r_1 I like every other",
+            gives=_rollout_first_layer_bare),
     Mistake("wrong_order",
             "the layers are multiplied in the wrong order: the last layer goes on the left, "
             "R = Â_L @ ... @ Â_1",
@@ -365,7 +501,34 @@ def _mean_pool_embeddings_only(model, images):
     return model.readout(model.final_norm(x).mean(dim=1))
 
 
+def _mean_pool_class_token_not_pooled(model, images):
+    x = run_blocks(model.blocks, model.embeddings(images)).hidden  # (B, 1 + N, D)
+    return model.readout(model.final_norm(x[:, 1:]).mean(dim=1))
+
+
+def _max_pool(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).amax(dim=1))
+
+
+def _first_patch(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden)[:, 0])
+
+
 MEAN_POOL_MISTAKES = (
+    Mistake("class_token_not_pooled",
+            "the class token is still in the sequence, though left out of the mean: through attention it "
+            "changes every patch's output; the model has no class token at all, so run the blocks on the "
+            "N patch tokens alone",
+            gives=_mean_pool_class_token_not_pooled),
+    Mistake("max_pool",
+            "the patches' outputs were max-pooled; take their mean",
+            gives=_max_pool),
+    Mistake("first_patch",
+            "token 0 was read, as for the class token; without one, token 0 is the top-left patch: "
+            "average all N patches' outputs",
+            gives=_first_patch),
     Mistake("class_token_read",
             "this is the unchanged model: it reads the class token's output; drop the class token and "
             "average the patches' outputs",
