@@ -80,6 +80,12 @@ HELPERS = {
     "token_stream.model_loss": (_gpt, lambda m: token_stream.model_loss(m, torch.randint(23, (40,)), 8, 2)),
     "token_stream.position_losses": (
         _gpt, lambda m: token_stream.position_losses(m, torch.randint(23, (40,)), 8, 2)),
+    "induction.first_copy_losses": (
+        _gpt, lambda m: induction.first_copy_losses(m, *induction.repeated_segments(3, 12, 23, 2, 5))),
+    "text_classification.encode_texts_by_layer": (
+        lambda: Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32)),
+        lambda m: text_classification.encode_texts_by_layer(
+            m, WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt"), ["in the beginning", "amen"])),
     "induction.half_losses": (
         _gpt, lambda m: induction.half_losses(m, *induction.repeated_segments(3, 12, 23, 2, 5))),
     "masked_lm.evaluate_pretraining": (

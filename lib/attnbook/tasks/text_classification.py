@@ -28,7 +28,7 @@ from attnbook.data.bible import Verse
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, BertForSequenceClassification, mean_pool, sentence_embeddings
 from attnbook.schedules import warmup_linear_scheduler
-from attnbook.train import evaluating
+from attnbook.train import evaluating, fit
 
 
 @dataclass(frozen=True)
@@ -196,23 +196,24 @@ def fine_tune(model: BertForSequenceClassification, tokenizer: WordPieceTokenize
     total = epochs * steps_per_epoch
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear_scheduler(optimizer, max(1, total // 10), total)
-    losses = []
-    model.train()
-    for _ in range(epochs):
-        order = train[torch.randperm(len(train), generator=g)]
-        epoch = []
-        for start in range(0, len(order), batch_size):
-            rows = order[start:start + batch_size].tolist()
-            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
-            logits = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask)  # (B, C)
-            loss = F.cross_entropy(logits, labels[rows].to(device))
-            optimizer.zero_grad()
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-            optimizer.step()
-            scheduler.step()
-            epoch.append(loss.item())
-        losses.append(sum(epoch) / len(epoch))
+
+    def batches():
+        for _ in range(epochs):
+            order = train[torch.randperm(len(train), generator=g)]
+            for start in range(0, len(order), batch_size):
+                rows = order[start:start + batch_size].tolist()
+                yield tokenizer.encode_batch([texts[i] for i in rows]).to(device), labels[rows].to(device)
+
+    def loss_fn(model, batch):
+        inputs, targets = batch
+        logits = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask)  # (B, C)
+        return F.cross_entropy(logits, targets)
+
+    # fit: train mode, clipping at 1, then the model handed back in eval mode
+    history = fit(model, batches(), loss_fn, optimizer, total, clip_norm=1.0, scheduler=scheduler,
+                  progress=False)
+    losses = [sum(history.losses[e * steps_per_epoch:(e + 1) * steps_per_epoch]) / steps_per_epoch
+              for e in range(epochs)]
     right = 0
     with torch.no_grad(), evaluating(model):
         for start in range(0, len(test), 64):
@@ -220,7 +221,6 @@ def fine_tune(model: BertForSequenceClassification, tokenizer: WordPieceTokenize
             inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
             predicted = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask).argmax(-1).cpu()
             right += int((predicted == labels[rows]).sum())
-    model.eval()
     return FineTuneResult(right / len(test), tuple(losses))
 
 
