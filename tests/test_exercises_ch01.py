@@ -3,7 +3,14 @@ answers, and names the mistake where it is a known one ("" = rejected without a 
 import pytest
 import torch
 
-from attnbook.exercises.ch01 import check_edit_distance, check_greedy_decode, check_one_hot, check_shift_targets
+from attnbook.exercises.ch01 import (
+    LIBRARY_ONE_HOT,
+    MATCHING_BLOCKS,
+    check_edit_distance,
+    check_greedy_decode,
+    check_one_hot,
+    check_shift_targets,
+)
 from attnbook.exercises.core import MUTATION
 from conftest import assert_rejected
 
@@ -63,6 +70,11 @@ def one_hot_in_place(ids, num_classes):
     return out
 
 
+def one_hot_imported_library(ids, num_classes):
+    from torch.nn.functional import one_hot as oh  # the library function under another name
+    return oh(ids, num_classes).float()
+
+
 ONE_HOT_WRONG = [
     (one_hot_fixed_size, "ignores num_classes"),
     (one_hot_from_max, "ignores num_classes"),
@@ -72,7 +84,11 @@ ONE_HOT_WRONG = [
     (lambda ids, n: torch.eye(n)[ids].movedim(-1, 0), "class axis first"),
     (lambda ids, n: torch.eye(n)[ids.flatten()], "flattened"),
     (one_hot_in_place, MUTATION),
-    (lambda ids, n: torch.nn.functional.one_hot(ids.clamp(max=3), 4).float(), "ignores num_classes"),
+    (lambda ids, n: torch.nn.functional.one_hot(ids.clamp(max=3), 4).float(), LIBRARY_ONE_HOT),
+    (lambda ids, n: torch.nn.functional.one_hot(ids, n).float(), LIBRARY_ONE_HOT),  # right values
+    (one_hot_imported_library, LIBRARY_ONE_HOT),
+    (lambda ids, n: torch.zeros(*ids.shape, int(ids.max()) + 1 if ids.numel() else n).scatter_(
+        -1, ids[..., None], 1.0), "ignores num_classes"),
     (not_done, ""),
 ]
 
@@ -88,6 +104,7 @@ SHIFT_WRONG = [
     (lambda ids, b, e: ([*ids, e], [b, *ids]), "swapped"),
     (lambda ids, b, e: ([b, *ids[:-1]], list(ids)), "dropped last symbol"),
     (lambda ids, b, e: (list(ids), list(ids)), "no special ids"),
+    (lambda ids, b, e: ([b, *ids], [*ids[1:], e]), "target drops the first symbol"),
     (shift_in_place, MUTATION),
     (lambda ids, b, e: ([b, *ids], [*ids, e]) if ids else ([b], []), "dropped last symbol"),  # empty target only
 ]
@@ -116,6 +133,14 @@ def edit_distance_zero_borders(hyp, ref):
     return D[-1][-1]
 
 
+def edit_distance_blocks(hyp, ref, longest_only=False):
+    from difflib import SequenceMatcher  # a plausible shortcut that is not the DP
+    matcher = SequenceMatcher(None, hyp, ref)
+    if longest_only:
+        return max(len(hyp), len(ref)) - matcher.find_longest_match(0, len(hyp), 0, len(ref)).size
+    return max(len(hyp), len(ref)) - sum(b.size for b in matcher.get_matching_blocks())
+
+
 def edit_in_place(hyp, ref):
     hyp.sort()  # reorders the caller's list
     return edit_distance(hyp, ref)
@@ -131,6 +156,8 @@ EDIT_WRONG = [
     (lambda h, r: abs(len(h) - len(r)), ""),
     (lambda h, r: len(set(h) ^ set(r)), "substitution costs 2"),  # counts a substitution twice
     (edit_in_place, MUTATION),
+    (lambda h, r: edit_distance_blocks(h, r, longest_only=True), MATCHING_BLOCKS),
+    (lambda h, r: edit_distance_blocks(h, r), MATCHING_BLOCKS),
     (not_done, ""),
 ]
 
@@ -146,7 +173,7 @@ def test_reference_passes(checker, reference):
 def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
-    if diagnosis and diagnosis != MUTATION:
+    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -187,7 +214,7 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
-    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS}
     assert names == triggered
 
 

@@ -12,9 +12,12 @@ mistakes it can name. ``EXERCISES`` maps the notebook's function names to their 
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from difflib import SequenceMatcher
 
 import torch
+from torch.overrides import TorchFunctionMode
 
 from attnbook.data import make_batch
 from attnbook.data.vocab import Vocab
@@ -48,8 +51,42 @@ ONE_HOT_MISTAKES = [
 ]
 
 
+class _LibraryOneHotUsed(RuntimeError):
+    pass
+
+
+class _NoLibraryOneHot(TorchFunctionMode):
+    """Raises if ``nn.functional.one_hot`` is called (under any name it was imported as)."""
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        if getattr(func, "__name__", "") == "one_hot":
+            raise _LibraryOneHotUsed("the exercise asks for one-hot vectors without nn.functional.one_hot")
+        return func(*args, **(kwargs or {}))
+
+
+LIBRARY_ONE_HOT = "used nn.functional.one_hot"
+
+
 def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> CheckResult:
-    """``one_hot(ids (...,), num_classes) -> (..., num_classes)`` float tensor of 0s and 1s."""
+    """``one_hot(ids (...,), num_classes) -> (..., num_classes)`` float tensor of 0s and 1s,
+    built without ``nn.functional.one_hot`` (a call to it is caught and named)."""
+    if callable(one_hot):
+        try:
+            with _NoLibraryOneHot():
+                one_hot(torch.tensor([0, 2, 1]), 4)
+        except _LibraryOneHotUsed:
+            return _finish("one_hot", False, "your function calls nn.functional.one_hot, which the exercise "
+                           "asks you to build yourself: index the rows of torch.eye(num_classes) with ids, or "
+                           "write 1s into a tensor of zeros.", LIBRARY_ONE_HOT)
+        except Exception:  # noqa: BLE001 - other errors are reported case by case below
+            pass
+
+        @functools.wraps(one_hot)
+        def guarded(*args):
+            with _NoLibraryOneHot():
+                return one_hot(*args)
+    else:
+        guarded = one_hot
     cases = []
     for description, ids, n in [
         ("several ids, including the first and last class", [0, 4, 1], 5),
@@ -64,7 +101,7 @@ def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
         cases.append(Case(f"{description}: ids of shape {tuple(ids.shape)}, num_classes={n}", (ids, n),
                           torch.eye(n)[ids],
                           "row i has a 1 at column ids[i] and 0 elsewhere; ids start at 0; the new axis goes last"))
-    return run_cases("one_hot", one_hot, cases, ONE_HOT_MISTAKES)
+    return run_cases("one_hot", guarded, cases, ONE_HOT_MISTAKES)
 
 
 # --- shift_targets --------------------------------------------------------------------------------
@@ -76,6 +113,9 @@ SHIFT_MISTAKES = [
     Mistake("dropped last symbol", "both sequences must be len(ids) + 1 long: the input keeps the last symbol "
             "(it is fed to predict <eos>) and the target gets <eos> appended.",
             gives=lambda ids, b, e: ([b, *ids[:-1]], list(ids))),
+    Mistake("target drops the first symbol", "the target must start with the first symbol y1: it is "
+            "the input shifted one step left (<bos> y1 .. yn -> y1 .. yn <eos>), not two.",
+            gives=lambda ids, b, e: ([b, *ids], [*ids[1:], e])),
     Mistake("no special ids", "the pair is (<bos> y1 .. yn, y1 .. yn <eos>): add bos_id in front of the "
             "input and eos_id after the target.", gives=lambda ids, b, e: (list(ids), list(ids))),
 ]
@@ -178,6 +218,37 @@ def _edit_variant(hyp, ref, insert=1, delete=1, substitute=1, first_row=True):
     return D[-1][-1]
 
 
+def _unmatched(hyp, ref, longest_only=False):
+    """Symbols outside difflib's matching blocks (or its longest block): not the edit distance."""
+    matcher = SequenceMatcher(None, hyp, ref, autojunk=False)
+    if longest_only:
+        matched = matcher.find_longest_match(0, len(hyp), 0, len(ref)).size
+    else:
+        matched = sum(block.size for block in matcher.get_matching_blocks())
+    return max(len(hyp), len(ref)) - matched
+
+
+MATCHING_BLOCKS = "matching blocks"
+# pairs on which both block counts differ from the edit distance and from every DP mistake below
+_BLOCK_PROBES = [("AE N K", "K AE"), ("AE K", "R S AE"), ("AE N T", "T IH")]
+
+
+def _counts_blocks(edit_distance: Callable) -> str | None:
+    """The verdict if ``edit_distance`` gives a block count on every probe (None otherwise)."""
+    for longest_only in (False, True):
+        try:
+            if all(edit_distance(h.split(), r.split()) == _unmatched(h.split(), r.split(), longest_only)
+                   for h, r in _BLOCK_PROBES):
+                h, r = (x.split() for x in _BLOCK_PROBES[0])
+                return (f"your answer counts the symbols outside the longest common block(s), as difflib's "
+                        f"SequenceMatcher finds them; that is not the fewest edits: hyp={h}, ref={r} takes "
+                        f"{_library_edit_distance(h, r)} edits, your answer says "
+                        f"{_unmatched(h, r, longest_only)}. Fill the dynamic-programming table.")
+        except Exception:  # noqa: BLE001 - errors are reported case by case
+            return None
+    return None
+
+
 EDIT_MISTAKES = [
     Mistake("no insertion move", "your table misses the insertion move D[i][j-1] + 1 (a reference "
             "symbol the hypothesis lacks).", gives=lambda h, r: _edit_variant(h, r, insert=None)),
@@ -195,6 +266,9 @@ EDIT_MISTAKES = [
 
 def check_edit_distance(edit_distance: Callable[[list[str], list[str]], int]) -> CheckResult:
     """``edit_distance(hyp, ref) -> int``: fewest insertions, deletions and substitutions."""
+    blocks = _counts_blocks(edit_distance) if callable(edit_distance) else None
+    if blocks:
+        return _finish("edit_distance", False, blocks, MATCHING_BLOCKS)
     pairs = [
         ("identical", "N AY T", "N AY T"),
         ("one extra symbol in the hypothesis", "K N AY T", "N AY T"),
