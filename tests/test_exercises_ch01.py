@@ -9,6 +9,7 @@ from attnbook.exercises.ch01 import (
     check_edit_distance,
     check_greedy_decode,
     check_one_hot,
+    check_sample_decode,
     check_shift_targets,
 )
 from attnbook.exercises.core import MUTATION
@@ -30,6 +31,28 @@ def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=Fa
         logits, new_state = step(token if feed is None else feed, state)
         state = new_state if thread else first
         token = int(logits.argmax())
+        if token == eos_id:
+            if keep_eos:
+                out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+def sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed, reseed=False, scale=None,
+                  thread=True, keep_eos=False, extra=0, greedy=False):
+    g = torch.Generator().manual_seed(seed)
+    token, out = bos_id, []
+    for _ in range(max_len + extra):
+        logits, new_state = step(token, state)
+        state = new_state if thread else state
+        if temperature == 0 or greedy:
+            token = int(logits.argmax())
+        else:
+            if reseed:
+                g = torch.Generator().manual_seed(seed)
+            scaled = scale(logits, temperature) if scale else logits / temperature
+            token = int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=g))
         if token == eos_id:
             if keep_eos:
                 out.append(token)
@@ -125,6 +148,21 @@ GREEDY_WRONG = [
 ]
 
 
+SAMPLE_WRONG = [
+    (lambda *a: sample_decode(*a, greedy=True), "greedy at every temperature"),
+    (lambda *a: sample_decode(*a, scale=lambda z, t: z), "ignores temperature"),
+    (lambda *a: sample_decode(*a, scale=lambda z, t: z * t), "multiplies by temperature"),
+    (lambda *a: sample_decode(*a, reseed=True), "generator re-seeded each step"),
+    (lambda *a: sample_decode(*a, thread=False), "state not threaded"),
+    (lambda *a: sample_decode(*a, keep_eos=True), "keeps eos"),
+    (lambda *a: sample_decode(*a, extra=1), "max_len off by one"),
+    (lambda *a: sample_decode(*a, extra=-1), "max_len off by one"),
+    (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t, 0), ""),  # ignores seed
+    (lambda step, state, b, e, n, t, seed: sample_decode(step, (), b, e, n, t, seed), ""),  # ignores state
+    (not_done, ""),
+]
+
+
 def edit_distance_zero_borders(hyp, ref):
     D = [[0] * (len(ref) + 1) for _ in range(len(hyp) + 1)]  # forgets D[i][0] = i and D[0][j] = j
     for i in range(1, len(hyp) + 1):
@@ -165,6 +203,7 @@ EDIT_WRONG = [
 @pytest.mark.parametrize(("checker", "reference"), [
     (check_one_hot, one_hot), (check_shift_targets, shift_targets),
     (check_greedy_decode, greedy_decode), (check_edit_distance, edit_distance),
+    (check_sample_decode, sample_decode),
 ])
 def test_reference_passes(checker, reference):
     assert checker(reference)
@@ -192,6 +231,11 @@ def test_greedy_rejects(wrong, diagnosis, capsys):
     _rejects(check_greedy_decode, wrong, diagnosis, capsys)
 
 
+@pytest.mark.parametrize(("wrong", "diagnosis"), SAMPLE_WRONG)
+def test_sample_decode_rejects(wrong, diagnosis, capsys):
+    _rejects(check_sample_decode, wrong, diagnosis, capsys)
+
+
 @pytest.mark.parametrize(("wrong", "diagnosis"), EDIT_WRONG)
 def test_edit_distance_rejects(wrong, diagnosis, capsys):
     _rejects(check_edit_distance, wrong, diagnosis, capsys)
@@ -209,7 +253,7 @@ def test_diagnosis_comes_before_the_failing_case(capsys):
     assert lines[1].strip().startswith("failing case")
 
 
-@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'EDIT'])
+@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'SAMPLE', 'EDIT'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers

@@ -200,6 +200,84 @@ def check_greedy_decode(greedy_decode: Callable[..., list[int]]) -> CheckResult:
     return run_cases("greedy_decode", greedy_decode, cases, GREEDY_MISTAKES)
 
 
+# --- sample_decode (one sequence, with a temperature) -------------------------------------------
+def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thread_state=True,
+                    keep_eos=False, use_temperature=True, times_temperature=False, always_greedy=False,
+                    reseed_each_step=False, extra=0, no_softmax_temperature_zero=False):
+    """Sampling with one known mistake switched on (all off: the right answer)."""
+    g = torch.Generator().manual_seed(seed)
+    token, out = bos_id, []
+    for _ in range(max_len + extra):
+        logits, new_state = step(token, state)
+        state = new_state if thread_state else state
+        if always_greedy or (temperature == 0 and not no_softmax_temperature_zero):
+            token = int(logits.argmax())
+        else:
+            t = temperature if use_temperature else 1.0
+            scaled = logits * t if times_temperature else logits / t
+            if reseed_each_step:
+                g = torch.Generator().manual_seed(seed)
+            token = int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=g))
+        if token == eos_id:
+            if keep_eos:
+                out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+SAMPLE_MISTAKES = [
+    Mistake("greedy at every temperature", "your answer takes the argmax at every step: above temperature 0, "
+            "draw the token from softmax(logits / temperature) with torch.multinomial and the generator.",
+            gives=lambda *a: _sample_variant(*a, always_greedy=True)),
+    Mistake("ignores temperature", "your samples do not depend on the temperature: divide the logits by "
+            "temperature before the softmax.", gives=lambda *a: _sample_variant(*a, use_temperature=False)),
+    Mistake("multiplies by temperature", "divide the logits by the temperature, do not multiply: a low "
+            "temperature must sharpen the distribution towards the argmax.",
+            gives=lambda *a: _sample_variant(*a, times_temperature=True)),
+    Mistake("generator re-seeded each step", "make the generator once, before the loop: re-seeding it at "
+            "every step draws the same random number each time.",
+            gives=lambda *a: _sample_variant(*a, reseed_each_step=True)),
+    Mistake("state not threaded", "your loop never uses the new state returned by step: "
+            "write `logits, state = step(token, state)`.",
+            gives=lambda *a: _sample_variant(*a, thread_state=False)),
+    Mistake("keeps eos", "your output includes <eos>: stop at it without adding it.",
+            gives=lambda *a: _sample_variant(*a, keep_eos=True)),
+    Mistake("max_len off by one", "your output is one token too long or too short: max_len counts "
+            "generated tokens (not <bos>), so at most max_len calls of step.",
+            when=lambda args, got: isinstance(got, list) and got in (
+                _sample_variant(*args[:4], args[4] + 1, *args[5:]),
+                _sample_variant(*args[:4], args[4] - 1, *args[5:]))),
+]
+
+
+def check_sample_decode(sample_decode: Callable[..., list[int]]) -> CheckResult:
+    """``sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed) -> list[int]``.
+
+    One token per step from ``softmax(logits / temperature)`` with ``torch.multinomial(probs, 1,
+    generator=g)``, ``g = torch.Generator().manual_seed(seed)`` made once; temperature 0 is greedy.
+    """
+    cases = []
+    for V, model_seed, bos, eos, state, max_len, growth, temperature, seed in [
+        (8, 1, 1, 2, (), 10, 0.5, 1.0, 0),
+        (12, 2, 0, 5, (3, 4), 10, 0.4, 0.5, 1),     # a sharper distribution
+        (9, 3, 1, 2, (6,), 12, 0.3, 2.0, 2),         # a flatter one
+        (10, 5, 3, 9, (1, 1, 2), 8, 0.5, 0.0, 3),    # temperature 0: greedy
+        (6, 4, 4, 0, (), 4, 0.0, 1.5, 4),            # <eos> never wins: stop at max_len
+        (8, 1, 1, 2, (), 10, 0.5, 1.0, 5),           # case 1's model with another seed
+    ]:
+        model = PrefixModel(V, model_seed, eos, eos_growth=growth, eos_start=-1.5 if growth else -1e4)
+        expected = _sample_variant(model, state, bos, eos, max_len, temperature, seed)
+        cases.append(Case(
+            f"{model}, state={state}, bos_id={bos}, eos_id={eos}, max_len={max_len}, "
+            f"temperature={temperature}, seed={seed}: {len(expected)} tokens",
+            (model, state, bos, eos, max_len, temperature, seed), expected,
+            "make g = torch.Generator().manual_seed(seed) once; at each step draw "
+            "int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=g)) (argmax at "
+            "temperature 0), feed it back with the new state, stop at eos_id (not returned) or max_len"))
+    return run_cases("sample_decode", sample_decode, cases, SAMPLE_MISTAKES)
+
+
 # --- edit_distance --------------------------------------------------------------------------------
 def _edit_variant(hyp, ref, insert=1, delete=1, substitute=1, first_row=True):
     """The DP with one move's cost changed (None: move missing) or the borders left at 0."""
@@ -386,6 +464,7 @@ EXERCISES = {
     "shift_targets": check_shift_targets,
     "edit_distance": check_edit_distance,
     "greedy_decode": check_greedy_decode,
+    "sample_decode": check_sample_decode,
 }
 # ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
 # (``python -m attnbook.exercises ch01 answers.py``) does not list it.
