@@ -374,15 +374,26 @@ SWAP_RANGE = (0.60, 1.30)  # PER against the word's own pronunciation, on Chapte
 SWAP_TOLERANCE = 0.15  # a prediction this close to the measurement passes
 
 
-class _SwappedContext:
-    """``model`` whose ``start`` hands sequence b the context (and start state) of sequence b - 1."""
+SWAP_PARTS = ("both", "context", "start")
 
-    def __init__(self, model: RNNSeq2Seq) -> None:
-        self.model = model
+
+class _SwappedContext:
+    """``model`` whose ``start`` hands sequence b the context C read at every step (``part="context"``),
+    the start state s_0 = tanh(W_s C) (``"start"``), or both (``"both"``) of sequence b - 1."""
+
+    def __init__(self, model: RNNSeq2Seq, part: str = "both") -> None:
+        if part not in SWAP_PARTS:
+            raise ValueError(f"part must be one of {SWAP_PARTS}, got {part!r}")
+        self.model, self.part = model, part
 
     def start(self, src: torch.Tensor, src_lengths: torch.Tensor) -> RNNDecoderState:
         state = self.model.start(src, src_lengths)  # hidden (1, B, Hd), context (B, 2He)
-        return RNNDecoderState(state.hidden.roll(1, dims=1), state.context.roll(1, dims=0))
+        hidden, context = state.hidden, state.context
+        if self.part in ("both", "start"):
+            hidden = hidden.roll(1, dims=1)
+        if self.part in ("both", "context"):
+            context = context.roll(1, dims=0)
+        return RNNDecoderState(hidden, context)
 
     def step(self, tokens: torch.Tensor, state: RNNDecoderState):
         return self.model.step(tokens, state)
@@ -390,10 +401,11 @@ class _SwappedContext:
 
 @torch.no_grad()
 def measure_swapped_context(model: RNNSeq2Seq, pairs: list, src_vocab: Vocab, tgt_vocab: Vocab,
-                            batch_size: int = 512) -> dict[str, float]:
-    """Greedy PERs of ``model`` on ``pairs``: as usual (``usual``), and decoded from the context of
-    the previous word in the batch, scored against the word's own pronunciation (``own``) and
-    against that of the word whose context it got (``donor``)."""
+                            batch_size: int = 512, part: str = "both") -> dict[str, float]:
+    """Greedy PERs of ``model`` on ``pairs``: as usual (``usual``), and decoded with ``part`` of the
+    decoder's input taken from the previous word in the batch (``"context"``: the C read at every
+    step; ``"start"``: the start state s_0; ``"both"``), scored against the word's own
+    pronunciation (``own``) and against that of the word it was taken from (``donor``)."""
     model.eval()
     device = next(model.parameters()).device
     edits = {"usual": 0, "own": 0, "donor": 0}
@@ -403,7 +415,7 @@ def measure_swapped_context(model: RNNSeq2Seq, pairs: list, src_vocab: Vocab, tg
         batch = make_batch(chunk, src_vocab, tgt_vocab).to(device)
         max_len = batch.tgt_out.shape[1] + 5
         usual = _library_greedy(model, batch.src, batch.src_lengths, tgt_vocab.bos_id, tgt_vocab.eos_id, max_len)
-        swapped = _library_greedy(_SwappedContext(model), batch.src, batch.src_lengths, tgt_vocab.bos_id,
+        swapped = _library_greedy(_SwappedContext(model, part), batch.src, batch.src_lengths, tgt_vocab.bos_id,
                                   tgt_vocab.eos_id, max_len)
         refs = [list(ref) for _, ref in chunk]
         donors = refs[-1:] + refs[:-1]  # sequence b got the context of b - 1
