@@ -267,13 +267,13 @@ from attnbook.data.vocab import Vocab  # noqa: E402
 from attnbook.exercises.ch01 import check_swapped_context, measure_swapped_context  # noqa: E402
 from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
 
-MEASURED = {"usual": 0.15, "own": 0.90, "donor": 0.20}  # what the chapter's trained model gives
+MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33}  # what the chapter's trained model gives
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    (0.9, True, ""), (0.8, True, ""), (1.0, True, ""),
-    (0.2, False, "too optimistic"), (0.5, False, "too optimistic"),
-    (1.2, False, "too pessimistic"),
+    (0.74, True, ""), (0.66, True, ""), (0.83, True, ""),
+    (0.16, False, "too optimistic"), (0.5, False, "too optimistic"), (0.6, False, "too optimistic"),
+    (0.9, False, "too pessimistic"), (1.0, False, "too pessimistic"),
     (90, False, "percent"), ("0.9", False, "not a number"),
 ])
 def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
@@ -283,13 +283,14 @@ def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
 
 
 @pytest.mark.parametrize("measured", [
-    {"usual": 0.15, "own": 0.30, "donor": 0.20},  # context not swapped: the model still reads its own word
-    {"usual": 0.15, "own": 0.90, "donor": 0.92},  # swapped, but scored against the wrong donor
+    {"usual": 0.16, "own": 0.32, "donor": 0.75},  # part="start": only s_0 swapped
+    {"usual": 0.16, "own": 0.16, "donor": 0.85},  # nothing swapped
+    {"usual": 0.16, "own": 0.74, "donor": 0.80},  # swapped, but scored against the wrong donor
     {"usual": 0.95, "own": 0.95, "donor": 0.95},  # an untrained model
     0.9,  # not the dict the measurement returns
 ])
 def test_swapped_context_rejects_a_wrong_measurement(measured, capsys):
-    result = check_swapped_context(0.9, lambda: measured)
+    result = check_swapped_context(0.74, lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 
@@ -312,3 +313,8 @@ def test_measure_swapped_context_swaps_contexts():
     measured = measure_swapped_context(model, pairs, src_vocab, tgt_vocab)
     assert measured["usual"] == 0.0
     assert measured["donor"] < measured["own"]
+    for part in ("context", "start"):
+        partial = measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part=part)
+        assert partial["usual"] == 0.0 and set(partial) == {"usual", "own", "donor"}
+    with pytest.raises(ValueError, match="part"):
+        measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part="hidden")

@@ -1,12 +1,12 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
 ``check_swapped_context`` is a predict-then-measure exercise: the reader predicts the PER of the
-trained model when each word is decoded from another word's context C; ``measure_swapped_context``
-runs the experiment; the checker checks the measurement against its expected range and explains
+trained model when each word keeps its own start state but reads another word's context C at every
+step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
 the gap to the prediction.
 
 Expected answers come from the library (``attnbook.metrics.edit_distance``,
-``attnbook.decoding.greedy_decode``) or are built by hand; each checker also lists the known
+``attnbook.decoding.greedy_decode``) or are built by hand (``sample_decode``); each checker also lists the known
 mistakes it can name. ``EXERCISES`` maps the notebook's function names to their checkers (used by
 ``python -m attnbook.exercises ch01 answers.py``).
 """
@@ -370,10 +370,9 @@ def check_edit_distance(edit_distance: Callable[[list[str], list[str]], int]) ->
 
 # --- predict, then measure: decoding from another word's context -------------------------------
 
-SWAP_RANGE = (0.60, 1.30)  # PER against the word's own pronunciation, on Chapter 1's 1,200-step model
-SWAP_TOLERANCE = 0.15  # a prediction this close to the measurement passes
-
-
+SWAP_RANGE = (0.55, 0.95)  # PER against the word's own pronunciation, per-step C swapped, on
+# Chapter 1's 1,200-step model (measured 74%; 85% with both routes swapped, 32% with s_0 alone)
+SWAP_TOLERANCE = 0.10  # a prediction this close to the measurement passes
 SWAP_PARTS = ("both", "context", "start")
 
 
@@ -431,7 +430,11 @@ def _percent(value: float) -> str:
 
 
 def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
-    """Compare the reader's predicted PER (a fraction) with ``measure()``'s ``own`` PER, and explain."""
+    """Compare the reader's predicted PER (a fraction) with ``measure()``'s ``own`` PER, and explain.
+
+    ``measure`` runs ``measure_swapped_context(..., part="context")``: each word keeps its own start
+    state but reads the previous word's C at every step.
+    """
     name = "another word's context"
     if predicted is None:
         return _finish(name, False, "not done yet: write your prediction into predicted_per, then run the cell.")
@@ -447,28 +450,30 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
         return _finish(name, False, "run the measurement as given: measure_swapped_context(...) returns a dict "
                        "with 'usual', 'own' and 'donor'.", "measurement")
     own, donor, usual = measured["own"], measured["donor"], measured["usual"]
-    if not (low <= own <= high and 0.05 <= usual <= 0.30 and 0.05 <= donor <= 0.45 and donor < own):
-        return _finish(name, False, f"the measurement ({_percent(own)} against the words' own pronunciations) "
-                       f"is not what this chapter's model gives (expected {_percent(low)}-{_percent(high)}, "
-                       "and near the usual PER against the donor words): run it on the trained model of this "
-                       "chapter, as given.", "measurement")
+    if not (low <= own <= high and 0.05 <= usual <= 0.30 and 0.10 <= donor <= 0.55 and donor < own):
+        return _finish(name, False, f"the measurement ({_percent(own)} against the words' own pronunciations, "
+                       f"{_percent(donor)} against the donor words') is not what this chapter's model gives "
+                       f"(expected {_percent(low)}-{_percent(high)}, and much less against the donor words): "
+                       "run it on the trained model of this chapter, with part=\"context\", as given.",
+                       "measurement")
     print(f"   PER as usual: {_percent(usual)} (expected 5.0%–30.0%)")
-    print(f"   PER with another word's C, against the word's own pronunciation: {_percent(own)} "
-          f"(expected {_percent(low)}–{_percent(high)})")
-    print(f"   the same outputs against the pronunciation of the word whose C was used: {_percent(donor)} "
-          "(expected 5.0%–45.0%)")
-    meaning = ("the decoder has no other route to the input: its output is a function of C alone, so it "
-               "pronounces the word whose C it was given, exactly as it pronounces that word as usual.")
+    print(f"   own start state, another word's C at every step, against the word's own pronunciation: "
+          f"{_percent(own)} (expected {_percent(low)}–{_percent(high)})")
+    print(f"   the same outputs against the pronunciation of the word whose C was read: {_percent(donor)} "
+          "(expected 10.0%–55.0%)")
+    meaning = ("the decoder follows the C it reads at every step far more than its start state: its outputs "
+               "are much closer to the donor word's pronunciation than to the word's own. The start state "
+               "s_0 = tanh(W_s C) only sets where the GRU begins; the copy of C in every step's input keeps "
+               "steering it.")
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {SWAP_TOLERANCE:.0%} of the measurement: "
                        + meaning)
     if predicted < own:
-        return _finish(name, False, "you expected the model to do better than it does: " + meaning
-                       + " What is left in common with the word's own pronunciation is chance overlap.",
-                       "too optimistic")
-    return _finish(name, False, "you expected even more errors: a PER is edits per reference phoneme, and "
-                   "frequent phonemes (AH, N, R, ...) line up by chance even between unrelated words. " + meaning,
-                   "too pessimistic")
+        return _finish(name, False, "you expected the start state to carry more of the word than it does: "
+                       + meaning, "too optimistic")
+    return _finish(name, False, "you expected even more errors: the start state does keep part of the word "
+                   "(the outputs are not as far from it as with both routes swapped), and frequent phonemes "
+                   "line up by chance even between unrelated words. " + meaning, "too pessimistic")
 
 
 EXERCISES = {
