@@ -3,7 +3,15 @@ answers, and names the mistake where it is a known one ("" = rejected without a 
 import pytest
 import torch
 
-from attnbook.exercises.ch01 import check_edit_distance, check_greedy_decode, check_one_hot, check_shift_targets
+from attnbook.exercises.ch01 import (
+    LIBRARY_ONE_HOT,
+    MATCHING_BLOCKS,
+    check_edit_distance,
+    check_greedy_decode,
+    check_one_hot,
+    check_sample_decode,
+    check_shift_targets,
+)
 from attnbook.exercises.core import MUTATION
 from conftest import assert_rejected
 
@@ -23,6 +31,28 @@ def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=Fa
         logits, new_state = step(token if feed is None else feed, state)
         state = new_state if thread else first
         token = int(logits.argmax())
+        if token == eos_id:
+            if keep_eos:
+                out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+def sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed, reseed=False, scale=None,
+                  thread=True, keep_eos=False, extra=0, greedy=False):
+    g = torch.Generator().manual_seed(seed)
+    token, out = bos_id, []
+    for _ in range(max_len + extra):
+        logits, new_state = step(token, state)
+        state = new_state if thread else state
+        if temperature == 0 or greedy:
+            token = int(logits.argmax())
+        else:
+            if reseed:
+                g = torch.Generator().manual_seed(seed)
+            scaled = scale(logits, temperature) if scale else logits / temperature
+            token = int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=g))
         if token == eos_id:
             if keep_eos:
                 out.append(token)
@@ -63,6 +93,11 @@ def one_hot_in_place(ids, num_classes):
     return out
 
 
+def one_hot_imported_library(ids, num_classes):
+    from torch.nn.functional import one_hot as oh  # the library function under another name
+    return oh(ids, num_classes).float()
+
+
 ONE_HOT_WRONG = [
     (one_hot_fixed_size, "ignores num_classes"),
     (one_hot_from_max, "ignores num_classes"),
@@ -72,7 +107,11 @@ ONE_HOT_WRONG = [
     (lambda ids, n: torch.eye(n)[ids].movedim(-1, 0), "class axis first"),
     (lambda ids, n: torch.eye(n)[ids.flatten()], "flattened"),
     (one_hot_in_place, MUTATION),
-    (lambda ids, n: torch.nn.functional.one_hot(ids.clamp(max=3), 4).float(), "ignores num_classes"),
+    (lambda ids, n: torch.nn.functional.one_hot(ids.clamp(max=3), 4).float(), LIBRARY_ONE_HOT),
+    (lambda ids, n: torch.nn.functional.one_hot(ids, n).float(), LIBRARY_ONE_HOT),  # right values
+    (one_hot_imported_library, LIBRARY_ONE_HOT),
+    (lambda ids, n: torch.zeros(*ids.shape, int(ids.max()) + 1 if ids.numel() else n).scatter_(
+        -1, ids[..., None], 1.0), "ignores num_classes"),
     (not_done, ""),
 ]
 
@@ -88,6 +127,7 @@ SHIFT_WRONG = [
     (lambda ids, b, e: ([*ids, e], [b, *ids]), "swapped"),
     (lambda ids, b, e: ([b, *ids[:-1]], list(ids)), "dropped last symbol"),
     (lambda ids, b, e: (list(ids), list(ids)), "no special ids"),
+    (lambda ids, b, e: ([b, *ids], [*ids[1:], e]), "target drops the first symbol"),
     (shift_in_place, MUTATION),
     (lambda ids, b, e: ([b, *ids], [*ids, e]) if ids else ([b], []), "dropped last symbol"),  # empty target only
 ]
@@ -108,12 +148,35 @@ GREEDY_WRONG = [
 ]
 
 
+SAMPLE_WRONG = [
+    (lambda *a: sample_decode(*a, greedy=True), "greedy at every temperature"),
+    (lambda *a: sample_decode(*a, scale=lambda z, t: z), "ignores temperature"),
+    (lambda *a: sample_decode(*a, scale=lambda z, t: z * t), "multiplies by temperature"),
+    (lambda *a: sample_decode(*a, reseed=True), "generator re-seeded each step"),
+    (lambda *a: sample_decode(*a, thread=False), "state not threaded"),
+    (lambda *a: sample_decode(*a, keep_eos=True), "keeps eos"),
+    (lambda *a: sample_decode(*a, extra=1), "max_len off by one"),
+    (lambda *a: sample_decode(*a, extra=-1), "max_len off by one"),
+    (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t, 0), ""),  # ignores seed
+    (lambda step, state, b, e, n, t, seed: sample_decode(step, (), b, e, n, t, seed), ""),  # ignores state
+    (not_done, ""),
+]
+
+
 def edit_distance_zero_borders(hyp, ref):
     D = [[0] * (len(ref) + 1) for _ in range(len(hyp) + 1)]  # forgets D[i][0] = i and D[0][j] = j
     for i in range(1, len(hyp) + 1):
         for j in range(1, len(ref) + 1):
             D[i][j] = min(D[i - 1][j] + 1, D[i][j - 1] + 1, D[i - 1][j - 1] + (hyp[i - 1] != ref[j - 1]))
     return D[-1][-1]
+
+
+def edit_distance_blocks(hyp, ref, longest_only=False):
+    from difflib import SequenceMatcher  # a plausible shortcut that is not the DP
+    matcher = SequenceMatcher(None, hyp, ref)
+    if longest_only:
+        return max(len(hyp), len(ref)) - matcher.find_longest_match(0, len(hyp), 0, len(ref)).size
+    return max(len(hyp), len(ref)) - sum(b.size for b in matcher.get_matching_blocks())
 
 
 def edit_in_place(hyp, ref):
@@ -131,6 +194,8 @@ EDIT_WRONG = [
     (lambda h, r: abs(len(h) - len(r)), ""),
     (lambda h, r: len(set(h) ^ set(r)), "substitution costs 2"),  # counts a substitution twice
     (edit_in_place, MUTATION),
+    (lambda h, r: edit_distance_blocks(h, r, longest_only=True), MATCHING_BLOCKS),
+    (lambda h, r: edit_distance_blocks(h, r), MATCHING_BLOCKS),
     (not_done, ""),
 ]
 
@@ -138,6 +203,7 @@ EDIT_WRONG = [
 @pytest.mark.parametrize(("checker", "reference"), [
     (check_one_hot, one_hot), (check_shift_targets, shift_targets),
     (check_greedy_decode, greedy_decode), (check_edit_distance, edit_distance),
+    (check_sample_decode, sample_decode),
 ])
 def test_reference_passes(checker, reference):
     assert checker(reference)
@@ -146,7 +212,7 @@ def test_reference_passes(checker, reference):
 def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
-    if diagnosis and diagnosis != MUTATION:
+    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -163,6 +229,11 @@ def test_shift_targets_rejects(wrong, diagnosis, capsys):
 @pytest.mark.parametrize(("wrong", "diagnosis"), GREEDY_WRONG)
 def test_greedy_rejects(wrong, diagnosis, capsys):
     _rejects(check_greedy_decode, wrong, diagnosis, capsys)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), SAMPLE_WRONG)
+def test_sample_decode_rejects(wrong, diagnosis, capsys):
+    _rejects(check_sample_decode, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), EDIT_WRONG)
@@ -182,12 +253,12 @@ def test_diagnosis_comes_before_the_failing_case(capsys):
     assert lines[1].strip().startswith("failing case")
 
 
-@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'EDIT'])
+@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'SAMPLE', 'EDIT'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
-    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS}
     assert names == triggered
 
 
@@ -196,13 +267,13 @@ from attnbook.data.vocab import Vocab  # noqa: E402
 from attnbook.exercises.ch01 import check_swapped_context, measure_swapped_context  # noqa: E402
 from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
 
-MEASURED = {"usual": 0.15, "own": 0.90, "donor": 0.20}  # what the chapter's trained model gives
+MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33}  # what the chapter's trained model gives
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    (0.9, True, ""), (0.8, True, ""), (1.0, True, ""),
-    (0.2, False, "too optimistic"), (0.5, False, "too optimistic"),
-    (1.2, False, "too pessimistic"),
+    (0.74, True, ""), (0.66, True, ""), (0.83, True, ""),
+    (0.16, False, "too optimistic"), (0.5, False, "too optimistic"), (0.6, False, "too optimistic"),
+    (0.9, False, "too pessimistic"), (1.0, False, "too pessimistic"),
     (90, False, "percent"), ("0.9", False, "not a number"),
 ])
 def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
@@ -212,13 +283,14 @@ def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
 
 
 @pytest.mark.parametrize("measured", [
-    {"usual": 0.15, "own": 0.30, "donor": 0.20},  # context not swapped: the model still reads its own word
-    {"usual": 0.15, "own": 0.90, "donor": 0.92},  # swapped, but scored against the wrong donor
+    {"usual": 0.16, "own": 0.32, "donor": 0.75},  # part="start": only s_0 swapped
+    {"usual": 0.16, "own": 0.16, "donor": 0.85},  # nothing swapped
+    {"usual": 0.16, "own": 0.74, "donor": 0.80},  # swapped, but scored against the wrong donor
     {"usual": 0.95, "own": 0.95, "donor": 0.95},  # an untrained model
     0.9,  # not the dict the measurement returns
 ])
 def test_swapped_context_rejects_a_wrong_measurement(measured, capsys):
-    result = check_swapped_context(0.9, lambda: measured)
+    result = check_swapped_context(0.74, lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 
@@ -241,3 +313,8 @@ def test_measure_swapped_context_swaps_contexts():
     measured = measure_swapped_context(model, pairs, src_vocab, tgt_vocab)
     assert measured["usual"] == 0.0
     assert measured["donor"] < measured["own"]
+    for part in ("context", "start"):
+        partial = measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part=part)
+        assert partial["usual"] == 0.0 and set(partial) == {"usual", "own", "donor"}
+    with pytest.raises(ValueError, match="part"):
+        measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part="hidden")

@@ -30,3 +30,24 @@ def test_counts_and_controls():
 def test_no_long_words():
     with pytest.raises(ValueError, match="no words"):
         error_thirds(result([("ab", ("AH", "B"), ("AH", "B"))]))
+
+
+def test_length_curve_null_matches_the_overall_wer_and_climbs():
+    from attnbook.metrics import phoneme_error_rate, wer_by_bucket, word_error_rate
+    from attnbook.tasks.g2p import G2PResult
+    from attnbook.tasks.g2p_errors import length_curve
+
+    words = ["ab", "abcde", "abcdefghij", "abcdefghijklmn"] * 5
+    refs = [tuple("K" * len(w)) for w in words]
+    preds = [r if k % 3 else r[:-1] for k, r in enumerate(refs)]  # every third word loses a phoneme
+    result = G2PResult(words, refs, preds, word_error_rate(preds, refs), phoneme_error_rate(preds, refs),
+                       wer_by_bucket(words, preds, refs))
+    curve = length_curve(result)
+    assert curve.words == {"1-4": 5, "5-6": 5, "9-10": 5, "13+": 5}
+    overall = sum(curve.null_wer[b] * curve.words[b] for b in curve.words) / len(words)
+    assert abs(overall - result.wer) < 1e-6
+    null = list(curve.null_wer.values())
+    assert null == sorted(null) and null[0] < null[-1]
+    p = curve.token_error
+    assert abs(curve.null_wer["1-4"] - (1 - (1 - p) ** 3)) < 1e-9  # 2 phonemes + <eos>
+    assert curve.per["13+"] == sum(k % 3 == 0 for k in range(3, 20, 4)) / (5 * 14)

@@ -9,9 +9,9 @@ DESC = (
     "bidirectional GRU (GRUEncoder): one GRU left to right, one right to left. Their last states "
     "are joined into the context C = [forward h_S; backward h_1], shape (B, 2He). The per-letter "
     "outputs h_j (B, S, 2He) are not used by this decoder. The ContextDecoder starts from "
-    "s_0 = tanh(W_s C) (init_state), and at every step i reads [e(y_{i-1}); C], shape (B, T, E+2He): "
+    "s_0 = tanh(W_s C) (init_state), and at every step t reads [e(y_{t-1}); C], shape (B, T, E+2He): "
     "the embedding of the previous phoneme (<bos>, F, OW, N under teacher forcing) joined with the "
-    "same C. Its GRU states s_i (B, T, Hd) go through the output layer to logits (B, T, V) for the "
+    "same C. Its GRU states s_t (B, T, Hd) go through the output layer to logits (B, T, V) for the "
     "next phoneme: F, OW, N, <eos>. The whole input reaches the decoder only through C."
 )
 Y_TOK, Y_EMB = 465, 390  # rows of the input tokens and of the embeddings, both sides
@@ -87,7 +87,7 @@ def decoder_start(fig: Figure) -> None:
 
 
 def decoder_step(fig: Figure, i: int, x: float) -> None:
-    """Step i: [e(y_{i-1}); C] into the GRU, s_i to the next step and through ``out`` to y_i."""
+    """Step t: [e(y_{t-1}); C] into the GRU, s_t to the next step and through ``out`` to y_t."""
     fig.text(x, Y_TOK, PREV[i], "code", size=12)
     fig.line([(x, Y_TOK - 16), (x, Y_EMB + 16)], "stream")
     fig.line([(x - 8, Y_EMB - 14), (x - 8, Y_STATE + DEC_H / 2 + 2)], "stream")
@@ -104,13 +104,13 @@ def decoder_step(fig: Figure, i: int, x: float) -> None:
 
 def labels(fig: Figure) -> None:
     """The decoder's shapes on the right, the title and the legend."""
-    fig.text(DEC_X[0] - 40, Y_TOK, "y_{i-1}", "math", anchor="end")
-    fig.text(DEC_X[0] - 40, 86, "y_{i}", "math", anchor="end")
+    fig.text(DEC_X[0] - 40, Y_TOK, "y_{t-1}", "math", anchor="end")
+    fig.text(DEC_X[0] - 40, 86, "y_{t}", "math", anchor="end")
     right = DEC_X[-1] + 34
     fig.shape(right, Y_LOGIT + 4, "(B, T, V)")
     fig.shape(right, Y_STATE + 26, "(B, T, Hd)")
     fig.shape(right, Y_BUS - 4, "(B, T, E+2He)")
-    fig.text(right, Y_BUS + 12, "[e(y_{i-1}); C]", "note", anchor="start")
+    fig.text(right, Y_BUS + 12, "[e(y_{t-1}); C]", "note", anchor="start")
     fig.shape(right, Y_EMB + 4, "(B, T, E)")
     fig.text(30, 30, fig.code("RNNSeq2Seq", f"{RNN}.RNNSeq2Seq")
              + ": the input reaches the decoder only through C", "title", anchor="start")

@@ -94,9 +94,9 @@ class ContextDecoder(nn.Module):
         return torch.tanh(self.init_state(context))[None]  # (1, B, Hd)
 
     def forward(self, tgt_in: torch.Tensor, context: torch.Tensor, hidden: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """tgt_in ``(B, T)``, context ``(B, C)``, hidden ``(1, B, Hd)`` -> logits ``(B, T, V)``, hidden."""
+        """tgt_in ``(B, T)``, context ``(B, 2He)``, hidden ``(1, B, Hd)`` -> logits ``(B, T, V)``, hidden."""
         B, T = tgt_in.shape
-        inputs = torch.cat([self.embedding(tgt_in), context[:, None, :].expand(B, T, -1)], dim=-1)  # (B, T, E+C)
+        inputs = torch.cat([self.embedding(tgt_in), context[:, None, :].expand(B, T, -1)], dim=-1)  # (B, T, E+2He)
         states, hidden = self.gru(inputs, hidden)  # (B, T, Hd), (1, B, Hd)
         return self.out(states), hidden  # (B, T, V)
 

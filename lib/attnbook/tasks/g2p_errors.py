@@ -1,11 +1,15 @@
-"""Where in a word a G2P model's errors fall (Chapters 1 and 2): shares of the errors by third of
-the reference pronunciation, beside two controls, the share of phoneme positions and the share
-expected if a phoneme's error rate depended only on whether it is a vowel."""
+"""Where a G2P model's errors fall (Chapters 1 and 2).
+
+``error_thirds``: shares of the errors by third of the reference pronunciation, beside two
+controls, the share of phoneme positions and the share expected if a phoneme's error rate
+depended only on whether it is a vowel. ``length_curve``: WER and PER by word length, beside the
+WER a model would get if every output token (each phoneme and ``<eos>``) were wrong with one
+constant chance, the null for "longer words are harder only because they have more tokens"."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from attnbook.metrics import error_positions
+from attnbook.metrics import error_positions, length_bucket, per_by_bucket, wer_by_bucket
 from attnbook.tasks.g2p import G2PResult
 
 VOWELS = frozenset({"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW"})
@@ -61,3 +65,44 @@ def error_thirds(result: G2PResult, min_letters: int = 9) -> ErrorThirds:
         words, sum(errors), {"vowel": rate[True], "consonant": rate[False]},
         {"positions": share(slots), "vowels among them": tuple(v / n for v, n in zip(vowel_slots, slots)),
          "errors": share(errors), "expected from vowels": share(expected)})
+
+
+@dataclass(frozen=True)
+class LengthCurve:
+    """Per bucket of word length (letters): its word count, WER, PER and the constant-rate null's WER."""
+
+    token_error: float  # the null's chance that any one output token is wrong
+    words: dict[str, int]
+    wer: dict[str, float]
+    per: dict[str, float]
+    null_wer: dict[str, float]
+
+
+def _null_wer(p: float, lengths: list[int]) -> float:
+    """Mean chance that a word of ``n`` phonemes (n + 1 tokens with <eos>) has a wrong token."""
+    return sum(1 - (1 - p) ** (n + 1) for n in lengths) / len(lengths)
+
+
+def length_curve(result: G2PResult) -> LengthCurve:
+    """WER and PER of ``result`` by word length, and the WER of the constant-rate null.
+
+    The null makes every output token wrong with the same chance ``p``, chosen (by bisection) so
+    that its overall WER equals the model's; a word of ``n`` reference phonemes is then wrong with
+    chance ``1 - (1 - p) ** (n + 1)``. A curve that climbs faster than the null's means long words
+    are harder per token, not only longer.
+    """
+    if not result.words:
+        raise ValueError("no words to bucket")
+    lengths = [len(ref) for ref in result.references]
+    low, high = 0.0, 1.0
+    for _ in range(60):
+        mid = (low + high) / 2
+        low, high = (mid, high) if _null_wer(mid, lengths) < result.wer else (low, mid)
+    p = (low + high) / 2
+    groups: dict[str, list[int]] = {}
+    for word, n in zip(result.words, lengths):
+        groups.setdefault(length_bucket(len(word)), []).append(n)
+    wer = wer_by_bucket(result.words, result.predictions, result.references)
+    per = per_by_bucket(result.words, result.predictions, result.references, bucket_of=length_bucket)
+    return LengthCurve(p, {b: len(groups[b]) for b in wer}, wer, {b: per[b] for b in wer},
+                       {b: _null_wer(p, groups[b]) for b in wer})
