@@ -14,10 +14,11 @@ from attnbook.data.vocab import Vocab
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, BertConfig, BertForPreTraining
 from attnbook.models.gpt import GPT, GPTConfig
+from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
 from attnbook.models.t5 import T5, T5Config
 from attnbook.models.tagger import SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
-from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
+from attnbook.tasks import g2p, g2p_search, image_classification, induction, language_modeling, masked_lm
 from attnbook.tasks import tagging, text_classification, text_to_text, token_stream
 
 TASKS = Path(__file__).resolve().parents[2] / "lib" / "attnbook" / "tasks"
@@ -62,11 +63,20 @@ def _image_model() -> nn.Module:
     return nn.Sequential(nn.Flatten(), nn.Dropout(0.5), nn.Linear(64, 3))
 
 
+def _rnn() -> nn.Module:
+    return RNNSeq2Seq(RNNSeq2SeqConfig(len(LETTERS), len(PHONEMES), emb_dim=8, enc_hidden=8, dec_hidden=8))
+
+
 # name -> (make the model, call the helper on it). Each helper in tasks/ that evaluates a model.
 HELPERS = {
     "g2p.predict": (_seq2seq, lambda m: g2p.predict(m, ["abc", "fed"], LETTERS, PHONEMES)),
     "g2p.evaluate_g2p": (
         _seq2seq, lambda m: g2p.evaluate_g2p(m, [("abc", "AB"), ("gf", "C")], LETTERS, PHONEMES)),
+    "g2p_search.exact_decode": (
+        _rnn, lambda m: g2p_search.exact_decode(m, torch.tensor([[3, 4, 5]]), torch.tensor([3]), 1, 2, 4)),
+    "g2p_search.sequence_log_prob": (
+        _rnn, lambda m: g2p_search.sequence_log_prob(m, torch.tensor([[3, 4, 5]]), torch.tensor([3]), [4, 5],
+                                                     1, 2)),
     "image_classification.predict": (_image_model, lambda m: image_classification.predict(m, _images().images)),
     "image_classification.accuracy": (_image_model, lambda m: image_classification.accuracy(m, _images())),
     "image_classification.shifted_accuracy": (

@@ -17,6 +17,7 @@ import torch
 from attnbook.data import pad_sequences
 from attnbook.data.vocab import Vocab
 from attnbook.decoding import Seq2SeqDecoder, greedy_decode
+from attnbook.train import evaluating
 
 
 @torch.no_grad()
@@ -25,11 +26,12 @@ def sequence_log_prob(model: Seq2SeqDecoder, src: torch.Tensor, src_lengths: tor
     """log p(ids, <eos> | src) for one input ``src (1, S)``, by stepping the decoder along ``ids``."""
     if src.shape[0] != 1:
         raise ValueError(f"one input at a time: src must be (1, S), got {tuple(src.shape)}")
-    state = model.start(src, src_lengths)
     total = 0.0
-    for previous, token in zip([bos_id, *ids], [*ids, eos_id]):
-        logits, state = model.step(torch.tensor([previous], device=src.device), state)  # (1, V)
-        total += logits.log_softmax(-1)[0, token].item()
+    with evaluating(model):
+        state = model.start(src, src_lengths)
+        for previous, token in zip([bos_id, *ids], [*ids, eos_id]):
+            logits, state = model.step(torch.tensor([previous], device=src.device), state)  # (1, V)
+            total += logits.log_softmax(-1)[0, token].item()
     return total
 
 
@@ -39,8 +41,15 @@ def exact_decode(model: Seq2SeqDecoder, src: torch.Tensor, src_lengths: torch.Te
     """The most probable output (without ``<eos>``) for one input ``src (1, S)``, and greedy's answer.
 
     Prefixes longer than ``max_len`` are dropped; greedy's answer (which respects ``max_len``) is
-    always inside the bound, so the search always ends with an answer.
+    always inside the bound, so the search always ends with an answer. The model runs in eval
+    mode and comes back in the modes it had.
     """
+    with evaluating(model):
+        return _best_first(model, src, src_lengths, bos_id, eos_id, max_len)
+
+
+def _best_first(model: Seq2SeqDecoder, src: torch.Tensor, src_lengths: torch.Tensor, bos_id: int, eos_id: int,
+                max_len: int) -> tuple[list[int], list[int]]:
     greedy = greedy_decode(model, src, src_lengths, bos_id, eos_id, max_len)[0]
     bound = -sequence_log_prob(model, src, src_lengths, greedy, bos_id, eos_id)  # greedy's cost, -log p
     frontier = [(0.0, 0, [], model.start(src, src_lengths))]  # (cost, tie-break, prefix, state)
@@ -76,9 +85,9 @@ def compare_with_greedy(model: Seq2SeqDecoder, pairs: list[tuple[str, tuple[str,
                         tgt_vocab: Vocab, extra_len: int = 5) -> list[SearchComparison]:
     """Run ``exact_decode`` on every (word, pronunciation) pair; return the words where it and greedy differ.
 
-    The length limit is the word's letters plus ``extra_len``. The model is put in eval mode.
+    The length limit is the word's letters plus ``extra_len``. The model runs in eval mode and
+    comes back in the modes it had.
     """
-    model.eval()
     device = next(model.parameters()).device
     bos, eos = tgt_vocab.bos_id, tgt_vocab.eos_id
     differ = []
