@@ -4,13 +4,15 @@
     python -m attnbook.exercises ch03              # list the functions Chapter 3 expects
 
 The file is run as a script (its ``if __name__ == "__main__":`` block is skipped); each function
-the chapter's exercises ask for is looked up by name and given to its checker. The exit status
-is 0 only if every exercise passes.
+the chapter's exercises ask for is looked up by name and given to its checker; a
+predict-then-measure checker also gets the file's ``prediction_<function name>`` (or, failing
+that, its ``prediction``) variable. The exit status is 0 only if every exercise passes.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import re
 import runpy
 import sys
@@ -56,10 +58,25 @@ def check_file(chapter: str, path: Path) -> int:
         if not callable(fn):
             print(f"✗ {name}: `{name}` in {path.name} is a {type(fn).__name__}, not a function.")
             continue
-        passed += bool(checker(fn))
+        passed += bool(checker(fn, **_prediction(checker, name, namespace)))
     total = len(exercises)
     print(f"\n{chapter}: {passed} of {total} exercises pass" + (" ✓" if passed == total else ""))
     return 0 if passed == total else 1
+
+
+def _prediction(checker, name: str, namespace: dict) -> dict:
+    """``{"prediction": ...}`` for a predict-then-measure checker (one with a ``prediction``
+    parameter): the file's ``prediction_<name>`` if it defines one, else its ``prediction``."""
+    try:
+        takes = "prediction" in list(inspect.signature(checker).parameters)[1:]  # after the function
+    except (TypeError, ValueError):
+        return {}
+    if not takes:
+        return {}
+    for variable in (f"prediction_{name}", "prediction"):
+        if variable in namespace:
+            return {"prediction": namespace[variable]}
+    return {}
 
 
 def list_functions(chapter: str) -> int:
