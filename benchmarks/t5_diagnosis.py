@@ -16,7 +16,8 @@ all the training words, 600 fine-tuning steps, three seeds:
    words Chapter 5 reports on).
 3. ``--part indomain``: an in-domain control: the same pretraining (1,500 steps, mean span 3)
    on the G2P training pairs themselves, written as text (``"thought th ao t"``, one pair after
-   another), then fine-tuned like the study's pretrained arm.
+   another), then fine-tuned like the study's pretrained arm; and the mismatch probe of part 5 on
+   windows of that text.
 4. ``--part p2g``: the study's pretrained T5 fine-tuned on p2g alone for 1,200 steps (the
    multi-task model's budget).
 5. ``--part mismatch`` (seconds): does the pretrained decoder use its input at all? The same
@@ -119,11 +120,12 @@ def _pairs(stream: list[int], windows: int) -> list[tuple[list[int], list[int]]]
 
 
 @torch.no_grad()
-def mismatch(weights: dict, smoke: bool, windows: int) -> dict:
-    """The pretrained model's loss on its targets with the right, a wrong and an empty input."""
+def mismatch(weights: dict, smoke: bool, windows: int, text: str | None = None) -> dict:
+    """The pretrained model's loss on its targets with the right, a wrong and an empty input
+    (windows of ``text``; default: the Bible, the study's pretraining corpus)."""
     model = T5(t5_config(smoke, dropout=0.0))
     model.load_state_dict(weights)
-    text = " ".join(v.text for v in load_bible())
+    text = " ".join(v.text for v in load_bible()) if text is None else text
     pairs = _pairs(VOCAB.encode(text[:50000] if smoke else text), windows)
 
     def score(scored: list) -> tuple[float, float]:
@@ -201,6 +203,7 @@ def main(argv: list[str] | None = None) -> int:
         text = " ".join(f"{word} {phoneme_text(ph)}" for word, ph in train)
         row, weights = pretrain(settings, text)
         record({k: v for k, v in row.items() if not k.endswith("_bias")} | {"corpus": "g2p train"})
+        record(mismatch(weights, args.smoke, 200 if args.smoke else 3000, text) | {"corpus": "g2p train"})
         for seed in args.seeds:
             run = finetune_t5("pretrained", train, test, seed, settings, weights)
             record({**run, "arm": "pretrained on g2p words", "lr": settings.lr, "seed": seed})
