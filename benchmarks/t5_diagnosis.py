@@ -16,9 +16,16 @@ all the training words, 600 fine-tuning steps, three seeds:
    words Chapter 5 reports on).
 3. ``--part indomain``: an in-domain control: the same pretraining (1,500 steps, mean span 3)
    on the G2P training pairs themselves, written as text (``"thought th ao t"``, one pair after
-   another), then fine-tuned like the study's pretrained arm.
+   another), then fine-tuned like the study's pretrained arm; and the mismatch probe of part 5 on
+   windows of that text.
 4. ``--part p2g``: the study's pretrained T5 fine-tuned on p2g alone for 1,200 steps (the
    multi-task model's budget).
+5. ``--part mismatch`` (seconds): does the pretrained decoder use its input at all? The same
+   1,500 scored windows, each target scored three ways: with its own input, with the input of
+   the next window (a wrong one, with as many sentinels), and with an input of sentinels alone.
+   Nats per target token, and per hidden byte (the sentinels and ``</s>`` are predictable
+   without the input). If the wrong input costs almost nothing, the decoder is a language
+   model of its targets.
 """
 from __future__ import annotations
 
@@ -97,6 +104,51 @@ def probe(weights: dict, smoke: bool, windows: int) -> dict:
             "fills": fills}
 
 
+def _pairs(stream: list[int], windows: int) -> list[tuple[list[int], list[int]]]:
+    """(input with sentinels, target) of the held-out half of the scored windows."""
+    pairs = []
+    for window, mask, target in span_target_windows(stream, 64, VOCAB.sentinel, VOCAB.eos_id, windows)[windows // 2:]:
+        inputs, spans = [], 0
+        for i, (token, hidden) in enumerate(zip(window, mask)):
+            if hidden and (i == 0 or not mask[i - 1]):
+                inputs.append(VOCAB.sentinel(spans))
+                spans += 1
+            if not hidden:
+                inputs.append(token)
+        pairs.append((inputs + [VOCAB.eos_id], target))
+    return pairs
+
+
+@torch.no_grad()
+def mismatch(weights: dict, smoke: bool, windows: int, text: str | None = None) -> dict:
+    """The pretrained model's loss on its targets with the right, a wrong and an empty input
+    (windows of ``text``; default: the Bible, the study's pretraining corpus)."""
+    model = T5(t5_config(smoke, dropout=0.0))
+    model.load_state_dict(weights)
+    text = " ".join(v.text for v in load_bible()) if text is None else text
+    pairs = _pairs(VOCAB.encode(text[:50000] if smoke else text), windows)
+
+    def score(scored: list) -> tuple[float, float]:
+        nats = tokens = byte_nats = byte_tokens = 0.0
+        with evaluating(model):
+            for start in range(0, len(scored), 250):
+                batch = seq2seq_batch(scored[start:start + 250], VOCAB.pad_id)
+                logp = model(batch.src, batch.src_lengths, batch.tgt_in).log_softmax(-1)  # (B, T, V)
+                nll = -logp.gather(-1, batch.tgt_out[..., None])[..., 0]  # (B, T)
+                real = batch.tgt_out != VOCAB.pad_id
+                byte = real & (batch.tgt_out >= 3) & (batch.tgt_out < 259)
+                nats, tokens = nats + float(nll[real].sum()), tokens + int(real.sum())
+                byte_nats, byte_tokens = byte_nats + float(nll[byte].sum()), byte_tokens + int(byte.sum())
+        return round(nats / tokens, 4), round(byte_nats / byte_tokens, 4)
+
+    wrong = [(pairs[(i + 1) % len(pairs)][0], pairs[i][1]) for i in range(len(pairs))]
+    empty = [([t for t in target if VOCAB.is_sentinel(t)] + [VOCAB.eos_id], target) for _, target in pairs]
+    row = {"kind": "mismatch", "windows_scored": len(pairs)}
+    for name, scored in (("own input", pairs), ("next window's input", wrong), ("sentinels only", empty)):
+        row[name] = dict(zip(("nats_per_token", "nats_per_hidden_byte"), score(scored)))
+    return row
+
+
 def whole_test_table(smoke: bool) -> dict:
     data = load_g2p()
     train = list(data.train[:3000]) if smoke else list(data.train)
@@ -110,7 +162,7 @@ def whole_test_table(smoke: bool) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--part", choices=("lr", "probe", "indomain", "p2g", "none"), default="none")
+    p.add_argument("--part", choices=("lr", "probe", "indomain", "p2g", "mismatch", "none"), default="none")
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 1e-2])
     p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_pretrained.pt"),
@@ -145,10 +197,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.part == "probe":
         record(probe(study_weights(), args.smoke, 200 if args.smoke else 3000))
         record(whole_test_table(args.smoke))
+    if args.part == "mismatch":
+        record(mismatch(study_weights(), args.smoke, 200 if args.smoke else 3000))
     if args.part == "indomain":
         text = " ".join(f"{word} {phoneme_text(ph)}" for word, ph in train)
         row, weights = pretrain(settings, text)
         record({k: v for k, v in row.items() if not k.endswith("_bias")} | {"corpus": "g2p train"})
+        record(mismatch(weights, args.smoke, 200 if args.smoke else 3000, text) | {"corpus": "g2p train"})
         for seed in args.seeds:
             run = finetune_t5("pretrained", train, test, seed, settings, weights)
             record({**run, "arm": "pretrained on g2p words", "lr": settings.lr, "seed": seed})

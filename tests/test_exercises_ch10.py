@@ -1,12 +1,13 @@
 """Chapter 10 checkers: each accepts the reference solution, rejects a table of plausible wrong
 answers, and names the mistake where it knows it."""
 import math
+import statistics
 
 import pytest
 import torch
 
 from attnbook.exercises.ch10 import (
-    check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_target_length,
+    check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_span_spread,
     check_trained_buckets,
 )
 from attnbook.models.t5 import T5
@@ -390,8 +391,16 @@ def test_trained_buckets_rejects(wrong, diagnosis):
     assert not result and result.diagnosis == diagnosis
 
 
-def test_trained_buckets_by_formula_passes():
-    assert check_trained_buckets(buckets_by_formula)
+def test_trained_buckets_by_formula_is_rejected():
+    """Reachable buckets computed from the lengths are not a measurement: a stack with one key per
+    query gets no gradient, which only running the model shows."""
+    result = check_trained_buckets(buckets_by_formula, prediction=27)
+    assert not result and result.diagnosis == "computed, not measured"
+
+
+def test_trained_buckets_names_swapped_lengths():
+    result = check_trained_buckets(lambda c, s, t: trained_buckets(c, t, s), prediction=27)
+    assert not result and result.diagnosis == "lengths swapped"
 
 
 @pytest.mark.parametrize("prediction, phrase", [
@@ -442,6 +451,15 @@ def zero_modules(config):
 def test_no_position_t5_measures_the_decoder(capsys):
     assert check_no_position_t5(t5_without_position_bias)
     assert "the decoder is another matter" in capsys.readouterr().out.lower()
+
+
+@pytest.mark.parametrize("prediction, phrase", [
+    ("decoder", "was right"), ("Encoder", "you predicted 'encoder'"), ("neither", "only the decoder"),
+    (None, "no prediction given"), (3, "not understood"),
+])
+def test_no_position_t5_explains_the_prediction(prediction, phrase, capsys):
+    assert check_no_position_t5(t5_without_position_bias, prediction)
+    assert phrase in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wrong, diagnosis", [
@@ -597,7 +615,20 @@ def corrupt_flush_on_kept(tokens, mask, sentinel, eos_id):
     return inputs + [eos_id], target + [eos_id]
 
 
+def corrupt_by_position(tokens, mask, sentinel, eos_id):
+    """Sentinel numbered by the position where its span starts (in the named case: <S8>, no
+    IndexError inside the checker)."""
+    inputs, target = [], []
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not mask[position - 1]):
+            inputs.append(sentinel(position))
+            target.append(sentinel(position))
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
+    (corrupt_by_position, "sentinels numbered by token position"),
     (corrupt_from_one, "sentinels from 1"),
     (corrupt_misses_start, "no span at the start"),
     (corrupt_flush_on_kept, "last span dropped"),
@@ -630,55 +661,71 @@ def test_trained_buckets_names_decoder_bidirectional():
     assert not result and result.diagnosis == "decoder as bidirectional"
 
 
-# --- predict, then measure: target length ---
+# --- predict, then measure: span-length spread ---
 
-def mean_target_length(length, sequences, noise_density, mean_span_length):
-    from attnbook.tasks.span_corruption import corrupt as library_corrupt
+def span_length_spread(length, sequences, noise_density, mean_span_length, reseed=False,
+                       kept=False, means=False):
     from attnbook.tasks.span_corruption import noise_mask
     g = torch.Generator().manual_seed(1)
-    lengths = [len(library_corrupt(list(range(length)),
-                                   noise_mask(length, noise_density, mean_span_length, generator=g),
-                                   lambda i: -1 - i, -9)[1])
-               for _ in range(sequences)]
-    return sum(lengths) / sequences
+    spans, per_sequence = [], []
+    for _ in range(sequences):
+        if reseed:
+            g = torch.Generator().manual_seed(1)
+        mask = noise_mask(length, noise_density, mean_span_length, generator=g).tolist()
+        runs, run, previous = [], 0, None
+        for hidden in mask + [not mask[-1]]:
+            if kept:  # every run, hidden or kept
+                if previous is not None and hidden != previous:
+                    runs.append(run)
+                    run = 0
+                run, previous = run + 1, hidden
+            elif hidden:
+                run += 1
+            elif run:
+                runs.append(run)
+                run = 0
+        spans += runs
+        per_sequence.append(statistics.mean(runs))
+    values = per_sequence if means else spans
+    return statistics.mean(values), statistics.pstdev(values)
 
 
-RIGHT = {(1024, 0.15, 20): 163, (512, 0.5, 3): 342}
-
-
-def test_target_length_reference_passes(capsys):
-    assert check_target_length(mean_target_length, RIGHT)
+def test_span_spread_reference_passes(capsys):
+    assert check_span_spread(span_length_spread, 16)
     out = capsys.readouterr().out
-    assert "✓" in out and out.count("(right)") == 2
+    assert "✓" in out and "(right)" in out and "16.5" in out
 
 
 @pytest.mark.parametrize("prediction, phrase", [
-    ({(1024, 0.15, 20): 206, (512, 0.5, 3): 342}, "off by +43"),  # n / 5 + 1, the chapter's rule
+    (4.4, "off by -12.1"),  # sqrt(mean): a Poisson guess
     (None, "no prediction given"),
-    ({(1024, 0.15, 20): 163}, "mean span 3: no prediction"),
+    ("wide", "not understood"),
 ])
-def test_target_length_explains_the_prediction(prediction, phrase, capsys):
-    assert check_target_length(mean_target_length, prediction)
+def test_span_spread_explains_the_prediction(prediction, phrase, capsys):
+    assert check_span_spread(span_length_spread, prediction)
     assert phrase in capsys.readouterr().out
 
 
-def hidden_and_spans(n, d, m):
-    hidden = min(max(round(d * n), 1), n - 1)
-    return hidden, min(max(round(hidden / m), 1), hidden, n - hidden)
-
-
 @pytest.mark.parametrize("wrong, diagnosis", [
-    (lambda n, k, d, m: mean_target_length(n, k, 0.15, 3.0), "defaults used"),
-    (lambda n, k, d, m: mean_target_length(n, k, d, m) - 1, "no eos"),
-    (lambda n, k, d, m: float(hidden_and_spans(n, d, m)[0] + 1), "no sentinels"),
-    (lambda n, k, d, m: float(n + 1), "the whole text"),
-    (lambda n, k, d, m: float(n - sum(hidden_and_spans(n, d, m)) + 2 * hidden_and_spans(n, d, m)[1] + 1),
-     "measured the input"),
-    (lambda n, k, d, m: 0.2 * n + 1, ""),
+    (lambda n, k, d, m: span_length_spread(n, k, 0.15, 3.0), "defaults used"),
+    (lambda n, k, d, m: span_length_spread(n, k, d, m, reseed=True), "same mask every sequence"),
+    (lambda n, k, d, m: span_length_spread(n, k, d, m, kept=True), "kept runs counted too"),
+    (lambda n, k, d, m: span_length_spread(n, k, d, m, means=True), "spread of the sequences' means"),
+    (lambda n, k, d, m: (m, m ** 0.5) if k > 1 else (m, 0.0), "Poisson assumed"),
+    (lambda n, k, d, m: (d * n, 1.0), "same mask every sequence"),  # a formula: no draws at all
+    (lambda n, k, d, m: span_length_spread(n, k, d, m)[::-1], ""),
     (not_done, None),
 ])
-def test_target_length_rejects(wrong, diagnosis):
-    result = check_target_length(wrong, RIGHT)
+def test_span_spread_rejects(wrong, diagnosis):
+    result = check_span_spread(wrong, 16)
     assert not result
     if diagnosis is not None:
         assert result.diagnosis == diagnosis
+
+
+def test_cli_passes_the_prediction(tmp_path, capsys):
+    from attnbook.exercises.__main__ import _prediction
+    namespace = {"prediction": 3, "prediction_span_length_spread": 16.5}
+    assert _prediction(check_span_spread, "span_length_spread", namespace) == {"prediction": 16.5}
+    assert _prediction(check_trained_buckets, "trained_buckets", namespace) == {"prediction": 3}
+    assert _prediction(check_bucket_range, "bucket_range", namespace) == {}

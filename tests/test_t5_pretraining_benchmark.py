@@ -72,7 +72,7 @@ def test_ablation_smoke_runs_both_parts(tmp_path):
 def test_diagnosis_smoke_parts_and_committed_results(tmp_path):
     script = str(ROOT / "benchmarks" / "t5_diagnosis.py")
     logs = []
-    for part in ("probe", "lr"):
+    for part in ("probe", "lr", "mismatch"):
         run = subprocess.run([sys.executable, script, "--smoke", "--part", part, "--seeds", "0",
                               "--lrs", "0.01"], check=True, capture_output=True, text=True, timeout=300)
         log = tmp_path / f"{part}.log"
@@ -84,6 +84,10 @@ def test_diagnosis_smoke_parts_and_committed_results(tmp_path):
     assert probe["model_nats_per_token"] > 0 and len(probe["fills"]) == 6
     assert all(f["target"].endswith("</s>") and "<0>" in f["input"] for f in probe["fills"])
     assert {(r["arm"], r["lr"]) for r in rows if r.get("model") == "t5"} == {("scratch", 0.01)}
+    mismatch = next(r for r in rows if r.get("kind") == "mismatch")
+    assert set(mismatch) >= {"own input", "next window's input", "sentinels only"}
+    assert all(v["nats_per_token"] > 0 and v["nats_per_hidden_byte"] > 0 for k, v in mismatch.items()
+               if isinstance(v, dict))
     out = tmp_path / "merged.json"
     subprocess.run([sys.executable, script, "--smoke", "--resume", *logs, "--out", str(out)], check=True,
                    capture_output=True, text=True, timeout=300)
@@ -91,3 +95,7 @@ def test_diagnosis_smoke_parts_and_committed_results(tmp_path):
     committed = load_result("t5_diagnosis.json")["runs"]
     assert next(r for r in committed if r.get("kind") == "whole test")["test_words"] > 5000
     assert {r["lr"] for r in committed if r.get("arm") == "scratch"} == {0.001, 0.01}
+    committed_mismatch = next(r for r in committed if r.get("kind") == "mismatch")
+    committed_probe = next(r for r in committed if r.get("kind") == "probe")
+    # the probe's own-input loss is the one the mismatch part scores again, on the same windows
+    assert abs(committed_mismatch["own input"]["nats_per_token"] - committed_probe["model_nats_per_token"]) < 1e-3

@@ -9,14 +9,14 @@ RPB = "attnbook.layers.relative_position.RelativePositionBias"
 DESC = (
     "The library's T5, pretrained by span corruption. Bottom left, the corrupted input text "
     "'Thank you <X> me to your party last <Y> </s>', ids (B, S), goes through the shared token "
-    "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then n_blocks "
+    "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then L "
     "pre-norm EncoderBlocks: RMSNorm then self_attn (MultiHeadAttention with scale 1 and no "
     "biases), added back to the stream; RMSNorm then the gated-GELU feed-forward, added back. A "
     "RelativePositionBias (bidirectional buckets of the offset key minus query, one learned scalar "
     "per bucket and head) gives a (1, H, S, S) bias, computed once and added to the scores of every "
     "encoder block. A final RMSNorm gives the memory R (B, S, D). Right, the decoder reads the "
     "target shifted behind the start token '<pad> <X> for inviting <Y> week .', (B, T), through the "
-    "same table, then n_blocks pre-norm DecoderBlocks: self_attn with a causal RelativePositionBias "
+    "same table, then L pre-norm DecoderBlocks: self_attn with a causal RelativePositionBias "
     "(1, H, T, T) and the causal mask; cross_attn whose keys and values come from R (no position "
     "bias); the gated feed-forward. A final RMSNorm, then the read-out: the output scaled by D to "
     "the -1/2 times the shared table transposed, logits (B, T, V), trained to predict '<X> for "
@@ -39,13 +39,13 @@ def draw() -> Figure:
     memory_y = final_norm(fig, EX, top)
     fig.tensor(EX - 25, memory_y - 58, "R", "stream", w=50)
     fig.line([(EX, memory_y), (EX, memory_y - 28)], "stream")
-    fig.shape(EX + 32, memory_y - 36, "memory (B, S, D)")
+    fig.shape(EX - 32, memory_y - 36, "memory (B, S, D)", anchor="end")
     dec_attn, top = stack(fig, DX, ("self_attn", "cross_attn", "feed_forward"), f"{L}.DecoderBlock", "DecoderBlock")
     embed(fig, DX, "<pad> <X> for inviting <Y> week .", "(B, T)", "(B, T, D)")
     bias(fig, dec_attn["self_attn"], "causal + causal_mask", "(1, H, T, T)")
     memory_to_cross(fig, memory_y - 44, dec_attn["cross_attn"])
     readout(fig, final_norm(fig, DX, top))
-    fig.legend(30, 808, ["query", "key", "value", "stream", "weights", "mask"])
+    fig.legend(30, 808, ["query", "key", "value", "stream", "weights"])
     return fig
 
 
@@ -56,7 +56,7 @@ def stack(fig: Figure, cx: float, sublayers: tuple[str, ...], owner: str, name: 
         boxes[key] = unit(fig, cx, y, key, fig.code(f"norm{i}: RMSNorm", f"{owner}:norm{i}", f"{L}.RMSNorm"))
         y -= UNIT
     fig.frame(cx - RES - 12, y - 30, W / 2 + RES + 24, ENTRY - y + 34,
-              fig.code(name, f"{L}.{name}") + " × n_blocks", "top-left")
+              fig.code(name, f"{L}.{name}") + " × L", "top-left")
     return (boxes if len(sublayers) > 2 else boxes["self_attn"]), y
 
 
@@ -94,7 +94,7 @@ def embed(fig: Figure, cx: float, text: str, ids: str, shape: str) -> None:
     fig.box(cx - 110, 712, 220, 38, fig.code("shared: nn.Embedding", T5),
             sub="no √D, no position table", size=11)
     fig.line([(cx, 712), (cx, ENTRY + 2)], "stream", arrow=False)
-    fig.shape(cx + 6, 703, shape)
+    fig.shape(cx + 118, 706, shape)
 
 
 def bias(fig: Figure, attn: Box, kind: str, shape: str) -> None:

@@ -4,14 +4,17 @@
     python -m attnbook.exercises ch03              # list the functions Chapter 3 expects
 
 The file is run as a script (its ``if __name__ == "__main__":`` block is skipped); each function
-the chapter's exercises ask for is looked up by name and given to its checker. The exit status
-is 0 only if every exercise passes. A checker with a ``reads_variables`` attribute also gets those
-variables of the file as keyword arguments (None where the file has none).
+the chapter's exercises ask for is looked up by name and given to its checker; a
+predict-then-measure checker also gets the file's ``prediction_<function name>`` (or, failing
+that, its ``prediction``) variable, and a checker with a ``reads_variables`` attribute gets those
+variables of the file as keyword arguments (None where the file has none). The exit status is 0
+only if every exercise passes.
 """
 from __future__ import annotations
 
 import argparse
 import importlib
+import inspect
 import re
 import runpy
 import sys
@@ -59,10 +62,26 @@ def check_file(chapter: str, path: Path) -> int:
             continue
         # a checker may also read variables of the file (a predict-then-measure exercise's prediction)
         extra = {var: namespace.get(var) for var in getattr(checker, "reads_variables", ())}
+        extra.update(_prediction(checker, name, namespace))
         passed += bool(checker(fn, **extra))
     total = len(exercises)
     print(f"\n{chapter}: {passed} of {total} exercises pass" + (" ✓" if passed == total else ""))
     return 0 if passed == total else 1
+
+
+def _prediction(checker, name: str, namespace: dict) -> dict:
+    """``{"prediction": ...}`` for a predict-then-measure checker (one with a ``prediction``
+    parameter): the file's ``prediction_<name>`` if it defines one, else its ``prediction``."""
+    try:
+        takes = "prediction" in list(inspect.signature(checker).parameters)[1:]  # after the function
+    except (TypeError, ValueError):
+        return {}
+    if not takes:
+        return {}
+    for variable in (f"prediction_{name}", "prediction"):
+        if variable in namespace:
+            return {"prediction": namespace[variable]}
+    return {}
 
 
 def list_functions(chapter: str) -> int:

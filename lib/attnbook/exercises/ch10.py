@@ -3,14 +3,17 @@
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
 library (``attnbook.layers.relative_position``, ``attnbook.tasks.span_corruption``,
 ``attnbook.models.t5``) and prints a verdict; a wrong answer that a known mistake gives is named
-in one line. ``check_trained_buckets`` and ``check_target_length`` are predict-then-measure exercises:
-they check the measurement and explain the gap to the reader's prediction. ``check_corrupt``
+in one line. ``check_trained_buckets``, ``check_span_spread`` and ``check_no_position_t5`` are
+predict-then-measure exercises: they check the measurement and explain the gap to the reader's
+``prediction`` (the command line, ``python -m attnbook.exercises ch10 answers.py``, passes the
+file's ``prediction_<function name>`` or ``prediction`` variable). ``check_corrupt``
 refuses a function that calls the library's ``corrupt``.
 ``EXERCISES`` maps the notebook's function names to their checkers.
 """
 from __future__ import annotations
 
 import functools
+import math
 from collections.abc import Callable
 
 import torch
@@ -19,7 +22,7 @@ from torch import nn
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
 from attnbook.layers.relative_position import relative_position_bucket
 from attnbook.models.t5 import T5, T5Config
-from attnbook.tasks.span_corruption import corrupt
+from attnbook.tasks.span_corruption import corrupt, noise_mask
 
 # --- 1. which offsets share a bucket? -----------------------------------------------------------
 
@@ -394,6 +397,16 @@ def _sentinels_per_token(args, got) -> bool:
     return sum(1 for t in got[0] if t in sentinels) == hidden
 
 
+def _sentinels_by_position(tokens, mask, sentinel, eos_id):
+    inputs, target = [], []
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not bool(mask[position - 1])):
+            inputs.append(sentinel(position))
+            target.append(sentinel(position))
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+
 def _sentinels_from_one(tokens, mask, sentinel, eos_id):
     return corrupt(tokens, mask, lambda i: sentinel(i + 1), eos_id)
 
@@ -464,8 +477,8 @@ def check_corrupt(fn: Callable) -> CheckResult:
     def t5(i):
         return 100 - i
 
-    def named(i):
-        return f"<{'XYZW'[i]}>"
+    def named(i):  # <X>, <Y>, <Z>, <W>, then <S4>, <S5>, ... (never an IndexError)
+        return f"<{'XYZW'[i]}>" if 0 <= i < 4 else f"<S{i}>"
 
     words = "Thank you for inviting me to your party last week .".split()
     raw = [
@@ -490,6 +503,9 @@ def check_corrupt(fn: Callable) -> CheckResult:
                 "nobody can tell where one span ends and which hole it fills.", gives=_target_without_sentinels),
         Mistake("hidden tokens kept in the input", "the input loses the hidden tokens: the sentinel stands "
                 "in for the whole span.", gives=_hidden_kept_in_input),
+        Mistake("sentinels numbered by token position", "sentinel(i) counts *spans*, not positions: the "
+                "first span gets sentinel(0) wherever it starts, the next sentinel(1).",
+                gives=_sentinels_by_position),
         Mistake("sentinels from 1", "the first span gets sentinel(0), the next sentinel(1): count spans "
                 "from 0.", gives=_sentinels_from_one),
         Mistake("no span at the start", "a hidden token at position 0 starts a span too: it has no left "
@@ -527,7 +543,18 @@ def _reachable(num_buckets: int, max_distance: int, src_length: int, tgt_length:
 
 
 def _trained_buckets(config, src_length, tgt_length):
+    """Measured: every reachable bucket gets a gradient, except in a stack with one key per
+    query, whose softmax weight is 1 whatever the bias (so the bias gets none)."""
+    enc, dec = _reachable(config.num_buckets, config.max_distance, src_length, tgt_length)
+    return (enc if src_length > 1 else []), (dec if tgt_length > 1 else [])
+
+
+def _by_formula(config, src_length, tgt_length):
     return _reachable(config.num_buckets, config.max_distance, src_length, tgt_length)
+
+
+def _lengths_swapped(config, src_length, tgt_length):
+    return _trained_buckets(config, tgt_length, src_length)
 
 
 def _one_offset_too_far(config, src_length, tgt_length):
@@ -562,14 +589,21 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                T5Config(300, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1)]
     cases = []
     for config, src_length, tgt_length in ((configs[0], 58, 14), (configs[0], 9, 3), (configs[1], 30, 12),
-                                           (configs[2], 200, 60), (configs[1], 5, 2)):
+                                           (configs[2], 200, 60), (configs[1], 5, 2), (configs[0], 1, 6),
+                                           (configs[1], 7, 1)):
         cases.append(Case(f"{config.num_buckets} buckets, max_distance {config.max_distance}, source "
                           f"{src_length}, target {tgt_length}", (config, src_length, tgt_length),
                           _trained_buckets(config, src_length, tgt_length),
                           hint="build T5(config), run one batch of random ids through it, backward, and read "
                                "which rows of each relative_attention_bias.weight.grad are not all zero"))
     mistakes = [
+        Mistake("computed, not measured", "these are the buckets the offsets *reach*, computed from the lengths; "
+                "the exercise measures which get a gradient. A stack with one position has one key per query: "
+                "softmax gives it weight 1 whatever the bias, so its table gets no gradient at all (run the "
+                "model, backward, and read the .grad rows).", gives=_by_formula),
         Mistake("stacks swapped", "return the encoder's buckets first, then the decoder's.", gives=_stacks_swapped),
+        Mistake("lengths swapped", "the source (src_length tokens) goes into the encoder and the target "
+                "(tgt_length tokens) into the decoder: the two lengths are swapped.", gives=_lengths_swapped),
         Mistake("one offset too far", "a source of S tokens has offsets -(S-1) to S-1, not -S to S.",
                 gives=_one_offset_too_far),
         Mistake("decoder as bidirectional", "the decoder's table is causal: all its buckets serve offsets <= 0, "
@@ -585,6 +619,8 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
         config_half = configs[0].num_buckets // 2
         if prediction is None:
             print("(no prediction given: write yours into `prediction` before you measure)")
+        elif not isinstance(prediction, (int, float)):
+            print(f"(prediction {prediction!r} not understood: write a number of buckets)")
         elif prediction == reached:
             print(f"   your prediction, {prediction} of 32 encoder buckets, was right.")
         else:
@@ -646,7 +682,10 @@ def _decoder_position_spread(model: nn.Module) -> float:
     return float((logits[1:] - logits[:-1]).abs().max())
 
 
-def check_no_position_t5(fn: Callable) -> CheckResult:
+NO_POSITION_ANSWER = "decoder"
+
+
+def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckResult:
     """``fn(config) -> T5``: a T5 of ``config`` with no relative position bias in either stack,
     every other part unchanged. The encoder then knows nothing of order (a shuffled source gives
     the same memory, shuffled); the decoder still does, through its causal mask (Haviv et al.,
@@ -694,18 +733,29 @@ def check_no_position_t5(fn: Callable) -> CheckResult:
             return _finish(name, False, "the decoder now sees the future: keep the causal mask (only the "
                            "bias goes).")
         spread = max(spread, _decoder_position_spread(model))
-    return _finish(name, True, f"all {len(configs)} configurations: no bias in either stack, and a shuffled "
-                   "source gives the same memory, shuffled. The decoder is another matter: fed the same "
-                   f"token at every position, its logits still change from one position to the next (by up to "
-                   f"{spread:.2f}), because position t averages over t + 1 values under the causal mask.")
+    result = _finish(name, True, f"all {len(configs)} configurations: no bias in either stack, and a shuffled "
+                     "source gives the same memory, shuffled. The decoder is another matter: fed the same "
+                     f"token at every position, its logits still change from one position to the next (by up "
+                     f"to {spread:.2f}), because position t averages over t + 1 values under the causal mask.")
+    guess = prediction.strip().lower() if isinstance(prediction, str) else None
+    if prediction is None:
+        print("(no prediction given: write yours into `prediction` before you measure)")
+    elif guess not in ("encoder", "decoder", "both", "neither"):
+        print(f"(prediction {prediction!r} not understood: write 'encoder', 'decoder', 'both' or 'neither')")
+    elif guess == NO_POSITION_ANSWER:
+        print("   your prediction, the decoder, was right: through its causal mask, not a position table.")
+    else:
+        print(f"   you predicted {guess!r}; measured: only the decoder still tells positions apart (the "
+              "spread above), through its causal mask; the encoder, with every key visible to every query "
+              "and no bias, treats its input as a set.")
+    return result
 
 
-# --- 6. predict, then measure: how long is a span-corruption target? ---------------------------
+# --- 6. predict, then measure: how much do span lengths vary? ----------------------------------
 
-# the settings the reader predicts for (the chapter prints only 15% hidden, mean span 3, at 64 and
-# 512 tokens, and one 10-byte span at 64 bytes with mean span 20): ByT5's input length and span,
-# and T5's most aggressive corruption rate (Raffel et al., Table 7)
-TARGET_LENGTH_ASKED = ((1024, 0.15, 20.0), (512, 0.5, 3.0))
+# the setting the reader predicts for: ByT5's input length and mean span (the chapter prints the
+# span-length shares only for mean span 3, at 64 and 512 tokens)
+SPREAD_ASKED = (1024, 0.15, 20.0)
 
 
 def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0) -> tuple[int, int]:
@@ -715,58 +765,117 @@ def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 
     return hidden, spans
 
 
-def _target_length(length, sequences, noise_density, mean_span_length):
+def _cut_moments(items: int, parts: int) -> tuple[float, float]:
+    """Mean and variance of one part's length when ``items`` are cut into ``parts`` non-empty runs
+    at uniformly random points (``random_segmentation``): P(L = l) = C(items-l-1, parts-2) /
+    C(items-1, parts-1)."""
+    if parts == 1:
+        return float(items), 0.0
+    total = math.comb(items - 1, parts - 1)
+    pmf = {n: math.comb(items - n - 1, parts - 2) / total for n in range(1, items - parts + 2)}
+    mean = sum(n * q for n, q in pmf.items())
+    return mean, sum((n - mean) ** 2 * q for n, q in pmf.items())
+
+
+def _spread(length, sequences, noise_density, mean_span_length):
+    """The expected (mean, sd) of the span lengths, pooled over every span drawn."""
     hidden, spans = _counts(length, noise_density, mean_span_length)
-    return float(hidden + spans + 1)
+    mean, variance = _cut_moments(hidden, spans)
+    return mean, math.sqrt(variance)
 
 
-def _input_length(length, sequences, noise_density, mean_span_length):
+def _spread_with_kept_runs(length, sequences, noise_density, mean_span_length):
+    """The kept runs between spans pooled with the spans (the mask's runs of False too)."""
     hidden, spans = _counts(length, noise_density, mean_span_length)
-    return float(length - hidden + spans + 1)
+    (m1, v1), (m2, v2) = _cut_moments(hidden, spans), _cut_moments(length - hidden, spans)
+    mean = (m1 + m2) / 2
+    return mean, math.sqrt((v1 + v2) / 2 + ((m1 - mean) ** 2 + (m2 - mean) ** 2) / 2)
 
 
-def check_target_length(fn: Callable, prediction: dict | None = None) -> CheckResult:
-    """``fn(length, sequences, noise_density, mean_span_length) -> float``: the mean target length
-    (sentinels, hidden tokens and ``</s>``) of span corruption over ``sequences`` drawn sequences of
-    ``length`` tokens; ``prediction``, written before measuring: ``{(1024, 0.15, 20): ...,
-    (512, 0.5, 3): ...}``."""
-    settings = ((64, 30, 0.15, 3.0), (20, 30, 0.15, 3.0), (300, 10, 0.3, 5.0), (1024, 5, 0.15, 20.0),
-                (7, 30, 0.5, 2.0), (512, 5, 0.5, 3.0), (100, 10, 0.1, 1.0))
+def _poisson_spread(length, sequences, noise_density, mean_span_length):
+    mean = _spread(length, sequences, noise_density, mean_span_length)[0]
+    return mean, math.sqrt(mean)
+
+
+def _pair(values) -> torch.Tensor:
+    return torch.tensor([float(v) for v in values], dtype=torch.float64)
+
+
+def _as_pair(fn: Callable) -> Callable:
+    """The reader's ``(mean, sd)`` as a float64 tensor of two, so that it compares within a tolerance."""
+    if not callable(fn):
+        return fn
+
+    def wrapped(*args):
+        got = fn(*args)
+        if isinstance(got, torch.Tensor):
+            got = got.tolist()
+        if isinstance(got, (tuple, list)) and len(got) == 2:
+            try:
+                return _pair(got)
+            except (TypeError, ValueError):
+                return got
+        return got
+
+    return functools.wraps(fn)(wrapped)
+
+
+def check_span_spread(fn: Callable, prediction: float | None = None) -> CheckResult:
+    """``fn(length, sequences, noise_density, mean_span_length) -> (mean, sd)``: the mean and the
+    standard deviation of the lengths of *every span* in ``sequences`` masks drawn by
+    ``noise_mask`` (one generator, seeded once); ``prediction``, written before measuring: the sd
+    at 1,024 tokens, 15% hidden, mean span 20."""
+    settings = ((64, 1000, 0.15, 3.0), (512, 150, 0.15, 3.0), (1024, 400, 0.15, 20.0), (300, 150, 0.3, 5.0),
+                (200, 400, 0.5, 8.0), (100, 120, 0.1, 1.5))
     cases = [Case(f"n = {n}, {k} sequences, {d:.0%} hidden, mean span {m:g}", (n, k, d, m),
-                  _target_length(n, k, d, m), atol=1e-6,
+                  _pair(_spread(n, k, d, m)), atol=0.0, rtol=0.12,
                   hint="draw each mask with noise_mask(length, noise_density, mean_span_length, "
-                       "generator=...), build (inputs, target) with corrupt, and average len(target)")
+                       "generator=g) from one generator g seeded once, collect the length of every run of "
+                       "True in every mask, and return their mean and standard deviation")
              for n, k, d, m in settings]
     mistakes = [
         Mistake("defaults used", "pass noise_density and mean_span_length on to noise_mask: its defaults "
                 "(15%, 3) are T5's, not the ones asked for.",
-                gives=lambda n, k, d, m: _target_length(n, k, 0.15, 3.0)),
-        Mistake("no eos", "the target ends with </s>, one token more.",
-                gives=lambda *a: _target_length(*a) - 1),
-        Mistake("no sentinels", "the target writes one sentinel before each span, as well as the hidden tokens.",
-                gives=lambda n, k, d, m: float(_counts(n, d, m)[0] + 1)),
-        Mistake("the whole text", "span corruption's target holds only the hidden spans, not the whole text.",
-                gives=lambda n, k, d, m: float(n + 1)),
-        Mistake("measured the input", "that is the length of the input (kept tokens, a sentinel per span, </s>); "
-                "measure the target.", gives=_input_length),
+                gives=lambda n, k, d, m: _pair(_spread(n, k, 0.15, 3.0))),
+        Mistake("spread of the sequences' means", "that is the spread of each sequence's *mean* span, which "
+                "noise_mask fixes (its counts of hidden tokens and spans are the same for every draw): pool "
+                "the individual spans of every sequence and take their standard deviation.",
+                when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (2,)
+                and abs(float(got[1])) < 0.2 * _spread(*args)[1]),
+        Mistake("kept runs counted too", "count only the runs of hidden tokens (True); the runs of kept "
+                "tokens between them are not spans.", gives=lambda *a: _pair(_spread_with_kept_runs(*a))),
+        Mistake("Poisson assumed", "that is sqrt(mean), the spread of a Poisson count; measure it: "
+                "noise_mask cuts the hidden tokens at uniformly random points, which spreads the lengths "
+                "much more.", gives=lambda *a: _pair(_poisson_spread(*a))),
     ]
-    result = run_cases("target length", fn, cases, mistakes)
+    name = "span spread"
+    if callable(fn):  # the same mask every sequence: one sequence measures as much as many
+        try:
+            one, many = fn(64, 1, 0.15, 3.0), fn(64, 300, 0.15, 3.0)
+            one, many = _as_pair(lambda *a: one)(), _as_pair(lambda *a: many)()
+            if isinstance(one, torch.Tensor) and float(one[1]) > 0 and torch.equal(one, many):
+                return _finish(name, False, "one sequence gives exactly what 300 give: your measurement does not "
+                               "depend on the draws. Either every sequence draws the same mask (seed the "
+                               "generator once, before the loop, not inside it) or it is a formula, not a "
+                               "measurement.", "same mask every sequence")
+        except Exception:  # noqa: BLE001 - run_cases reports what the reader's function raises
+            pass
+    result = run_cases(name, _as_pair(fn), cases, mistakes)
     if result.passed:
-        if not prediction:
+        n, d, m = SPREAD_ASKED
+        hidden, spans = _counts(n, d, m)
+        mean, sd = _spread(n, 1, d, m)
+        where = f"n = {n:,}, {d:.0%} hidden, mean span {m:g}"
+        if prediction is None:
             print("(no prediction given: write yours into `prediction` before you measure)")
-            return result
-        for n, d, m in TARGET_LENGTH_ASKED:
-            hidden, spans = _counts(n, d, m)
-            true = hidden + spans + 1
-            guess = prediction.get((n, d, m), prediction.get((n, d, int(m))))
-            name = f"n = {n:,}, {d:.0%} hidden, mean span {m:g}"
-            if guess is None:
-                print(f"   {name}: no prediction.")
-                continue
-            verdict = "right" if abs(guess - true) <= 0.05 * true + 0.5 else f"off by {guess - true:+g}"
-            print(f"   {name}: you predicted {guess:g}, the target is {true} ({verdict}): {hidden} hidden "
-                  f"tokens (round({d:g} n)), {spans} span{'s' if spans != 1 else ''} (round(hidden / {m:g})), "
-                  f"1 </s>; the input is {n - hidden + spans + 1}.")
+        elif not isinstance(prediction, (int, float)):
+            print(f"(prediction {prediction!r} not understood: write a number, the sd)")
+        else:
+            verdict = "right" if abs(prediction - sd) <= 0.25 * sd else f"off by {prediction - sd:+.1f}"
+            print(f"   {where}: you predicted an sd of {prediction:g}; it is {sd:.1f} ({verdict}), with mean "
+                  f"{mean:.2f} ({hidden} hidden tokens in {spans} spans). Spans vary almost as much as their "
+                  f"mean, far more than sqrt(mean) = {math.sqrt(mean):.1f}: cutting the hidden tokens at "
+                  "random points makes short spans the most common and a few very long.")
     return result
 
 
@@ -776,5 +885,5 @@ EXERCISES = {
     "corrupt_spans": check_corrupt,
     "trained_buckets": check_trained_buckets,
     "t5_without_position_bias": check_no_position_t5,
-    "mean_target_length": check_target_length,
+    "span_length_spread": check_span_spread,
 }
