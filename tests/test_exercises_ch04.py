@@ -60,6 +60,7 @@ SPLIT_WRONG = [
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
     (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 1, 3, 2), "heads not moved"),
     (split_in_place, MUTATION),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3),
      "positions and features swapped"),
@@ -75,6 +76,10 @@ MERGE_WRONG = [
     (lambda x: x.sum(1), "averaged heads"),
     (lambda x: merge_heads_strided(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),
     (lambda x: merge_heads_strided(x.flip(1)), ""),  # heads in reverse order
+    (lambda x: x.transpose(1, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
+     "positions and features swapped"),
+    (lambda x: blocks_merge(x).flip(-1), "columns reversed"),
+    (lambda x: merge_heads_strided(x).flip(-1), "columns reversed"),
     (not_done, ""),
 ]
 
@@ -103,7 +108,7 @@ def test_heads_prediction_explains_each_side(prediction, side, capsys):
     (100, 0.37, "prediction not a fraction"),
     (0.5, 37.0, "measurement a percentage"),
     (0.5, 1.0, "wrong measurement"),  # H = 2, 4, 8 or 32
-    (0.5, 0.126, "wrong measurement"),  # H = 1 (section 4.6)
+    (0.5, 0.126, "the one-head model"),  # H = 1 (section 4.6)
     (0.5, 0.636, "wrong measurement"),  # one read-out's accuracy, not both
 ])
 def test_heads_prediction_rejected(prediction, measured, diagnosis, capsys):
@@ -184,6 +189,8 @@ CACHED_WRONG = [
     (cached_square_mask, "mask aligned to the first keys"),
     (cached_strict_mask, "own key hidden"),
     (cached_forward, "ignores the cache"),
+    (lambda attn, x, cache: (cached_self_attention(attn, x, None)[0],
+                             cached_self_attention(attn, x, cache)[1]), "output ignores the cache"),
     (cached_in_place, MUTATION),
     (lambda attn, x, cache: (cached_self_attention(attn, x, cache)[0], None), ""),
     (not_done, ""),

@@ -56,7 +56,7 @@ def draw() -> Figure:
     fig.text(900, 298, "mixes the heads", "note")
     fig.line([(950, 250), (990, 250)], "context")
     fig.shape(995, 212, "(B, T, D)", anchor="end")
-    fig.legend(30, 452)
+    fig.legend(30, 452, meanings={"stream": "layer input, (B, T, D)"})
     return fig
 
 

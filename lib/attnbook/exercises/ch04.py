@@ -67,6 +67,11 @@ SPLIT_MISTAKES = [
             "..., so head 0 starts at column 0.", gives=lambda x, h: _reference_split(x, h).flip(1)),
     Mistake("features reversed", "the columns inside each head are reversed: column c of head h is column "
             "c * H + h of x, so c runs upwards.", gives=lambda x, h: _reference_split(x, h).flip(-1)),
+    Mistake("heads not moved", "the result is (B, T, H, Dh): the heads must be dimension 1, (B, H, T, Dh); after "
+            "view(B, T, Dh, H), permute(0, 3, 1, 2) moves them there.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 4 and args[1] > 1
+            and tuple(got.shape) == (args[0].shape[0], args[0].shape[1], args[1], args[0].shape[2] // args[1])
+            and got.shape[1] != args[1]),
     Mistake("ignores num_heads", "the number of heads is the num_heads argument: dimension 1 must be num_heads.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 4 and got.shape[1] != args[1]),
 ]
@@ -92,6 +97,15 @@ MERGE_MISTAKES = [
     Mistake("plain reshape", "a plain reshape of (B, H, T, Dh) to (B, T, H*Dh) mixes positions across "
             "heads: move the positions next to the batch first.",
             gives=lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("positions and features swapped", "transpose(1, 3) of (B, H, T, Dh) gives (B, Dh, T, H), and a "
+            "reshape of that mixes features into positions: the positions must come right after the "
+            "batch, permute(0, 2, 3, 1) gives (B, T, Dh, H).",
+            gives=lambda x: x.transpose(1, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("columns reversed", "the columns come out in reverse order: column c * H + h of the output is "
+            "column c of head h, counted upwards from column 0 (no flip).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3 and args[0].numel() > 1
+            and any(torch.allclose(got, f(args[0]).flip(-1)) for f in (_reference_merge, _blocks_merge)
+                    if got.shape == f(args[0]).shape)),
     Mistake("averaged heads", "keep every head's columns: the output has H * Dh columns; do not average "
             "or sum the heads.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3
@@ -140,6 +154,9 @@ HEADS_OUTCOME = Outcome(
           "with the largest k_j, or the smallest): no head can look 'one step back' wherever the query "
           "is. That takes a (sin, cos) pair, two dimensions per head: 32 heads of width 2 solve the "
           "task (99.8% and more of the interior positions, seeds 0-2).",
+    mistakes=((0.05, 0.2, "the one-head model",
+               "that is about what the one-head model scores (section 4.6): you measured models[1]; "
+               "train train_neighbours(64) and score that."),),
 )
 
 
@@ -181,6 +198,12 @@ CACHED_MISTAKES = [
     Mistake("ignores the cache", "attend to the cached positions as well: extend the cache with the new keys "
             "and values first, then attend to all P + T of them.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, None)),
+    Mistake("output ignores the cache", "you return the extended cache but attend only to the new positions: "
+            "attend to all P + T positions of the extended cache.",
+            when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
+            and torch.allclose(got[0], _cached_variant(args[0], args[1], None)[0], atol=1e-5)
+            and not torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)),
     Mistake("new before old", "the new positions come after the cached ones: extend the cache (old keys first).",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, order="new-old")),
     Mistake("no causal mask", "with several new positions, each must not see the ones after it: pass "
