@@ -29,6 +29,18 @@ traffic to main memory (per head, float32):
 Below the ridge point (peak FLOP/s ÷ bandwidth) a computation is bound by memory, above it by
 arithmetic. Then explicit attention's steps (Q Kᵀ, causal mask, softmax, P V) timed apart at Dh = 64 and
 T = 512, 1024 (``steps``), to see which one slows when the scores outgrow the last-level cache.
+(The rows above time attention *without* a mask; the mask pass is timed only in ``steps``.)
+
+Last, ``allocation``: a control for a second explanation of that slowdown. glibc's ``malloc``
+serves a request above its mmap threshold (which grows to at most 32 MiB) with fresh pages from
+the kernel, and every fresh page faults on first touch. The scores of 8 heads reach 32 MiB at
+T = 1024, the size of this CPU's last-level cache too, so the two explanations predict the same
+cliff. The control times, at T just below and just above 32 MiB of scores (T = 1016: 31.5 MiB,
+T = 1032: 32.5 MiB), each step once into a **fresh** tensor (``s.clone()``, ``q @ kᵀ``,
+``s.softmax(-1)``) and once into a **preallocated** buffer (``buf.copy_(s)``,
+``torch.matmul(q, kᵀ, out=buf)``, ``torch._softmax(s, -1, False, out=buf)``). Both move the same
+bytes; if the preallocated versions keep their speed above 32 MiB while the fresh ones fall, the
+cliff is allocation (page faults), not the cache.
 """
 from __future__ import annotations
 
@@ -90,6 +102,35 @@ def explicit_steps(repeats: int) -> list[dict]:
                      "mask_flop_per_byte": round(1 / 9, 3), "softmax_flop_per_byte": 5 / 8,
                      "scores_bytes": 4 * scores})
         print(rows[-1], flush=True)
+    return rows
+
+
+def allocation_control(repeats: int, lengths=(1016, 1032)) -> list[dict]:
+    """Fresh tensor versus preallocated buffer, at scores just below and above 32 MiB (Dh = 64)."""
+    rows = []
+    for T in lengths:
+        q, k = (torch.randn(1, HEADS, T, 64) for _ in range(2))
+        kt = k.transpose(-2, -1)
+        s = q @ kt / 8
+        buf = torch.empty_like(s)
+        scores = HEADS * T * T
+        ms = {name: 1e3 * best_seconds(fn, repeats) for name, fn in (
+            ("copy_fresh", lambda: s.clone()),
+            ("copy_into", lambda: buf.copy_(s)),
+            ("qk_fresh", lambda: q @ kt),
+            ("qk_into", lambda: torch.matmul(q, kt, out=buf)),
+            ("softmax_fresh", lambda: s.softmax(-1)),
+            ("softmax_into", lambda: torch._softmax(s, -1, False, out=buf)))}
+        gflop = 2 * HEADS * T * T * 64 / 1e9
+        row = {"T": T, "Dh": 64, "scores_mib": round(4 * scores / 2**20, 2)}
+        for name, value in ms.items():
+            row[f"{name}_ms"] = round(value, 3)
+            if name.startswith("qk"):
+                row[f"{name}_gflops"] = round(gflop / value * 1e3, 1)
+            else:  # read + write, 4 + 4 bytes per score
+                row[f"{name}_gbs"] = round(8 * scores / value / 1e6, 1)
+        rows.append(row)
+        print(row, flush=True)
     return rows
 
 
@@ -173,6 +214,7 @@ def main() -> None:
         "heads": HEADS,
         "tiled_block": BLOCK,
         "steps": explicit_steps(args.repeats) if not args.smoke else [],
+        "allocation": allocation_control(args.repeats, (1016, 1032) if not args.smoke else (64,)),
         "wall_seconds": round(time.perf_counter() - start),
         "rows": rows,
     }

@@ -220,13 +220,14 @@ def test_kv_cache_prediction(capsys):
     positions = s["prompt"] + s["new_tokens"] - 1
     setting = (s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"])
     truth = kv_cache_bytes(*setting, positions, 4)
-    assert check_kv_cache_prediction(truth, _measure)
-    assert not check_kv_cache_prediction(None, _measure)
+    assert check_kv_cache_prediction(_measure, truth)
+    assert not check_kv_cache_prediction(_measure, None)
     assert "not done yet" in capsys.readouterr().out
     L, Hkv, Dh, B = setting
     H = s["num_heads"]
     for wrong, why in ((kv_cache_bytes(*setting, positions + 1, 4), "last generated token"),
                        (truth // 2, "keys *and* values"),
+                       (kv_cache_bytes(*setting, positions, 2), "2 bytes per number"),
                        (truth // 4, "numbers, not bytes: each float32"),
                        (truth // 8, "numbers, not bytes (4 per float32 number), and only one"),
                        (kv_cache_bytes(1, Hkv, Dh, B, positions, 4), "one block"),
@@ -238,9 +239,9 @@ def test_kv_cache_prediction(capsys):
                        (kv_cache_bytes(*setting, s["prompt"], 4), "prompt only"),
                        (kv_cache_bytes(*setting, s["new_tokens"], 4), "generated tokens only"),
                        (truth + 1, "times the truth")):
-        result = check_kv_cache_prediction(wrong, _measure)
+        result = check_kv_cache_prediction(_measure, wrong)
         assert not result and why in result.message, result.message
-    assert not check_kv_cache_prediction(truth, lambda: 123)  # a measurement of another setting
+    assert not check_kv_cache_prediction(lambda: 123, truth)  # a measurement of another setting
 
 
 def test_kv_cache_mistakes_are_told_apart():
@@ -260,3 +261,31 @@ def test_mha_to_gqa_changes_a_model():
     assert _converted_llama_matches(mha_to_gqa)
     assert not _converted_llama_matches(
         lambda w, H, K: w.view(H // K, K, w.shape[0] // H, -1).mean(0).reshape(-1, w.shape[1]))
+
+
+def test_crossing_prediction(capsys):
+    from attnbook.exercises.ch09 import CROSSING_SEED_RANGE, _crossings, check_crossing_prediction
+    known = _crossings()
+    truth = known["truth"]
+    low, high = CROSSING_SEED_RANGE
+    assert low <= truth <= high  # the committed mean curve lies inside its seeds' range
+    assert not check_crossing_prediction(lambda: truth, None)
+    assert "not done yet" in capsys.readouterr().out
+    for prediction, says in ((64, "training length is not where"), (low - 5, "holds longer"),
+                             (truth, "inside the single seeds"), (high + 40, "never trained")):
+        result = check_crossing_prediction(lambda: truth, prediction)
+        assert result and says in result.message, result.message
+    for wrong, why in ((known["modern"], "full modern block"), (known["unigram"], "unigram"),
+                       (known["one position"], "8 in a row"), (truth + 50, "run it as given")):
+        result = check_crossing_prediction(lambda w=wrong: w, truth)
+        assert not result and why in result.message, result.message
+
+
+def test_prediction_checkers_reach_the_command_line(tmp_path):
+    """The CLI passes prediction_<function> to the two predict-then-measure checkers."""
+    from attnbook.exercises.__main__ import _prediction
+    from attnbook.exercises.ch09 import check_crossing_prediction
+    namespace = {"prediction_cache_bytes": 7, "prediction_crossing_position": 99, "prediction": 1}
+    assert _prediction(check_kv_cache_prediction, "cache_bytes", namespace) == {"prediction": 7}
+    assert _prediction(check_crossing_prediction, "crossing_position", namespace) == {"prediction": 99}
+    assert set(EXERCISES) >= {"cache_bytes", "crossing_position"}

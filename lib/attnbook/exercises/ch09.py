@@ -4,8 +4,10 @@ Each ``check_*`` runs the reader's function on fixed cases and prints a verdict;
 answer is exactly what a known mistake gives, the verdict names the mistake in one line.
 None of the answers is printed in the chapter: each exercise is a variant the chapter does not
 show (RMSNorm's backward pass, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
-building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction``
-compares a prediction with a measurement. ``EXERCISES`` maps the notebook's function names to
+building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction`` and
+``check_crossing_prediction`` compare a prediction with a measurement: their ``prediction``
+parameter comes after the function (the command line, ``python -m attnbook.exercises ch09
+answers.py``, passes the file's ``prediction_<function name>`` or ``prediction``). ``EXERCISES`` maps the notebook's function names to
 their checkers.
 """
 from __future__ import annotations
@@ -408,7 +410,9 @@ def _kv_mistakes(s: dict, positions: int) -> list[tuple[str, dict]]:
     return [
         ("you counted the last generated token: it is returned, never fed back, so the cache holds "
          "prompt + new - 1 positions", dict(base, positions=positions + 1)),
-        ("a factor 2 is missing: keys *and* values are cached, two tensors per block", dict(base, kv_factor=1)),
+        ("half the truth: either a factor 2 is missing (keys *and* values are cached, two tensors per block) "
+         f"or you took 2 bytes per number, as for 16-bit numbers (this cache is float32: "
+         f"{s['bytes_per_number']} bytes per number)", dict(base, kv_factor=1)),
         (f"you counted numbers, not bytes: each float32 number takes {s['bytes_per_number']} bytes",
          dict(base, bytes_per_number=1)),
         (f"you counted numbers, not bytes ({s['bytes_per_number']} per float32 number), and only one of the "
@@ -432,12 +436,15 @@ def _kv_mistakes(s: dict, positions: int) -> list[tuple[str, dict]]:
     ]
 
 
-def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int]) -> CheckResult:
-    """Compare the reader's prediction of the cache's bytes with ``measure()`` (the bytes of every
-    cached key and value after generating) in the setting ``KV_SETTING``, and explain the gap."""
+def check_kv_cache_prediction(measure: Callable[[], int], prediction: int | None = None) -> CheckResult:
+    """``measure() -> int``, the bytes of every cached key and value after generating in the setting
+    ``KV_SETTING``; ``prediction``, written before measuring (the command line passes the file's
+    ``prediction_cache_bytes`` or ``prediction``), is compared with it and the gap explained."""
     name = "KV-cache bytes"
-    if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_bytes, then run the cell.")
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your prediction into prediction_cache_bytes, "
+                       "then run the cell.")
+    predicted = prediction
     s = KV_SETTING
     positions = s["prompt"] + s["new_tokens"] - 1  # the last generated token is never fed back
     truth = kv_cache_bytes(s["num_layers"], s["num_kv_heads"], s["head_dim"], s["batch"], positions,
@@ -456,10 +463,78 @@ def check_kv_cache_prediction(predicted: int | None, measure: Callable[[], int])
                    "Count: 2 (K and V) · blocks · key/value heads · head width · batch · positions · bytes.")
 
 
+# --- 7. predict, then measure: where reading past the training length stops paying --------------
+
+# Where the committed runs cross the bigram (benchmarks/modern_ablation.py, seeds 0-7, 600 steps,
+# windows of 256 held-out tokens; lib/attnbook/results/modern_ablation.json): the first position
+# past 64 at which 8 positions in a row average more than the bigram's loss. Per seed, +rotary:
+# 124, 121, 120, 123, 88, 121, 121, 122; the mean curve of the 8 seeds: 121. The checker recomputes
+# the mean curve's position from the file; this range is what it says about a prediction.
+CROSSING_SEED_RANGE = (88, 124)
+
+
+def _crossing(curve: torch.Tensor, level: float, window: int = 8) -> int | None:
+    """First position p (1-based, p >= 72) where positions p-window+1..p average above ``level``."""
+    rolling = curve.unfold(0, window, 1).mean(1)  # rolling[p - window]: positions p-window+1..p
+    return next((p for p in range(64 + window, len(curve) + 1) if rolling[p - window] > level), None)
+
+
+def _crossings() -> dict[str, int | None]:
+    """The right measurement and the numbers some wrong ones give, from the committed results."""
+    from attnbook.results import load_result
+    result = load_result("modern_ablation.json")
+    bigram, unigram = result["bigram"]["held_out_loss"], result["unigram"]["held_out_loss"]
+
+    def mean(variant: str) -> torch.Tensor:
+        return torch.tensor([r["loss_by_position_256"] for r in result["runs"]
+                             if r["variant"] == variant and "loss_by_position_256" in r]).mean(0)
+
+    rotary = mean("+rotary")
+    return {"truth": _crossing(rotary, bigram), "modern": _crossing(mean("modern"), bigram),
+            "unigram": _crossing(rotary, unigram), "one position": _crossing(rotary, bigram, window=1)}
+
+
+def check_crossing_prediction(measure: Callable[[], int], prediction: int | None = None) -> CheckResult:
+    """``measure() -> int``: the first position past 64 where the rotary-only model's mean loss (8
+    positions in a row) rises above the bigram's; ``prediction``, written before measuring (the
+    command line passes the file's ``prediction_crossing_position`` or ``prediction``)."""
+    name = "where +rotary crosses the bigram"
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your prediction (a position) into "
+                       "prediction_crossing_position, then run the cell.")
+    known = _crossings()
+    measured = measure()
+    if measured != known["truth"]:
+        for what, why in (("modern", "the full modern block's curve, not the rotary-only model's"),
+                          ("unigram", "the crossing of the unigram, not the bigram"),
+                          ("one position", "one position above the bigram, not 8 in a row")):
+            if measured == known[what]:
+                return _finish(name, False, f"the measurement gave {measured}: that is {why}.")
+        return _finish(name, False, f"the measurement gave {measured}, not {known['truth']}: run it as given.")
+    low, high = CROSSING_SEED_RANGE
+    p = int(prediction)
+    if p <= 64:
+        why = ("the training length is not where the model breaks: up to well past 64, most of a query's "
+               "neighbours sit at offsets it trained on, and the fast pairs' angles repeat; only the slow pairs "
+               "meet new angles")
+    elif p < low:
+        why = ("it holds longer than that: the loss climbs slowly at first, because the near tokens, which carry "
+               "most of the prediction, are at offsets the model has seen")
+    elif p <= high:
+        why = f"inside the single seeds' range ({low} to {high})"
+    else:
+        why = ("relative offsets alone do not carry it that far: offsets past 63 and the slow pairs' angles "
+               "were never trained, and the loss climbs steeply from about twice the training length")
+    return _finish(name, True, f"predicted position {p}, measured {measured} (single seeds {low} to {high}): "
+                   f"{why}.")
+
+
 EXERCISES = {
     "rms_norm_backward": check_rms_norm_backward,
     "repeat_kv": check_repeat_kv,
     "merge_partials": check_merge_partials,
     "mha_to_gqa": check_mha_to_gqa,
     "rotate_interleaved": check_rotate_interleaved,
+    "cache_bytes": check_kv_cache_prediction,
+    "crossing_position": check_crossing_prediction,
 }
