@@ -89,13 +89,15 @@ def luong_old_hidden(cell, W_c, x, hidden, memory, src_tokens):
 
 
 def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, dim=-1, in_place=False,
-                  carry_context=False, join_old=False, mean=False):
+                  carry_context=False, join_old=False, mean=False, mask_after=False):
     def step(cell, W_c, x, hidden, memory, src_tokens):
         h = cell(x, hidden)
         scores = torch.einsum("bsd,bd->bs", memory, h) / scale
         if mean:
             scores = scores * 0
-        if mask:
+        if mask_after:  # padding zeroed after the softmax, not renormalised
+            weights = torch.softmax(scores, dim=dim).masked_fill(~src_tokens, 0.0)
+        elif mask:
             weights = torch.softmax(scores.masked_fill(~src_tokens, float("-inf")), dim=dim)
             weights = weights.masked_fill(~src_tokens, 0.0).nan_to_num(0.0)
         else:
@@ -124,6 +126,7 @@ LUONG_WRONG = [
     (luong_scaled, "scaled"),
     (luong_variant(order=1), "concat order"),
     (luong_variant(mask=False), "ignores mask"),
+    (luong_variant(mask_after=True), "masked after softmax"),
     (luong_variant(dim=0), "wrong axis"),
     (luong_variant(tanh=False), "no tanh"),
     (luong_variant(carry_tilde=True), "carries h tilde"),
@@ -297,17 +300,22 @@ from attnbook.exercises.ch02 import (  # noqa: E402
 
 
 def local_p_attention(scores, lengths, query, W_p, v_p, sigma, *, span=1, own_length=True, renorm=False,
-                      rounded=False, mask=True, denom=None, tanh=True, transpose=True):
+                      rounded=False, mask=True, denom=None, tanh=True, transpose=True, zero_after=False,
+                      density=False):
     B, S = scores.shape
     L = lengths.float() if own_length else torch.full((B,), float(S))
     hidden = query @ W_p.T if transpose else query @ W_p
     centre = (L - span) * torch.sigmoid((torch.tanh(hidden) if tanh else hidden) @ v_p)  # (B,)
     if rounded:
-        centre = torch.round(centre)
+        centre = torch.floor(centre) if rounded == "floor" else torch.round(centre)
     real = torch.arange(S)[None, :] < lengths[:, None] if mask else torch.ones(B, S, dtype=torch.bool)
     align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    if zero_after:  # a softmax over every position, padding zeroed afterwards
+        align = torch.softmax(scores, dim=-1) * (torch.arange(S)[None, :] < lengths[:, None])
     j = torch.arange(S).float()[None, :]
     weights = align * torch.exp(-(j - centre[:, None]) ** 2 / (denom(sigma) if denom else 2 * sigma ** 2))
+    if density:
+        weights = weights / (sigma * math.sqrt(2 * math.pi))
     if renorm:
         weights = weights / weights.sum(-1, keepdim=True)
     return weights, centre
@@ -331,12 +339,26 @@ def local_p_one_sided(scores, lengths, query, W_p, v_p, sigma):
     return torch.where(before, align, weights), centre
 
 
+def local_p_ceil(scores, lengths, query, W_p, v_p, sigma):
+    """The centre rounded up, then the window built on it."""
+    S = scores.shape[-1]
+    centre = torch.ceil((lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p))
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(S).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
 LOCAL_P_WRONG = [
     (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
     (lambda *a: local_p_attention(*a, span=0), "L instead of L-1"),
     (lambda *a: local_p_attention(*a, mask=False), "ignores lengths"),
     (lambda *a: local_p_attention(*a, renorm=True), "renormalised"),
     (lambda *a: local_p_attention(*a, rounded=True), "rounded centre"),
+    (lambda *a: local_p_attention(*a, rounded="floor"), "rounded centre"),
+    (local_p_ceil, "rounded centre"),
+    (lambda *a: local_p_attention(*a, zero_after=True), "padding zeroed after softmax"),
+    (lambda *a: local_p_attention(*a, density=True), "Gaussian density"),
     (lambda *a: local_p_attention(*a, denom=lambda s: s ** 2), "no factor 2"),
     (lambda *a: local_p_attention(*a, denom=lambda s: 2 * s), "sigma not squared"),
     (lambda *a: local_p_attention(*a, transpose=False), "untransposed"),
@@ -355,12 +377,20 @@ def coverage_loss(weights, tgt_mask):
     return coverage, (per_step * real).sum() / real.sum()
 
 
-def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False):
+def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False, by_positions=False,
+                seq_means=False, zero_padded=False):
     def fn(weights, tgt_mask):
+        if zero_padded:  # the padded steps' weights zeroed before the cumulative sum
+            weights = weights * tgt_mask[..., None]
         coverage = f_cov(weights)
         per_step = op(weights, coverage).sum(-1)
         real = tgt_mask.float() if masked else torch.ones_like(per_step)
-        return coverage, (per_step * real).sum() / (weights.shape[0] if by_batch else real.sum())
+        if seq_means:
+            return coverage, ((per_step * real).sum(1) / real.sum(1)).mean()
+        total = (per_step * real).sum()
+        if by_positions:
+            return coverage, total / (real.sum() * weights.shape[-1])
+        return coverage, total / (weights.shape[0] if by_batch else real.sum())
     return fn
 
 
@@ -387,6 +417,9 @@ COVERAGE_LOSS_WRONG = [
     (cov_variant(lambda a: a.cumsum(1) - a, op=torch.maximum), "max instead of min"),
     (cov_variant(lambda a: a.cumsum(1) - a, masked=False), "counts padded steps"),
     (cov_variant(lambda a: a.cumsum(1) - a, by_batch=True), "mean over batch"),
+    (cov_variant(lambda a: a.cumsum(1) - a, by_positions=True), "divided by N times S"),
+    (cov_variant(lambda a: a.cumsum(1) - a, seq_means=True), "mean of sequence means"),
+    (cov_variant(lambda a: a.cumsum(1) - a, zero_padded=True), "padded steps zeroed in coverage"),
     (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), ""),  # a product, not a min
     (cov_in_place, MUTATION),
     (not_done, ""),

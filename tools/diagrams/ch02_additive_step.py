@@ -23,7 +23,7 @@ def draw() -> Figure:
     fig = Figure("ch02_additive_attention_step", 1000, 560,
                  "Chapter 2: one decoder step of additive (Bahdanau) attention", DESC)
     fig.text(30, 28, fig.code("AttentionDecoder.step", f"{RNN}.AttentionDecoder.step")
-             + ": the context C_{i} is recomputed at every step i", "title", anchor="start")
+             + ": the context C_{i}, recomputed at every step i", "title", anchor="start")
     memory_and_query(fig)
     additive_score(fig)
     context_from_scores(fig)
@@ -70,8 +70,8 @@ def additive_score(fig: Figure) -> None:
     fig.box(615, 128, 85, 44, fig.code("v", f"{SCORES}.AdditiveScore:v"), sub="v^{T} ·")
     fig.line([(590, 150), (613, 150)], "stream")
     fig.line([(700, 150), (773, 150)], "weights")
-    fig.text(736, 142, "e_{ij}", "math", size=14)
-    fig.shape(736, 168, "(B, 1, S)", anchor="middle")
+    fig.text(722, 140, "e_{ij}", "math", size=14)
+    fig.shape(657, 190, "(B, 1, S)", anchor="middle")  # under v, clear of the e_ij label
 
 
 def context_from_scores(fig: Figure) -> None:
@@ -117,8 +117,9 @@ def gru_step(fig: Figure) -> None:
     fig.line([(235, 96), (235, 412), (508, 412)], "stream")
     fig.text(243, 404, "s_{i-1}: previous state", "note", anchor="start")
     fig.line([(590, 434), (590, 458)], "stream")
-    fig.text(598, 452, "s_{i}", "math", size=13, anchor="start")
+    fig.text(582, 452, "s_{i}", "math", size=13, anchor="end")
+    fig.line([(590, 446), (740, 446)], "stream")  # s_i goes on to the next step
+    fig.text(664, 466, "s_{i}: the query of step i+1", "note", anchor="start")
     fig.box(525, 460, 130, 30, fig.code("out: nn.Linear", f"{RNN}.AttentionDecoder:out"), size=12)
     fig.line([(525, 475), (445, 475)], "stream")
     fig.text(438, 480, "logits (B, V)", "code", anchor="end", size=12)
-    fig.text(640, 513, "s_{i} is the query of step i+1", "note", anchor="start")

@@ -137,7 +137,9 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         scores = scores / math.sqrt(memory.shape[-1])
     if mean_pool:
         scores = torch.zeros_like(scores)  # every real position weighted alike
-    if masked:
+    if masked == "after":  # padding zeroed after a softmax over every position, not renormalised
+        weights = torch.softmax(scores, dim=dim) * src_tokens
+    elif masked:
         weights = _masked(scores, src_tokens, dim=dim).nan_to_num(0.0)  # (B, S)
     else:
         weights = torch.softmax(scores, dim=dim)
@@ -160,6 +162,9 @@ LUONG_MISTAKES = [
             gives=lambda *a: _luong(*a, order="hc")),
     Mistake("ignores mask", "padding got weight: mask the scores of padding (src_tokens False) before the softmax.",
             gives=lambda *a: _luong(*a, masked=False)),
+    Mistake("masked after softmax", "you zeroed padding after a softmax over every position, so the real "
+            "weights no longer sum to 1: mask the scores (-inf at padding) before the softmax.",
+            gives=lambda *a: _luong(*a, masked="after")),
     Mistake("wrong axis", "the weights of each sequence must sum to 1 over its source positions: softmax over dim=-1.",
             gives=lambda *a: _luong(*a, dim=0)),
     Mistake("no tanh", "h̃_t = tanh(W_c [c_t; h_t]): the tanh is missing.", gives=lambda *a: _luong(*a, tanh=False)),
@@ -195,8 +200,9 @@ def check_luong_step(fn: Callable) -> CheckResult:
             expected = _luong(*args)
         cases.append(Case(
             f"B={B}, S={S}, D={D}, E={E}, source lengths {lengths}", args, expected,
-            hint="order matters: which state exists when Luong scores the source, the one before or "
-                 "after the recurrent step? Which of the three outputs goes back into the cell next time?",
+            hint="compare each part with the formulas in turn: the state that scores the source (before or "
+                 "after the recurrent step), the weights (a softmax over the real positions only, summing "
+                 "to 1), the context, then which of the three outputs goes back into the cell next time.",
             atol=1e-5,
         ))
     return run_cases("Luong attention step", no_grad(fn), cases, LUONG_MISTAKES)
@@ -313,22 +319,26 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
-             one_sided=False):
+             one_sided=False, density=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh else Wq
     gate = torch.sigmoid(hidden @ v_p)  # (B,)
     L = lengths.to(scores.dtype) if use_lengths else torch.full_like(gate, float(S))
     centre = (L - 1) * gate if span == "L-1" else L * gate  # (B,)
-    if rounded:
-        centre = centre.round()
+    if rounded:  # True or "round", "floor", "ceil"
+        centre = getattr(torch, "round" if rounded is True else rounded)(centre)
     mask = token_mask(lengths, S) if masked else torch.ones_like(scores, dtype=torch.bool)
     if inclusive:
         mask = torch.arange(S)[None, :] <= lengths[:, None]  # one padding position too many
     align = _masked(scores, mask).nan_to_num(0.0)  # (B, S)
+    if masked == "after":  # softmax over the padding too, then padding zeroed
+        align = torch.softmax(scores, dim=-1).masked_fill(~token_mask(lengths, S), 0.0)
     distance = torch.arange(S, dtype=scores.dtype)[None, :] - centre[:, None]  # (B, S)
     spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
     window = torch.exp(-distance ** 2 / spread)
+    if density:  # normalised as a probability density: divided by sigma * sqrt(2 pi)
+        window = window / (sigma * math.sqrt(2 * math.pi))
     if one_sided:
         window = torch.where(distance < 0, torch.ones_like(window), window)  # letters before p undamped
     weights = align * window
@@ -352,9 +362,16 @@ LOCAL_P_MISTAKES = [
     Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
             "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
             gives=lambda *a: _local_p(*a, renorm=True)),
-    Mistake("rounded centre", "you rounded the centre to a whole position: p_t stays real-valued, otherwise "
-            "no gradient reaches W_p and v_p (that rounding is local-m's fixed centre, not local-p).",
-            gives=lambda *a: _local_p(*a, rounded=True)),
+    *[Mistake("rounded centre", "you rounded the centre to a whole position (with round, floor or ceil): "
+              "p_t stays real-valued, otherwise no gradient reaches W_p and v_p (that rounding is local-m's "
+              "fixed centre, not local-p).", gives=lambda *a, how=how: _local_p(*a, rounded=how))
+      for how in ("round", "floor", "ceil")],
+    Mistake("padding zeroed after softmax", "your softmax ran over the padding too and you zeroed the "
+            "padding afterwards, so the real letters' weights are too small: set the padding's scores to "
+            "-inf before the softmax.", gives=lambda *a: _local_p(*a, masked="after")),
+    Mistake("Gaussian density", "you divided the Gaussian by σ√(2π), as for a probability density: "
+            "Luong et al.'s factor is exp(-(j - p)² / (2σ²)) alone, 1 at the centre.",
+            gives=lambda *a: _local_p(*a, density=True)),
     Mistake("no factor 2", "the Gaussian is exp(-(j - p)² / (2σ²)): the 2 is missing.",
             gives=lambda *a: _local_p(*a, two=False)),
     Mistake("sigma not squared", "the Gaussian divides by 2σ², the variance, not by 2σ.",
@@ -391,7 +408,9 @@ def check_local_p_attention(fn: Callable) -> CheckResult:
 
 # --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
 def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
-              mask_steps=True, reduce="steps"):
+              mask_steps=True, reduce="steps", zero_padded=False):
+    if zero_padded:  # padded steps' weights zeroed before the coverage is accumulated
+        weights = weights * tgt_mask[..., None].to(weights.dtype)
     if dim == 1:
         coverage = weights.cumsum(dim=1)
         if exclusive:
@@ -405,7 +424,14 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
     per_step = terms.sum(-1)  # (B, T)
     real = tgt_mask.to(weights.dtype) if mask_steps else torch.ones_like(per_step)
     total = (per_step * real).sum()
-    loss = total / real.sum() if reduce == "steps" else total / weights.shape[0]
+    if reduce == "steps":
+        loss = total / real.sum()
+    elif reduce == "steps_positions":  # divided by N * S
+        loss = total / (real.sum() * weights.shape[-1])
+    elif reduce == "sequence_means":  # mean over the batch of each sequence's mean over its steps
+        loss = ((per_step * real).sum(1) / real.sum(1)).mean()
+    else:
+        loss = total / weights.shape[0]
     return coverage, loss
 
 
@@ -430,6 +456,17 @@ COVERAGE_LOSS_MISTAKES = [
     Mistake("mean over batch", "you divided by the batch size: the loss is the mean over the real output "
             "steps (the number of True entries of tgt_mask).",
             gives=lambda a, m: _cov_loss(a, m, reduce="batch")),
+    Mistake("divided by N times S", "you divided by the number of real steps times the number of letters: "
+            "the loss sums over the letters j and averages over the real steps only (divide by N).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="steps_positions")),
+    Mistake("mean of sequence means", "you averaged each sequence over its own steps, then averaged the "
+            "sequences: that weights a short sequence's steps more. Sum over all real steps of the batch "
+            "and divide by their total number N.",
+            gives=lambda a, m: _cov_loss(a, m, reduce="sequence_means")),
+    Mistake("padded steps zeroed in coverage", "your coverage differs at the padded steps: you zeroed "
+            "their weights first. Return the coverage of all T steps from the weights as given; only the "
+            "loss leaves the padded steps out.",
+            gives=lambda a, m: _cov_loss(a, m, zero_padded=True)),
 ]
 
 
