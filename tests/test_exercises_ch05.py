@@ -7,7 +7,7 @@ import torch
 
 from attnbook.decoding import beam_search as library_beam_search
 from attnbook.exercises.ch05 import (
-    CONFIDENCE_RANGE, check_beam_search, check_confidence_prediction, check_decoder_step, check_greedy_decode,
+    CONFIDENCE_RANGE, check_beam_search, check_confidence_prediction, check_decoder_step, check_capped_greedy_decode,
     check_label_smoothed_loss, check_parallel_encoder_layer, check_right_token_probability,
 )
 from attnbook.layers.attention import KVCache
@@ -46,20 +46,23 @@ def label_smoothed_loss(logits, targets, pad_id, epsilon):
     return loss[real].mean()
 
 
-def greedy_decode(model, src, src_lengths, bos_id, eos_id, max_len):
+def capped_greedy_decode(model, src, src_lengths, bos_id, eos_id, extra):
+    caps = (src_lengths + extra).tolist()  # each row's own cap
     state = model.start(src, src_lengths)
     tokens = torch.full((src.shape[0],), bos_id)
-    rows = [[] for _ in range(src.shape[0])]
-    done = [False] * src.shape[0]
-    for _ in range(max_len):
+    rows = [[] for _ in caps]
+    done = [cap <= 0 for cap in caps]
+    while not all(done):
         logits, state = model.step(tokens, state)
         tokens = logits.argmax(-1)
         for i, t in enumerate(tokens.tolist()):
-            done[i] = done[i] or t == eos_id
-            if not done[i]:
+            if done[i]:
+                continue
+            if t == eos_id:
+                done[i] = True
+            else:
                 rows[i].append(t)
-        if all(done):
-            break
+                done[i] = len(rows[i]) >= caps[i]
     return rows
 
 
@@ -117,6 +120,11 @@ def layer_variant(kind):
             return x
         if kind == "normed residual":
             return h + sa(h, h, h, mask=mask) + ff(h)
+        if kind == "2x":
+            return x + x + sa(h, h, h, mask=mask) + ff(h)
+        if kind == "ffn on attn":
+            a = sa(h, h, h, mask=mask)
+            return x + a + ff(a)
         raise AssertionError(kind)
     return fn
 
@@ -134,6 +142,8 @@ ENCODER_WRONG = [
     (layer_variant("sequential, one norm"), "sequential, norm1"),
     (layer_variant("normed residual"), "normalised residual"),
     (layer_variant("kv from x"), "keys and values from x"),
+    (layer_variant("2x"), "doubled residual"),
+    (layer_variant("ffn on attn"), "feed-forward reads the attention"),
     (not_done, ""),
 ]
 
@@ -202,6 +212,11 @@ def probability_variant(kind):
             right = probs.max(-1).values
         else:
             right = probs.gather(-1, tgt_out[..., None])[..., 0]
+        if kind == "tgt_in":
+            right = probs.gather(-1, tgt_in[..., None])[..., 0]
+        if kind == "geometric":
+            logp = torch.log_softmax(logits, -1).gather(-1, tgt_out[..., None])[..., 0]
+            return torch.exp(logp[tgt_out != pad_id].mean()).item()
         if kind == "log":
             right = torch.log_softmax(logits, -1).gather(-1, tgt_out[..., None])[..., 0]
         real = tgt_out != (0 if kind == "pad 0" else pad_id)
@@ -218,6 +233,8 @@ CONFIDENCE_WRONG = [
     (probability_variant("log"), "log-probability"),
     (probability_variant("pad counted"), "padding counted"),
     (probability_variant("rows"), "mean per word"),
+    (probability_variant("tgt_in"), "tgt_in"),
+    (probability_variant("geometric"), "geometric mean"),
     (probability_variant("softmax over T"), ""),
     (probability_variant("pad 0"), "padding counted"),  # pad_id 0 never occurs: every position counts
     (not_done, ""),
@@ -273,32 +290,41 @@ SMOOTHING_WRONG = [
 ]
 
 
-def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_eos=False, extra=0, fixed_ids=False):
-    def fn(model, src, src_lengths, bos_id, eos_id, max_len):
+def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_eos=False, shift=0,
+                   fixed_ids=False, caps="own", drop_all_eos=False, sample=False):
+    def fn(model, src, src_lengths, bos_id, eos_id, extra):
         if fixed_ids:
             bos_id, eos_id = 1, 2
-        first = state = model.start(src, src_lengths)
         B = src.shape[0]
+        limit = {"own": src_lengths + extra, "padded": torch.full((B,), src.shape[1] + extra),
+                 "shared": torch.full((B,), int(src_lengths.max()) + extra), "none": src_lengths}[caps]
+        limit = (limit + shift).clamp(min=0).tolist()
+        first = state = model.start(src, src_lengths)
         tokens = torch.full((B,), bos_id)
-        done = torch.zeros(B, dtype=torch.bool)
+        ended = torch.zeros(B, dtype=torch.bool)
         out = []
-        for _ in range(max_len + extra):
+        g = torch.Generator().manual_seed(0)
+        for n in range(1, max(limit) + 1):
             logits, new_state = model.step(torch.full((B,), bos_id) if feed_bos else tokens, state)
             state = new_state if thread else first
-            tokens = logits.argmax(-1)
+            tokens = (torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0] if sample
+                      else logits.argmax(-1))
             out.append(tokens)
-            done |= tokens == eos_id
-            if done.all() or (stop_any and done.any()):
+            ended |= tokens == eos_id
+            if (ended | (torch.tensor(limit) <= n)).all() or (stop_any and ended.any()):
                 break
-        rows = torch.stack(out, 1).tolist()
+        rows = [r[:c] for r, c in zip(torch.stack(out, 1).tolist(), limit)]
+        if drop_all_eos:
+            return [[t for t in r if t != eos_id] for r in rows]
         if not cut:
             return rows
         return [r[: r.index(eos_id) + keep_eos] if eos_id in r else r for r in rows]
     return fn
 
 
-def greedy_ignores_lengths(model, src, src_lengths, bos_id, eos_id, max_len):
-    return greedy_decode(model, src, torch.full_like(src_lengths, src.shape[1]), bos_id, eos_id, max_len)
+def greedy_ignores_lengths(model, src, src_lengths, bos_id, eos_id, extra):
+    return capped_greedy_decode(model, src, torch.full_like(src_lengths, src.shape[1]), bos_id, eos_id,
+                                extra - src.shape[1] + int(src_lengths.max()))
 
 
 GREEDY_WRONG = [
@@ -306,11 +332,16 @@ GREEDY_WRONG = [
     (greedy_variant(feed_bos=True), "always feeds bos"),
     (greedy_variant(stop_any=True), "stops at the first eos"),
     (greedy_variant(cut=False), "not cut at eos"),
+    (greedy_variant(drop_all_eos=True), "drops every eos"),
     (greedy_variant(keep_eos=True), "keeps eos"),
-    (greedy_variant(extra=1), "max_len off by one"),
-    (greedy_variant(extra=-1), "max_len off by one"),
+    (greedy_variant(shift=1), "cap off by one"),
+    (greedy_variant(shift=-1), "cap off by one"),
     (greedy_variant(fixed_ids=True), "hard-coded ids"),
-    (lambda model, src, *rest: greedy_decode(model, src.clamp_(max=5), *rest), MUTATION),
+    (greedy_variant(caps="shared"), "one cap for all"),
+    (greedy_variant(caps="padded"), "padded length"),
+    (greedy_variant(caps="none"), "ignores extra"),
+    (greedy_variant(sample=True), ""),
+    (lambda model, src, *rest: capped_greedy_decode(model, src.clamp_(max=5), *rest), MUTATION),
     (greedy_ignores_lengths, ""),
     (not_done, ""),
 ]
@@ -371,7 +402,7 @@ BEAM_WRONG = [
 @pytest.mark.parametrize(("checker", "reference"), [
     (check_parallel_encoder_layer, parallel_encoder_layer), (check_label_smoothed_loss, label_smoothed_loss),
     (check_decoder_step, decoder_step), (check_right_token_probability, right_token_probability),
-    (check_greedy_decode, greedy_decode), (check_beam_search, beam_search),
+    (check_capped_greedy_decode, capped_greedy_decode), (check_beam_search, beam_search),
 ])
 def test_reference_passes(checker, reference):
     assert checker(reference)
@@ -452,7 +483,7 @@ def test_label_smoothingassert_rejected(wrong, diagnosis, capsys):
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), GREEDY_WRONG)
 def test_greedyassert_rejected(wrong, diagnosis, capsys):
-    assert_rejected(check_greedy_decode, wrong, diagnosis, capsys)
+    assert_rejected(check_capped_greedy_decode, wrong, diagnosis, capsys)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), BEAM_WRONG)

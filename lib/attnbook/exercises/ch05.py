@@ -13,7 +13,6 @@ from collections.abc import Callable
 import torch
 
 from attnbook.decoding import beam_search as _library_beam_search
-from attnbook.decoding import greedy_decode as _library_greedy
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.layers import DecoderBlock, EncoderBlock
@@ -52,8 +51,11 @@ def _parallel_variant(layer, x, mask, order="parallel", attn_mask="given", ffn_i
     h = n1(x)
     a = x if attn_input == "x" else h
     kv = x if kv_input == "x" else a
-    f = {"h": h, "x": x, "norm2": n2(x)}[ffn_input]
-    update = sa(a, kv, kv, mask=m) + ff(f)
+    attended = sa(a, kv, kv, mask=m)
+    f = {"h": h, "x": x, "norm2": n2(x), "attn": attended}[ffn_input]
+    update = attended + ff(f)
+    if residual == "2x":
+        return 2 * x + update
     return update if order == "no residual" else (h if residual == "h" else x) + update
 
 
@@ -82,6 +84,11 @@ ENCODER_MISTAKES = [
     Mistake("normalised residual", "the residual stream carries x itself; you added the sublayers to "
             "LayerNorm1(x), so the normalisation no longer sits on a side branch.",
             gives=lambda *a: _parallel_variant(*a, residual="h")),
+    Mistake("doubled residual", "x is added twice (2x + ...): the stream x appears once, plus the two "
+            "sublayers' outputs.", gives=lambda *a: _parallel_variant(*a, residual="2x")),
+    Mistake("feed-forward reads the attention", "your feed-forward reads the attention's output; in the "
+            "parallel layer it reads LayerNorm1(x), the same input as the attention.",
+            gives=lambda *a: _parallel_variant(*a, ffn_input="attn")),
     Mistake("ignores mask", "padding keys got attention: pass mask=mask to self_attn.",
             gives=lambda *a: _parallel_variant(*a, attn_mask="none")),
     Mistake("inverted mask", "the mask is inverted: True means 'may attend' (a real key); pass it as it is.",
@@ -105,7 +112,8 @@ def check_parallel_encoder_layer(fn: Callable) -> CheckResult:
             f"B={B}, S={S}, D={D}, H={H}, lengths {lengths}", (layer, x, mask), expected,
             hint="compare with the chapter's pre-norm layer: which sublayer's input changes when the two "
                  "run side by side instead of one after the other? If that is clear, check which tensor "
-                 "each sublayer reads and which one the two results are added to.",
+                 "each sublayer reads and which one the two results are added to. Likely slips: x added twice "
+                 "(2x + ...), or a feed-forward that reads the attention's output instead of LayerNorm1(x).",
         ))
     return run_cases("parallel encoder layer", no_grad(fn), cases, ENCODER_MISTAKES)
 
@@ -191,7 +199,7 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
 
 
-# --- greedy decoding of a batch through start/step -------------------------------------------------
+# --- greedy decoding of a batch with a length cap per row -------------------------------------
 def _decoding_model(seed: int, eos_bias: float) -> Transformer:
     torch.manual_seed(seed)
     model = Transformer(TransformerConfig(9, 10, d_model=16, num_heads=2, d_ff=32, dropout=0.0, tie_output=False))
@@ -200,74 +208,99 @@ def _decoding_model(seed: int, eos_bias: float) -> Transformer:
     return model.eval()
 
 
-def _greedy_variant(model, src, src_lengths, bos_id, eos_id, max_len, thread=True, feed_bos=False,
-                    stop_any=False, cut=True, keep_eos=False):
+def _capped_variant(model, src, src_lengths, bos_id, eos_id, extra, thread=True, feed_bos=False,
+                    stop_any=False, cut="first", keep_eos=False, caps="own", cap_shift=0):
+    """Greedy decoding with a cap of src_lengths[b] + extra tokens per row, one known mistake
+    switched on (all defaults: the right answer)."""
     B = src.shape[0]
+    limit = {"own": src_lengths + extra, "padded": torch.full((B,), src.shape[1] + extra),
+             "shared": torch.full((B,), int(src_lengths.max()) + extra), "no extra": src_lengths}[caps]
+    limit = (limit + cap_shift).clamp(min=0).tolist()  # (B,) each row's own cap
     first = state = model.start(src, src_lengths)
     tokens = torch.full((B,), bos_id, dtype=torch.long)
-    done = torch.zeros(B, dtype=torch.bool)
+    ended = torch.zeros(B, dtype=torch.bool)
     out = []
-    for _ in range(max_len):
+    for n in range(1, max(limit) + 1):
         logits, new_state = model.step(torch.full((B,), bos_id) if feed_bos else tokens, state)
         state = new_state if thread else first
         tokens = logits.argmax(-1)
         out.append(tokens)
-        done |= tokens == eos_id
-        if done.all() or (stop_any and done.any()):
+        ended |= tokens == eos_id
+        finished = ended | (torch.tensor(limit) <= n)
+        if finished.all() or (stop_any and ended.any()):
             break
-    rows = torch.stack(out, 1).tolist()
-    if not cut:
+    rows = torch.stack(out, 1).tolist() if out else [[] for _ in range(B)]
+    rows = [r[:cap] for r, cap in zip(rows, limit)]
+    if cut == "none":
         return rows
+    if cut == "all eos":
+        return [[t for t in r if t != eos_id] for r in rows]
     return [r[: r.index(eos_id) + (1 if keep_eos else 0)] if eos_id in r else r for r in rows]
+
+
+def _shifted(args, got, shift):
+    return got == _capped_variant(*args, cap_shift=shift)
 
 
 GREEDY_MISTAKES = [
     Mistake("state not threaded", "your loop never uses the new state returned by step: write "
-            "`logits, state = model.step(tokens, state)`.", gives=lambda *a: _greedy_variant(*a, thread=False)),
+            "`logits, state = model.step(tokens, state)`.", gives=lambda *a: _capped_variant(*a, thread=False)),
     Mistake("always feeds bos", "your loop feeds <bos> at every step: feed back the tokens just chosen.",
-            gives=lambda *a: _greedy_variant(*a, feed_bos=True)),
+            gives=lambda *a: _capped_variant(*a, feed_bos=True)),
     Mistake("stops at the first eos", "one row's <eos> must not stop the others: stop when every row has "
-            "produced <eos> (or after max_len steps).", gives=lambda *a: _greedy_variant(*a, stop_any=True)),
-    Mistake("not cut at eos", "cut each row at its first <eos>: the tokens after it are not part of the output.",
-            gives=lambda *a: _greedy_variant(*a, cut=False)),
+            "produced <eos> or reached its own cap.", gives=lambda *a: _capped_variant(*a, stop_any=True)),
+    Mistake("drops every eos", "you removed the <eos> tokens but kept what a row generated after its first "
+            "<eos>: cut the row there (the loop goes on for the other rows, so a finished row's later "
+            "tokens are noise).", gives=lambda *a: _capped_variant(*a, cut="all eos")),
     Mistake("keeps eos", "your rows include <eos>: cut each row before it.",
-            gives=lambda *a: _greedy_variant(*a, keep_eos=True)),
+            gives=lambda *a: _capped_variant(*a, keep_eos=True)),
+    Mistake("not cut at eos", "cut each row at its first <eos>: the tokens after it are not part of the output.",
+            gives=lambda *a: _capped_variant(*a, cut="none")),
     Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
-            gives=lambda m, src, lengths, b, e, n: _greedy_variant(m, src, lengths, 1, 2, n)),
-    Mistake("max_len off by one", "your rows are one token too long or too short: max_len counts generated "
-            "tokens (at most max_len calls of step).",
-            when=lambda args, got: got in (_greedy_variant(*args[:5], args[5] + 1),
-                                           _greedy_variant(*args[:5], args[5] - 1) if args[5] > 1 else None)),
+            gives=lambda m, src, lengths, b, e, n: _capped_variant(m, src, lengths, 1, 2, n)),
+    Mistake("cap off by one", "your rows are one token too long or too short: a row may call step (generate "
+            "a token, <eos> included) at most src_lengths[b] + extra times.",
+            when=lambda args, got: _shifted(args, got, 1) or _shifted(args, got, -1)),
+    Mistake("one cap for all", "every row got the cap of the longest source (max(src_lengths) + extra): "
+            "each row has its own, src_lengths[b] + extra.",
+            gives=lambda *a: _capped_variant(*a, caps="shared")),
+    Mistake("padded length", "you took the cap from the padded source width src.shape[1]: use each row's "
+            "real length, src_lengths[b] + extra.", gives=lambda *a: _capped_variant(*a, caps="padded")),
+    Mistake("ignores extra", "the cap is src_lengths[b] + extra; you left out extra.",
+            gives=lambda *a: _capped_variant(*a, caps="no extra")),
 ]
 
 
-def check_greedy_decode(fn: Callable) -> CheckResult:
-    """``greedy_decode(model, src (B, S), src_lengths (B,), bos_id, eos_id, max_len) -> list of B lists of ids``
-    through ``model.start`` / ``model.step``; each list stops before ``<eos>`` or at ``max_len``."""
+def check_capped_greedy_decode(fn: Callable) -> CheckResult:
+    """``capped_greedy_decode(model, src (B, S), src_lengths (B,), bos_id, eos_id, extra) -> list of B
+    lists of ids`` through ``model.start`` / ``model.step``; row b generates at most
+    ``src_lengths[b] + extra`` tokens and is cut before its first ``<eos>``."""
     cases = []
-    for seed, eos_bias, max_len in ((3, 0.5, 10), (4, 0.0, 10), (0, 1.0, 10), (3, 0.5, 3)):
+    for seed, eos_bias, extra in ((29, 0.5, 2), (28, -0.5, 3), (4, -1.0, 1), (0, 1.0, 3), (5, -3.0, 0)):
         model = _decoding_model(seed, eos_bias)
         g = torch.Generator().manual_seed(seed)
-        src = torch.randint(4, 9, (4, 6), generator=g)  # (B, S)
-        lengths = torch.randint(1, 7, (4,), generator=g)
+        src = torch.randint(4, 9, (4, 7), generator=g)  # (B, S), padded one wider than the longest
+        lengths = torch.randint(1, 6, (4,), generator=g)
         lengths[0] = 6
-        expected = _library_greedy(model, src, lengths, 1, 2, max_len)
+        expected = _capped_variant(model, src, lengths, 1, 2, extra)
         cases.append(Case(
-            f"Transformer {seed}, B=4, output lengths {[len(r) for r in expected]}, max_len={max_len}",
-            (model, src, lengths, 1, 2, max_len), expected,
-            hint="start with <bos> for every row; feed each step's argmax back as the next tokens with the new "
-                 "state; cut every row at its first <eos> (not included); stop after max_len steps."))
-    for seed, (B, V, bos, eos, max_len) in enumerate([(1, 8, 1, 2, 6), (3, 11, 0, 7, 8), (5, 6, 3, 0, 1)]):
-        model = BatchedPrefixModel(PrefixModel(V, 40 + seed, eos, eos_growth=0.5), None)
+            f"Transformer {seed}, B=4, source lengths {lengths.tolist()}, extra={extra}: output lengths "
+            f"{[len(r) for r in expected]}", (model, src, lengths, 1, 2, extra), expected,
+            hint="each row b has its own cap, src_lengths[b] + extra generated tokens (<eos> counts); a row "
+                 "is finished at its first <eos> or at its cap, and the loop runs until every row is "
+                 "finished. Feed back the argmax (not a sample: greedy is deterministic) with the new "
+                 "state; cut each row before its FIRST <eos>, dropping everything after it."))
+    for seed, (B, V, bos, eos, extra) in enumerate([(1, 8, 1, 2, 2), (3, 11, 0, 7, 1), (5, 6, 3, 0, 0)]):
+        model = BatchedPrefixModel(PrefixModel(V, 40 + seed, eos, eos_growth=0.2), None)
         g = torch.Generator().manual_seed(seed)
         src = torch.randint(0, V, (B, 4), generator=g)
         lengths = torch.randint(1, 5, (B,), generator=g)
-        expected = _library_greedy(model, src, lengths, bos, eos, max_len)
+        expected = _capped_variant(model, src, lengths, bos, eos, extra)
         cases.append(Case(
             f"a stand-in whose logits depend on its state, B={B}, V={V}, bos_id={bos}, eos_id={eos}, "
-            f"max_len={max_len}", (model, src, lengths, bos, eos, max_len), expected,
-            hint="use bos_id, eos_id and max_len as given; thread the state returned by step."))
-    return run_cases("greedy decode", no_grad(fn), cases, GREEDY_MISTAKES)
+            f"source lengths {lengths.tolist()}, extra={extra}", (model, src, lengths, bos, eos, extra), expected,
+            hint="use bos_id, eos_id and extra as given; thread the state returned by step."))
+    return run_cases("capped greedy decode", no_grad(fn), cases, GREEDY_MISTAKES)
 
 
 # --- one decoder step with a key-value cache (touches the model) -----------------------------------
@@ -368,7 +401,9 @@ def check_decoder_step(fn: Callable) -> CheckResult:
             hint="a pre-norm block is three sublayers in a row, each reading a normalised copy of the "
                  "stream as it is at that point and adding its output back. Only the self-attention "
                  "needs the cache: which positions must the new query see, and what must the cache "
-                 "you return hold for the next step?"))
+                 "you return hold for the next step? Likely slips: a post-norm LayerNorm(y + cross-attention(y)) "
+                 "around the cross-attention alone (pre-norm adds the sublayer of norm2(y) to y), or the "
+                 "old cache returned."))
     return run_cases("decoder step", no_grad(fn), cases, STEP_MISTAKES)
 
 
@@ -385,6 +420,8 @@ def _target_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id, kind="
     probs = model(src, src_lengths, tgt_in).float().softmax(-1)  # (B, T, V)
     if kind == "max":
         p = probs.max(-1).values
+    elif kind == "tgt_in":
+        p = probs.gather(-1, tgt_in[..., None])[..., 0]
     else:
         p = probs.gather(-1, tgt_out[..., None])[..., 0]  # (B, T)
     if kind == "log":
@@ -392,6 +429,8 @@ def _target_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id, kind="
     real = tgt_out != pad_id if kind != "pad" else torch.ones_like(tgt_out, dtype=torch.bool)
     if kind == "rows":
         return float(((p * real).sum(-1) / real.sum(-1)).mean())
+    if kind == "geometric":
+        return float(p[real].log().mean().exp())
     return float(p[real].mean())
 
 
@@ -403,6 +442,11 @@ CONFIDENCE_MISTAKES = [
             gives=lambda *a: _target_probability(*a, kind="log")),
     Mistake("padding counted", "leave out the positions whose target is pad_id.",
             gives=lambda *a: _target_probability(*a, kind="pad")),
+    Mistake("tgt_in", "gather the probability of tgt_out, the token each position must predict; tgt_in "
+            "is the decoder's input, shifted one step right.", gives=lambda *a: _target_probability(*a, kind="tgt_in")),
+    Mistake("geometric mean", "exp(-mean(-log p)) is the geometric mean of the probabilities (one over the "
+            "perplexity); average the probabilities themselves.",
+            gives=lambda *a: _target_probability(*a, kind="geometric")),
     Mistake("mean per word", "average over all real positions at once, not per word first.",
             gives=lambda *a: _target_probability(*a, kind="rows")),
 ]
@@ -433,8 +477,10 @@ def check_right_token_probability(fn: Callable) -> CheckResult:
             expected = _target_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id)
         cases.append(Case(f"B={B}, S={S}, T={T}, pad_id={pad_id}, target lengths {lengths}",
                           (model, src, src_lengths, tgt_in, tgt_out, pad_id), expected, atol=1e-5,
-                          hint="softmax the logits over V, gather each position's probability of tgt_out, "
-                               "average over the positions whose target is not pad_id."))
+                          hint="softmax the logits over V, gather each position's probability of tgt_out "
+                               "(the targets, not tgt_in, which is shifted one step right), average "
+                               "the probabilities themselves (not exp(-mean log p), a geometric "
+                               "mean) over the positions whose target is not pad_id."))
     return run_cases("right-token probability", no_grad(fn), cases, CONFIDENCE_MISTAKES)
 
 
@@ -571,7 +617,8 @@ def check_beam_search(fn: Callable) -> CheckResult:
             f"{model}, state={state}, bos_id={bos}, eos_id={eos}, max_len={max_len}, beam_size={K}, "
             f"length_penalty={alpha}: {len(expected)} tokens", (model, state, bos, eos, max_len, K, alpha), expected,
             hint="score = sum of log_softmax of the chosen tokens; keep the beam_size best of all extensions; "
-                 "a finished hypothesis stays with its score frozen; the answer maximises score / n**length_penalty."))
+                 "a finished hypothesis stays with its score frozen and is NOT extended again (no tokens after its "
+                 "<eos>); the answer maximises score / n**length_penalty."))
     return run_cases("beam search", no_grad(fn), cases, BEAM_MISTAKES)
 
 
@@ -580,6 +627,6 @@ EXERCISES = {
     "label_smoothed_loss": check_label_smoothed_loss,
     "decoder_step": check_decoder_step,
     "right_token_probability": check_right_token_probability,
-    "greedy_decode": check_greedy_decode,
+    "capped_greedy_decode": check_capped_greedy_decode,
     "beam_search": check_beam_search,
 }
