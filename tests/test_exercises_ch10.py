@@ -384,6 +384,7 @@ def buckets_left_only(config, src_length, tgt_length):
     (lambda c, s, t: trained_buckets(c, s, t)[::-1], "stacks swapped"),
     (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "one offset too far"),
     (buckets_left_only, "one side only"),
+    (lambda c, s, t: (trained_buckets(c, s, t)[0], []), "loss from the first decoder position only"),
     (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), ""),
 ])
 def test_trained_buckets_rejects(wrong, diagnosis):
@@ -664,10 +665,10 @@ def test_trained_buckets_names_decoder_bidirectional():
 # --- predict, then measure: span-length spread ---
 
 def span_length_spread(length, sequences, noise_density, mean_span_length, reseed=False,
-                       kept=False, means=False):
+                       kept=False, means=False, per_sequence_sd=False):
     from attnbook.tasks.span_corruption import noise_mask
     g = torch.Generator().manual_seed(1)
-    spans, per_sequence = [], []
+    spans, per_sequence, sds = [], [], []
     for _ in range(sequences):
         if reseed:
             g = torch.Generator().manual_seed(1)
@@ -686,8 +687,17 @@ def span_length_spread(length, sequences, noise_density, mean_span_length, resee
                 run = 0
         spans += runs
         per_sequence.append(statistics.mean(runs))
+        sds.append(statistics.pstdev(runs))
+    if per_sequence_sd:
+        return statistics.mean(spans), statistics.mean(sds)
     values = per_sequence if means else spans
     return statistics.mean(values), statistics.pstdev(values)
+
+
+def poisson_spread(length, sequences, noise_density, mean_span_length):
+    """The measured mean span with sqrt(mean) for its sd: a Poisson guess."""
+    mean = span_length_spread(length, sequences, noise_density, mean_span_length)[0]
+    return mean, mean ** 0.5
 
 
 def test_span_spread_reference_passes(capsys):
@@ -711,7 +721,8 @@ def test_span_spread_explains_the_prediction(prediction, phrase, capsys):
     (lambda n, k, d, m: span_length_spread(n, k, d, m, reseed=True), "same mask every sequence"),
     (lambda n, k, d, m: span_length_spread(n, k, d, m, kept=True), "kept runs counted too"),
     (lambda n, k, d, m: span_length_spread(n, k, d, m, means=True), "spread of the sequences' means"),
-    (lambda n, k, d, m: (m, m ** 0.5) if k > 1 else (m, 0.0), "Poisson assumed"),
+    (lambda n, k, d, m: span_length_spread(n, k, d, m, per_sequence_sd=True), "mean of per-sequence sds"),
+    (lambda n, k, d, m: poisson_spread(n, k, d, m) if k > 1 else (m, 0.0), "Poisson assumed"),
     (lambda n, k, d, m: (d * n, 1.0), "same mask every sequence"),  # a formula: no draws at all
     (lambda n, k, d, m: span_length_spread(n, k, d, m)[::-1], ""),
     (not_done, None),

@@ -128,6 +128,6 @@ def readout(fig: Figure, y: float) -> None:
     """The read-out: the shared table applied to the scaled decoder output."""
     fig.line([(DX, y), (DX, 132)], "stream")
     fig.box(DX - 130, 90, 260, 40, fig.code("readout: T5Readout", "attnbook.models.t5.T5Readout"),
-            sub="(x · D^{-1/2}) Eᵀ, E the shared table", size=12)
+            sub="(x · D^{-1/2}) W_{emb}ᵀ (shared table)", size=12)
     fig.line([(DX, 90), (DX, 66)], "stream")
     fig.text(DX, 58, "logits (B, T, V) → <X> for inviting <Y> week . </s>", "code", size=11)
