@@ -417,4 +417,55 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
-                              "lm_loss"}
+                              "lm_loss", "measure_invented"}
+
+
+def test_invented_prediction_on_the_command_line(capsys):
+    """The CLI hands the answers file's prediction_measure_invented to the checker."""
+    from attnbook.exercises.__main__ import _prediction
+    from attnbook.exercises.ch08 import EXERCISES
+    checker = EXERCISES["measure_invented"]
+    extra = _prediction(checker, "measure_invented",
+                        {"prediction_measure_invented": {0.5: 0.10, 1.5: 0.35}})
+    assert extra == {"prediction": {0.5: 0.10, 1.5: 0.35}}
+    assert checker(fake_measure(MEASURED), **extra)
+    assert not checker(fake_measure(MEASURED), prediction={0.5: 0.30, 1.5: 0.35})
+    assert "*sharpens*" in capsys.readouterr().out
+    assert not checker(fake_measure(MEASURED))  # no prediction in the file: not done
+
+
+# --- answers that hand the work to the library the chapter imports ---
+
+def test_top_p_refuses_the_librarys_filter(capsys):
+    import attnbook.tasks.language_modeling as lm
+    expect_rejected(check_top_p, lambda logits, p: filter_logits(logits, top_p=p), capsys,
+                    "off limits")
+    expect_rejected(check_top_p, lambda logits, p: lm.filter_logits(logits, top_p=p), capsys,
+                    "off limits")
+    logits = torch.tensor([[0.0, 1.0, 2.0]])  # the library is back afterwards
+    assert torch.isinf(filter_logits(logits, top_p=0.5)).sum() == 2
+    assert lm.filter_logits is filter_logits
+
+
+def test_lm_loss_refuses_the_librarys_loss(capsys):
+    import attnbook.tasks.language_modeling as lm
+    from attnbook.tasks.language_modeling import next_token_cross_entropy, next_token_loss
+    expect_rejected(check_lm_loss, lambda m, x: next_token_loss(m, x), capsys, "off limits")
+    expect_rejected(check_lm_loss, lambda m, x: next_token_cross_entropy(m, x), capsys,
+                    "off limits")
+    expect_rejected(check_lm_loss, lambda m, x: lm.next_token_loss(m, x), capsys, "off limits")
+    assert lm.next_token_loss is next_token_loss
+
+
+def test_lm_loss_needs_a_gradient(capsys):
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).detach(), capsys,
+                    "no gradient")
+
+    def under_no_grad(m, x):
+        with torch.no_grad():
+            return ce(m(x[:, :-1]), x[:, 1:])
+
+    expect_rejected(check_lm_loss, under_no_grad, capsys, "no gradient")
+    expect_rejected(check_lm_loss,
+                    lambda m, x: torch.tensor(ce(m(x[:, :-1]), x[:, 1:]).item()), capsys,
+                    "no gradient")
