@@ -189,6 +189,43 @@ def test_bpe_merges_is_not_cell_6s_single_step(capsys):
     assert not check_bpe_merges(one_step)
 
 
+def test_bpe_merges_refuses_cell_6s_loop(capsys):
+    """Cell 6's loop, run to min_count, with the library's count_pairs and merge_pair: the
+    checker makes them raise, so the answer on screen is named, not accepted."""
+    import attnbook.data.bpe as bpe
+    from attnbook.data.bpe import count_pairs, merge_pair
+
+    def loop(pairs_of, merge):
+        def cell_6_loop(pieces, first_id, min_count):
+            merges = []
+            while True:
+                pairs = pairs_of(pieces)
+                if not pairs:
+                    break
+                best = min(pairs, key=lambda pair: (-pairs[pair], pair))
+                if pairs[best] < min_count:
+                    break
+                pieces = {tuple(merge(list(ids), best, first_id + len(merges))): n
+                          for ids, n in pieces.items()}
+                merges.append(best)
+            return merges, pieces
+        return cell_6_loop
+
+    assert loop(count_pairs, merge_pair)({(1, 2, 1, 2): 3}, 10, 2)[0] == [(1, 2), (10, 10)]
+
+    def by_name(pieces, first_id, min_count):  # as a notebook cell writes it: global names
+        pairs = count_pairs(pieces)
+        return loop(count_pairs, merge_pair)(pieces, first_id, min_count)
+
+    def through_module(pieces, first_id, min_count):
+        return loop(lambda p: bpe.count_pairs(p),
+                    lambda *a: bpe.merge_pair(*a))(pieces, first_id, min_count)
+
+    expect_rejected(check_bpe_merges, by_name, capsys, "off limits")
+    expect_rejected(check_bpe_merges, through_module, capsys, "off limits")
+    assert bpe.count_pairs is count_pairs and bpe.merge_pair is merge_pair
+
+
 def _merge(ids, pair, new_id):
     out, i = [], 0
     while i < len(ids):

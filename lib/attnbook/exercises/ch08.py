@@ -29,14 +29,17 @@ class _LibraryUsed(RuntimeError):
     pass
 
 
-def _without(fn: Callable, names: tuple[str, ...], why: str) -> Callable:
-    """``fn`` with the chapter's library functions ``names`` (of
-    ``attnbook.tasks.language_modeling``) out of reach: while it runs they raise, under whatever
-    name the reader's code finds them (its globals or the library module), so an answer that
-    only calls the library is named, not accepted."""
+def _without(fn: Callable, names: tuple[str, ...], why: str,
+             module: str = "attnbook.tasks.language_modeling") -> Callable:
+    """``fn`` with the chapter's library functions ``names`` (of ``module``) out of reach:
+    while it runs they raise, under whatever name the reader's code finds them (its globals,
+    the names it closes over, or the library module), so an answer that only calls the library
+    is named, not accepted."""
     if not callable(fn):
         return fn
-    import attnbook.tasks.language_modeling as lm
+    import importlib
+
+    lm = importlib.import_module(module)
 
     originals = [getattr(lm, n) for n in names]
 
@@ -230,7 +233,12 @@ def check_bpe_merges(fn: Callable) -> CheckResult:
         Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not "
                 "(1, new).", gives=variant(right_to_left=True)),
     ]
-    return run_cases("BPE merges", fn, cases, mistakes)
+    return run_cases("BPE merges", _without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
+                                            "attnbook.data.bpe"), cases, mistakes)
+
+
+_BPE_LIBRARY = ("the exercise asks you to write the counting and the merging yourself: "
+                "count_pairs and merge_pair (Section 8.2's loop) are off limits here.")
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
