@@ -454,21 +454,7 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
-                              "lm_loss", "measure_invented"}
-
-
-def test_invented_prediction_on_the_command_line(capsys):
-    """The CLI hands the answers file's prediction_measure_invented to the checker."""
-    from attnbook.exercises.__main__ import _prediction
-    from attnbook.exercises.ch08 import EXERCISES
-    checker = EXERCISES["measure_invented"]
-    extra = _prediction(checker, "measure_invented",
-                        {"prediction_measure_invented": {0.5: 0.10, 1.5: 0.35}})
-    assert extra == {"prediction": {0.5: 0.10, 1.5: 0.35}}
-    assert checker(fake_measure(MEASURED), **extra)
-    assert not checker(fake_measure(MEASURED), prediction={0.5: 0.30, 1.5: 0.35})
-    assert "*sharpens*" in capsys.readouterr().out
-    assert not checker(fake_measure(MEASURED))  # no prediction in the file: not done
+                              "lm_loss"}
 
 
 # --- answers that hand the work to the library the chapter imports ---
