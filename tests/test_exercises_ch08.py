@@ -189,6 +189,43 @@ def test_bpe_merges_is_not_cell_6s_single_step(capsys):
     assert not check_bpe_merges(one_step)
 
 
+def test_bpe_merges_refuses_cell_6s_loop(capsys):
+    """Cell 6's loop, run to min_count, with the library's count_pairs and merge_pair: the
+    checker makes them raise, so the answer on screen is named, not accepted."""
+    import attnbook.data.bpe as bpe
+    from attnbook.data.bpe import count_pairs, merge_pair
+
+    def loop(pairs_of, merge):
+        def cell_6_loop(pieces, first_id, min_count):
+            merges = []
+            while True:
+                pairs = pairs_of(pieces)
+                if not pairs:
+                    break
+                best = min(pairs, key=lambda pair: (-pairs[pair], pair))
+                if pairs[best] < min_count:
+                    break
+                pieces = {tuple(merge(list(ids), best, first_id + len(merges))): n
+                          for ids, n in pieces.items()}
+                merges.append(best)
+            return merges, pieces
+        return cell_6_loop
+
+    assert loop(count_pairs, merge_pair)({(1, 2, 1, 2): 3}, 10, 2)[0] == [(1, 2), (10, 10)]
+
+    def by_name(pieces, first_id, min_count):  # as a notebook cell writes it: global names
+        pairs = count_pairs(pieces)
+        return loop(count_pairs, merge_pair)(pieces, first_id, min_count)
+
+    def through_module(pieces, first_id, min_count):
+        return loop(lambda p: bpe.count_pairs(p),
+                    lambda *a: bpe.merge_pair(*a))(pieces, first_id, min_count)
+
+    expect_rejected(check_bpe_merges, by_name, capsys, "off limits")
+    expect_rejected(check_bpe_merges, through_module, capsys, "off limits")
+    assert bpe.count_pairs is count_pairs and bpe.merge_pair is merge_pair
+
+
 def _merge(ids, pair, new_id):
     out, i = [], 0
     while i < len(ids):
@@ -418,3 +455,40 @@ def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
                               "lm_loss"}
+
+
+# --- answers that hand the work to the library the chapter imports ---
+
+def test_top_p_refuses_the_librarys_filter(capsys):
+    import attnbook.tasks.language_modeling as lm
+    expect_rejected(check_top_p, lambda logits, p: filter_logits(logits, top_p=p), capsys,
+                    "off limits")
+    expect_rejected(check_top_p, lambda logits, p: lm.filter_logits(logits, top_p=p), capsys,
+                    "off limits")
+    logits = torch.tensor([[0.0, 1.0, 2.0]])  # the library is back afterwards
+    assert torch.isinf(filter_logits(logits, top_p=0.5)).sum() == 2
+    assert lm.filter_logits is filter_logits
+
+
+def test_lm_loss_refuses_the_librarys_loss(capsys):
+    import attnbook.tasks.language_modeling as lm
+    from attnbook.tasks.language_modeling import next_token_cross_entropy, next_token_loss
+    expect_rejected(check_lm_loss, lambda m, x: next_token_loss(m, x), capsys, "off limits")
+    expect_rejected(check_lm_loss, lambda m, x: next_token_cross_entropy(m, x), capsys,
+                    "off limits")
+    expect_rejected(check_lm_loss, lambda m, x: lm.next_token_loss(m, x), capsys, "off limits")
+    assert lm.next_token_loss is next_token_loss
+
+
+def test_lm_loss_needs_a_gradient(capsys):
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).detach(), capsys,
+                    "no gradient")
+
+    def under_no_grad(m, x):
+        with torch.no_grad():
+            return ce(m(x[:, :-1]), x[:, 1:])
+
+    expect_rejected(check_lm_loss, under_no_grad, capsys, "no gradient")
+    expect_rejected(check_lm_loss,
+                    lambda m, x: torch.tensor(ce(m(x[:, :-1]), x[:, 1:]).item()), capsys,
+                    "no gradient")

@@ -17,7 +17,7 @@ DESC = (
 )
 SX, BX, BW = 260, 400, 210  # the residual stream; the sublayers' left edge and width
 TOP = 510  # where the stream enters the block
-SUBLAYERS = (("norm1", "self_attn", "MultiHeadAttention", 40), ("norm2", "feed_forward", "FeedForward: D→F→D", 40))
+SUBLAYERS = (("norm1", "self_attn", "MultiHeadAttention", 44), ("norm2", "feed_forward", "FeedForward: D→F→D", 44))
 
 
 def draw() -> Figure:
@@ -52,7 +52,11 @@ def residual_update(fig: Figure, y: float, norm: str, sub: str, sub_label: str, 
             fig.line([(mid, nb - 30), (mid, nb - 38), (mid + dxq, nb - 38), (mid + dxq, sb + 2)], role)
     else:
         fig.line([(mid, nb - 30), (mid, sb + 2)], "stream")
-    fig.box(BX, sb - h, BW, h, fig.code(sub, f"{BLOCK}:{sub}"), sub=sub_label, size=12)
+    # the box by hand, not fig.box: the label's underscore would touch the note under it
+    mid_y = sb - h / 2
+    fig.rect(BX, sb - h, BW, h, "module", rx=5)
+    fig.text(mid, mid_y - 4, fig.code(sub, f"{BLOCK}:{sub}"), "code", size=12)
+    fig.text(mid, mid_y + 15, sub_label, "note")
     plus = sb - h - 16
     fig.line([(mid, sb - h), (mid, plus), (SX + 11, plus)], "stream")
     fig.circle(SX, plus, 9, "stream")
@@ -65,13 +69,14 @@ def residual_update(fig: Figure, y: float, norm: str, sub: str, sub_label: str, 
 def mask_and_cache(fig: Figure, cy: float) -> None:
     """The causal mask and the past keys and values, arriving from the right at height cy."""
     right = BX + BW
-    fig.line([(right + 70, cy - 8), (right + 2, cy - 8)], "mask")
-    fig.text(right + 74, cy - 20, fig.code("causal_mask", f"{L}.causal_mask"), "code", anchor="start", size=11)
-    fig.text(right + 74, cy - 5, "(T, P+T)", "shape", anchor="start")
-    fig.line([(right + 70, cy + 10), (right + 2, cy + 10)], "key")
-    fig.text(right + 74, cy + 20, "past " + fig.code("KVCache", f"{L}.KVCache") + ": K, V", "code", anchor="start",
+    # the labels start right of the frame (x = 710), so its dashed edge crosses no text
+    fig.line([(right + 106, cy - 8), (right + 2, cy - 8)], "mask")
+    fig.text(right + 110, cy - 20, fig.code("causal_mask", f"{L}.causal_mask"), "code", anchor="start", size=11)
+    fig.text(right + 110, cy - 5, "(T, P+T)", "shape", anchor="start")
+    fig.line([(right + 106, cy + 10), (right + 2, cy + 10)], "key")
+    fig.text(right + 110, cy + 20, "past " + fig.code("KVCache", f"{L}.KVCache") + ": K, V", "code", anchor="start",
              size=11)
-    fig.text(right + 74, cy + 35, "(B, H, P, Dh)", "shape", anchor="start")
+    fig.text(right + 110, cy + 35, "(B, H, P, Dh)", "shape", anchor="start")
 
 
 def stream_and_frame(fig: Figure, pluses: list[float]) -> None:

@@ -23,6 +23,59 @@ from attnbook.layers.masks import causal_mask
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.tasks.language_modeling import filter_logits, next_token_cross_entropy
 
+# --- the library's answers are off limits while the reader's code runs --------------------------
+
+class _LibraryUsed(RuntimeError):
+    pass
+
+
+def _without(fn: Callable, names: tuple[str, ...], why: str,
+             module: str = "attnbook.tasks.language_modeling") -> Callable:
+    """``fn`` with the chapter's library functions ``names`` (of ``module``) out of reach:
+    while it runs they raise, under whatever name the reader's code finds them (its globals,
+    the names it closes over, or the library module), so an answer that only calls the library
+    is named, not accepted."""
+    if not callable(fn):
+        return fn
+    import importlib
+
+    lm = importlib.import_module(module)
+
+    originals = [getattr(lm, n) for n in names]
+
+    def refuse(*args, **kwargs):
+        raise _LibraryUsed(why)
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        spaces = [vars(lm), getattr(fn, "__globals__", {})]
+        saved = [(space, name, value) for space in spaces for name, value in list(space.items())
+                 if any(value is o for o in originals)]
+        cells = [c for c in (getattr(fn, "__closure__", None) or ())
+                 if any(_holds(c, o) for o in originals)]  # names the reader's function closes over
+        for space, name, _ in saved:
+            space[name] = refuse
+        held = [(c, c.cell_contents) for c in cells]
+        for c in cells:
+            c.cell_contents = refuse
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            for space, name, value in saved:
+                space[name] = value
+            for c, value in held:
+                c.cell_contents = value
+
+    return wrapped
+
+
+def _holds(cell, value) -> bool:
+    try:
+        return cell.cell_contents is value
+    except ValueError:  # an empty cell
+        return False
+
+
 # --- 1. perplexity from per-token losses ------------------------------------------------------
 
 def _perplexity(losses: list[torch.Tensor]) -> float:
@@ -180,7 +233,12 @@ def check_bpe_merges(fn: Callable) -> CheckResult:
         Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not "
                 "(1, new).", gives=variant(right_to_left=True)),
     ]
-    return run_cases("BPE merges", fn, cases, mistakes)
+    return run_cases("BPE merges", _without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
+                                            "attnbook.data.bpe"), cases, mistakes)
+
+
+_BPE_LIBRARY = ("the exercise asks you to write the counting and the merging yourself: "
+                "count_pairs and merge_pair (Section 8.2's loop) are off limits here.")
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
@@ -266,7 +324,12 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
     ]
-    return run_cases("top-p filter", fn, cases, mistakes)
+    return run_cases("top-p filter", _without(fn, ("filter_logits",), _TOP_P_LIBRARY), cases,
+                     mistakes)
+
+
+_TOP_P_LIBRARY = ("the exercise asks you to build the top-p filter: filter_logits is the "
+                  "chapter's own answer and is off limits here (softmax, sort, cumsum, scatter).")
 
 
 # --- 4. the mask of a cached step with a sliding window ----------------------------------------
@@ -384,7 +447,42 @@ def check_lm_loss(fn: Callable) -> CheckResult:
                 "do not softmax them first.",
                 gives=lambda m, x: ce(m(x[:, :-1]).softmax(-1), x[:, 1:])),
     ]
-    return run_cases("next-token loss", fn, cases, mistakes)
+    if not callable(fn):
+        return run_cases("next-token loss", fn, cases, mistakes)
+    guarded = _without(fn, ("next_token_loss", "next_token_cross_entropy"), _LM_LOSS_LIBRARY)
+
+    @functools.wraps(fn)
+    def as_asked(model, tokens):  # a loss without a gradient cannot train the model
+        out = guarded(model, tokens)
+        if isinstance(out, torch.Tensor) and out.grad_fn is None:
+            return _Detached(out)
+        return out
+
+    mistakes.insert(0, Mistake("no gradient", "the loss has no gradient (.detach(), .item(), "
+                               "torch.no_grad() or a new tensor): training calls "
+                               ".backward() on it, so keep it attached to the model's output.",
+                               when=lambda args, got: isinstance(got, _Detached)))
+    return run_cases("next-token loss", as_asked, cases, mistakes)
+
+
+_LM_LOSS_LIBRARY = ("the exercise asks you to write the shift and the cross-entropy: "
+                    "next_token_loss and next_token_cross_entropy are the chapter's own answer "
+                    "and are off limits here (use the model and F.cross_entropy).")
+
+
+class _Detached:
+    """A loss returned without a gradient; equal to nothing."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+    def __eq__(self, other: object) -> bool:
+        return False
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return f"a tensor without a gradient: {self.value!r}"
 
 
 # --- 6. predict, then measure: temperature and invented words -----------------------------------
@@ -461,5 +559,6 @@ EXERCISES = {
     "lm_loss": check_lm_loss,
 }
 # ``check_invented_prediction`` takes a prediction and a measurement on the chapter's trained
-# model, not a function, so the command line (``python -m attnbook.exercises ch08
-# answers.py``) cannot run it: it is checked in the notebook only.
+# model, which the chapter gives (measure_invented is not a stub the reader writes), so the
+# command line (``python -m attnbook.exercises ch08 answers.py``), whose functions are the
+# notebook's stubs (tests/test_book.py), does not run it: it is checked in the notebook only.

@@ -129,6 +129,39 @@ def fit_copying_epsilon(tokens: torch.Tensor, lengths: torch.Tensor, vocab_size:
     return min(grid, key=lambda e: copying_baseline(tokens, lengths, vocab_size, e)[1])
 
 
+def occurrence_rule_loss(tokens: torch.Tensor, lengths: torch.Tensor, vocab_size: int,
+                         epsilon: float, rule: str = "all") -> float:
+    """Mean loss in nats, on the repeated copy (the targets of ``half_losses``), of a copying
+    rule that looks at *every* earlier occurrence of the current token, not only the last.
+    ``rule="all"``: probability ``1 - epsilon`` spread evenly over the tokens that followed all
+    earlier occurrences (a token that followed two of them gets twice the share);
+    ``rule="first"``: ``1 - epsilon`` on the token that followed the first occurrence.
+    ``epsilon / V`` on every token in both; uniform where the current token is new."""
+    if rule not in ("all", "first"):
+        raise ValueError(f"rule must be 'all' or 'first', not {rule!r}")
+    T = tokens.shape[1]
+    current = tokens[:, :-1]  # (B, T-1): the token at t, whose successor t + 1 is predicted
+    earlier = torch.ones(T - 1, T - 1, dtype=torch.bool, device=tokens.device).tril(-1)
+    same = (current[:, :, None] == current[:, None, :]) & earlier  # (B, t, k): k < t, same token
+    hit = tokens[:, 1:, None] == tokens[:, None, 1:]  # (B, t, k): token k + 1 is the target
+    count = same.sum(-1)  # (B, T-1): earlier occurrences
+    if rule == "all":
+        right = (same & hit).sum(-1).double() / count.clamp(min=1)
+    else:
+        first = same.double().argmax(-1, keepdim=True)  # (B, T-1, 1): the first True
+        right = hit.gather(-1, first).squeeze(-1).double()
+    probs = (1 - epsilon) * right + epsilon / vocab_size
+    probs = torch.where(count > 0, probs, torch.full_like(probs, 1 / vocab_size))
+    return (-probs.log())[_second_copy_targets(tokens, lengths)].mean().item()
+
+
+def fit_rule_epsilon(tokens: torch.Tensor, lengths: torch.Tensor, vocab_size: int, rule: str,
+                     grid: tuple[float, ...] = tuple(i / 100 for i in range(1, 60))) -> float:
+    """The ``epsilon`` of ``occurrence_rule_loss`` with the lowest loss on these sequences
+    (give it sequences other than the ones it is measured on)."""
+    return min(grid, key=lambda e: occurrence_rule_loss(tokens, lengths, vocab_size, e, rule))
+
+
 @torch.no_grad()
 def first_copy_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor
                       ) -> dict[str, tuple[float, int]]:
