@@ -5,9 +5,10 @@ import torch
 from torch import nn
 
 from attnbook.exercises.ch06 import (
-    CLS_MISTAKES, EXERCISES, check_cls_probe, check_frozen_classifier, check_masking, check_mean_pool,
-    check_mlm_accuracy, check_wordpiece,
+    CLS_MISTAKES, EXERCISES, TYPE_MISTAKES, check_accuracy_by_type, check_cls_probe, check_frozen_classifier,
+    check_masking, check_mean_pool, check_wordpiece,
 )
+from attnbook.tasks import masked_lm
 from attnbook.models.bert import mean_pool
 from attnbook.exercises.core import MUTATION
 
@@ -45,7 +46,10 @@ def pool_max(hidden, token_mask):
 
 @pytest.mark.parametrize("wrong, diagnosis", [
     (pool_all, "padding averaged"), (pool_divides_by_length, "divided by S"),
-    (pool_sum, "sum not mean"), (pool_cls, "[CLS] vector"), (pool_in_place, MUTATION), (pool_max, ""),
+    (pool_sum, "sum not mean"), (pool_cls, "[CLS] vector"), (pool_in_place, MUTATION), (pool_max, "max pooling"),
+    (lambda h, m: h.max(1).values, ""),
+    (mean_pool, "library function"), (lambda h, m: mean_pool(h, m), "library function"),
+    (lambda h, m: mean_pool(h.clone(), m.clone()) + 0, "library function"),
 ])
 def test_mean_pool_checker(wrong, diagnosis, capsys):
     assert check_mean_pool(pool_reference)
@@ -55,50 +59,79 @@ def test_mean_pool_checker(wrong, diagnosis, capsys):
     assert result.diagnosis == diagnosis, result.message
 
 
-# ----------------------------------------------------------------------------- MLM accuracy
-def accuracy_reference(logits, targets, chosen):
-    return float((logits.argmax(-1)[chosen] == targets[chosen]).float().mean())
+# ----------------------------------------------------------------------------- accuracy by position type
+def types_reference(predicted, targets, chosen, seen, mask_id):
+    is_mask = chosen & (seen == mask_id)
+    unchanged = chosen & ~is_mask & (seen == targets)
+    random = chosen & ~is_mask & ~unchanged
+    right = predicted == targets
+    return torch.tensor([float((right & w).sum() / w.sum()) for w in (is_mask, random, unchanged)])
 
 
-def accuracy_all_positions_denominator(logits, targets, chosen):
-    return float(((logits.argmax(-1) == targets) & chosen).sum() / targets.numel())
+def _groups(chosen, seen, targets, mask_id, need_chosen=True):
+    is_mask = chosen & (seen == mask_id)
+    unchanged = (chosen if need_chosen else torch.ones_like(chosen)) & ~is_mask & (seen == targets)
+    return is_mask, chosen & ~is_mask & ~unchanged, unchanged
 
 
-def accuracy_everywhere(logits, targets, chosen):
-    return float((logits.argmax(-1) == targets).float().mean())
+def types_counts(predicted, targets, chosen, seen, mask_id):
+    return torch.stack([((predicted == targets) & w).sum() for w in _groups(chosen, seen, targets, mask_id)]).float()
 
 
-def accuracy_wrong_axis(logits, targets, chosen):
-    pred = logits.argmax(1)  # (B, V): wrong axis; compare on the overlapping width
-    S = min(pred.shape[1], targets.shape[1])
-    return float((pred[:, :S][chosen[:, :S]] == targets[:, :S][chosen[:, :S]]).float().mean())
+def types_all_chosen(predicted, targets, chosen, seen, mask_id):
+    groups = _groups(chosen, seen, targets, mask_id)
+    return torch.stack([((predicted == targets) & w).sum() / chosen.sum() for w in groups]).float()
 
 
-def accuracy_unchosen(logits, targets, chosen):
-    return float((logits.argmax(-1)[~chosen] == targets[~chosen]).float().mean())
+def types_unchosen_unchanged(predicted, targets, chosen, seen, mask_id):
+    groups = _groups(chosen, seen, targets, mask_id, need_chosen=False)
+    return torch.stack([((predicted == targets) & w).sum() / w.sum() for w in groups]).float()
 
 
-def accuracy_tensor(logits, targets, chosen):  # right value, but a 0-d tensor
-    return (logits.argmax(-1)[chosen] == targets[chosen]).float().mean()
+def types_against_input(predicted, targets, chosen, seen, mask_id):
+    groups = _groups(chosen, seen, targets, mask_id)
+    return torch.stack([((predicted == seen) & w).sum() / w.sum() for w in groups]).float()
 
 
-def accuracy_one_item_tensor(logits, targets, chosen):
-    return (logits.argmax(-1)[chosen] == targets[chosen]).float().mean().reshape(1)
+def types_wrong_order(predicted, targets, chosen, seen, mask_id):
+    return types_reference(predicted, targets, chosen, seen, mask_id)[[0, 2, 1]]
 
 
-@pytest.mark.parametrize("wrong, diagnosis", [
-    (accuracy_all_positions_denominator, "all-positions denominator"),
-    (accuracy_everywhere, "scored every position"),
-    (accuracy_wrong_axis, "argmax over the wrong axis"), (accuracy_unchosen, ""),
-    (accuracy_tensor, "tensor, not float"),
-    (accuracy_one_item_tensor, "tensor, not float"),
-])
-def test_mlm_accuracy_checker(wrong, diagnosis, capsys):
-    assert check_mlm_accuracy(accuracy_reference)
+def types_random_by_inequality(predicted, targets, chosen, seen, mask_id):  # random = chosen & seen != target,
+    right = predicted == targets                                           # [MASK] counted twice
+    return torch.tensor([float((right & w).sum() / w.sum()) for w in
+                         (chosen & (seen == mask_id), chosen & (seen != targets), chosen & (seen == targets))])
+
+
+def types_by_library(predicted, targets, chosen, seen, mask_id):
+    table = masked_lm.accuracy_by_position_type(predicted, masked_lm.MaskedInputs(seen, targets, chosen), mask_id)
+    return torch.tensor([r / n for r, n in list(table.values())[:3]])
+
+
+def types_naive(predicted, targets, chosen, seen, mask_id):  # one naive accuracy for all three
+    share = float((predicted == targets)[chosen].float().mean())
+    return torch.tensor([share] * 3)
+
+
+TYPES_WRONG = [
+    (types_counts, "count instead of share"), (types_all_chosen, "all-chosen denominator"),
+    (types_unchosen_unchanged, "unchosen counted as unchanged"), (types_against_input, "scored against the input"),
+    (types_wrong_order, "order"), (types_random_by_inequality, ""), (types_naive, ""),
+    (types_by_library, "library function"),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", TYPES_WRONG)
+def test_accuracy_by_type_checker(wrong, diagnosis, capsys):
+    assert check_accuracy_by_type(types_reference)
     capsys.readouterr()
-    result = check_mlm_accuracy(wrong)
+    result = check_accuracy_by_type(wrong)
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_every_type_mistake_is_triggered():
+    assert {m.name for m in TYPE_MISTAKES} == {d for _, d in TYPES_WRONG} - {"", "library function"}
 
 
 # ----------------------------------------------------------------------------- WordPiece
@@ -360,14 +393,14 @@ def test_masking_accepts_an_exact_count_per_row(capsys):
 def test_stubs_are_reported_as_not_done(capsys):
     def stub(*args):
         raise NotImplementedError
-    for checker in (check_mean_pool, check_mlm_accuracy, check_wordpiece, check_masking, check_frozen_classifier,
+    for checker in (check_mean_pool, check_accuracy_by_type, check_wordpiece, check_masking, check_frozen_classifier,
                     check_cls_probe):
         assert not checker(stub)
         assert "not done yet" in capsys.readouterr().out
 
 
 def test_exercises_map_the_notebook_names():
-    assert set(EXERCISES) == {"mean_pool", "mlm_accuracy", "wordpiece", "mask_tokens", "frozen_classifier",
+    assert set(EXERCISES) == {"mean_pool", "accuracy_by_type", "wordpiece", "mask_tokens", "frozen_classifier",
                               "cls_vectors"}
 
 

@@ -7,8 +7,8 @@ statistical (the function draws random numbers), so it checks rates and properti
 """
 from __future__ import annotations
 
-import functools
 import math
+import sys
 from collections.abc import Callable
 
 import torch
@@ -45,83 +45,143 @@ POOLING_MISTAKES = (
             gives=lambda h, m: (h * m.unsqueeze(-1)).sum(1)),
     Mistake("[CLS] vector", "you returned the first ([CLS]) vector: mean pooling averages every real token.",
             gives=lambda h, m: h[:, 0]),
+    Mistake("max pooling", "you took the largest value of each feature over the real tokens (max pooling): "
+                           "mean pooling averages them.",
+            gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), float("-inf")).max(1).values),
 )
+
+
+def _calls_any(fn: Callable, args: tuple, codes: set) -> bool:
+    """Whether ``fn(*args)`` calls (directly or not) a function whose code object is in ``codes``."""
+    seen = []
+
+    def profile(frame, event, _arg):
+        if event == "call" and frame.f_code in codes:
+            seen.append(frame.f_code)
+
+    old = sys.getprofile()
+    sys.setprofile(profile)
+    try:
+        fn(*args)
+    except Exception:  # noqa: BLE001 - a broken function is judged by run_cases, not here
+        pass
+    finally:
+        sys.setprofile(old)
+    return bool(seen)
+
+
+def _refuses_delegation(exercise: str, fn: Callable, args: tuple, library: dict[str, Callable]) -> CheckResult | None:
+    """A failed verdict when ``fn`` hands the work to one of the library's functions, else None."""
+    if not callable(fn):
+        return None
+    codes = {f.__code__: name for name, f in library.items()}
+    if fn in library.values() or _calls_any(fn, tuple(_copy(a) for a in args), set(codes)):
+        names = " or ".join(f"`{n}`" for n in library)
+        return _verdict(exercise, False, f"your function calls the library's {names}: the exercise is to write "
+                        f"it yourself (the chapter's first cell imports the library's version).",
+                        "library function")
+    return None
+
+
+def _copy(value):
+    return value.clone() if isinstance(value, torch.Tensor) else value
 
 
 def check_mean_pool(fn: Callable) -> CheckResult:
-    """``fn(hidden (B, S, D), token_mask (B, S) bool) -> (B, D)``: the mean over real tokens only."""
+    """``fn(hidden (B, S, D), token_mask (B, S) bool) -> (B, D)``: the mean over real tokens only.
+    A function that calls the library's ``mean_pool`` (or ``sentence_embeddings``) is refused."""
+    from attnbook.models import bert
+    case = _pooling_cases()[1]
+    refused = _refuses_delegation("mean pooling", fn, case.args, {"mean_pool": bert.mean_pool})
+    if refused is not None:
+        return refused
     return run_cases("mean pooling", fn, _pooling_cases(), POOLING_MISTAKES)
 
 
-# ----------------------------------------------------------------------------- 2. MLM accuracy
-def _reference_mlm_accuracy(logits: torch.Tensor, targets: torch.Tensor, chosen: torch.Tensor) -> float:
-    return float((logits.argmax(-1)[chosen] == targets[chosen]).float().mean())
+# ----------------------------------------------------------------------------- 2. accuracy by position type
+POSITION_TYPES = ("[MASK]", "random", "unchanged")
 
 
-def _accuracy_cases() -> list[Case]:
+def _reference_accuracy_by_type(predicted: torch.Tensor, targets: torch.Tensor, chosen: torch.Tensor,
+                                seen: torch.Tensor, mask_id: int) -> torch.Tensor:
+    is_mask = chosen & (seen == mask_id)
+    unchanged = chosen & (seen == targets) & ~is_mask
+    random = chosen & ~is_mask & ~unchanged
+    right = predicted == targets
+    return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
+
+
+def _typed_batch(B: int, S: int, V: int, mask_id: int, seed: int):
+    """A batch where every type occurs: the original ids, the chosen positions, what the model sees,
+    and predictions that are right about half the time (and copy the input at some positions)."""
+    g = torch.Generator().manual_seed(seed)
+    targets = torch.randint(0, V, (B, S), generator=g)
+    targets[targets == mask_id] = (mask_id + 1) % V  # [MASK] is never an original token
+    chosen = torch.rand(B, S, generator=g) < 0.5
+    u = torch.rand(B, S, generator=g)
+    other = (targets + torch.randint(1, V - 1, (B, S), generator=g)) % V
+    other[other == mask_id] = (mask_id + 2) % V
+    other[other == targets] = (targets[other == targets] + 3) % V
+    kind = torch.where(u < 0.5, 0, torch.where(u < 0.75, 1, 2))  # 0 [MASK], 1 random, 2 unchanged
+    kind[0, :3] = torch.tensor([0, 1, 2])  # every type at least once
+    chosen[0, :3] = True
+    seen = torch.where(chosen & (kind == 0), mask_id, torch.where(chosen & (kind == 1), other, targets))
+    guess = torch.randint(0, V, (B, S), generator=g)
+    predicted = torch.where(torch.rand(B, S, generator=g) < 0.5, targets, guess)
+    predicted = torch.where(torch.rand(B, S, generator=g) < 0.3, seen, predicted)  # a copier's habit
+    return predicted, targets, chosen, seen, mask_id
+
+
+def _type_cases() -> list[Case]:
     cases = []
-    for n, (B, S, V, rate) in enumerate([(2, 9, 9, 0.5), (2, 13, 7, 0.3), (3, 16, 11, 0.2), (4, 10, 3, 0.6)]):
-        g = torch.Generator().manual_seed(10 + n)
-        logits = torch.randn(B, S, V, generator=g)
-        targets = torch.randint(0, V, (B, S), generator=g)
-        right = torch.rand(B, S, generator=g) < 0.5
-        targets = torch.where(right, logits.argmax(-1), targets)  # about half right everywhere
-        chosen = torch.rand(B, S, generator=g) < rate
-        chosen[0, 0] = True  # at least one chosen position
-        cases.append(Case(f"B={B}, S={S}, V={V}, {int(chosen.sum())} chosen", (logits, targets, chosen),
-                          _reference_mlm_accuracy(logits, targets, chosen),
-                          hint="keep the chosen positions (boolean indexing), compare argmax with the targets "
-                               "there, and divide by the number of chosen positions."))
+    for n, (B, S, V, mask_id) in enumerate([(2, 8, 7, 4), (3, 12, 11, 10), (4, 10, 23, 0), (2, 16, 9, 3)]):
+        args = _typed_batch(B, S, V, mask_id, seed=20 + n)
+        _, _, chosen, seen, _ = args
+        cases.append(Case(f"B={B}, S={S}, V={V}, mask_id={mask_id}, {int(chosen.sum())} chosen", args,
+                          _reference_accuracy_by_type(*args),
+                          hint="[MASK]: chosen and seen == mask_id; unchanged: chosen, not [MASK], seen == target; "
+                               "random: the other chosen positions. Each share is right / positions of that type."))
     return cases
 
 
-ACCURACY_MISTAKES = (
-    Mistake("tensor, not float", "you returned a tensor: the exercise asks for a Python "
-                                 "float (float(...) or .item() of the 0-d tensor).",
-            when=lambda args, got: isinstance(got, _NotAFloat)),
-    Mistake("all-positions denominator", "you divided the right answers by every position of the batch (seed 003's "
-                                         "trap): divide by the number of chosen positions.",
-            gives=lambda lo, t, c: float(((lo.argmax(-1) == t) & c).sum() / t.numel())),
-    Mistake("argmax over the wrong axis", "you took the argmax over the sequence axis (dim 1): the "
-                                          "predicted token is the argmax over the vocabulary, the last "
-                                          "axis (logits.argmax(-1)).",
-            gives=lambda lo, t, c: float((lo.argmax(1)[c] == t[c]).float().mean())),
-    Mistake("scored every position", "you scored every position, not only the chosen ones: the unchosen tokens "
-                                     "were visible to the model.",
-            gives=lambda lo, t, c: float((lo.argmax(-1) == t).float().mean())),
+def _typed(predicted, targets, chosen, seen, mask_id, unchanged_needs_chosen=True):
+    is_mask = chosen & (seen == mask_id)
+    unchanged = (chosen if unchanged_needs_chosen else torch.ones_like(chosen)) & (seen == targets) & ~is_mask
+    return is_mask, chosen & ~is_mask & ~unchanged, unchanged
+
+
+TYPE_MISTAKES = (
+    Mistake("count instead of share", "you returned the number of right predictions of each type: divide by the "
+                                      "number of positions of that type.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() for w in _typed(p, t, c, s, m)]).float()),
+    Mistake("all-chosen denominator", "you divided each type's right answers by every chosen position: divide by "
+                                      "the positions of that type.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / c.sum()
+                                                     for w in _typed(p, t, c, s, m)]).float()),
+    Mistake("unchosen counted as unchanged", "your 'unchanged' includes positions that were never chosen: only the "
+                                             "chosen positions are scored.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum()
+                                                     for w in _typed(p, t, c, s, m, False)]).float()),
+    Mistake("scored against the input", "you compared the predictions with what the model sees (the corrupted "
+                                        "input): compare them with the original tokens, `targets`.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == s) & w).sum() / w.sum()
+                                                     for w in _typed(p, t, c, s, m)]).float()),
+    Mistake("order", "the three shares are in the wrong order: [MASK], random, unchanged.",
+            gives=lambda p, t, c, s, m: _reference_accuracy_by_type(p, t, c, s, m)[[0, 2, 1]]),
 )
 
 
-class _NotAFloat:
-    """A tensor the reader returned where the exercise asks for a Python float: never
-    equal to the expected float, so that the ``tensor, not float`` mistake names it."""
-
-    def __init__(self, value: torch.Tensor) -> None:
-        self.value = value
-
-    def __repr__(self) -> str:
-        shape = tuple(self.value.shape)
-        return f"{self.value!r} (a tensor of shape {shape}, not a Python float)"
-
-
-def _float_please(fn: Callable) -> Callable:
-    """``fn`` with a tensor result wrapped in ``_NotAFloat`` (same signature)."""
-    if not callable(fn):
-        return fn
-
-    @functools.wraps(fn)
-    def wrapped(*args, **kwargs):
-        got = fn(*args, **kwargs)
-        return _NotAFloat(got) if isinstance(got, torch.Tensor) else got
-
-    return wrapped
-
-
-def check_mlm_accuracy(fn: Callable) -> CheckResult:
-    """``fn(logits (B, S, V), targets (B, S), chosen (B, S) bool) -> float``: the
-    accuracy over chosen positions, as a Python float (a tensor, even 0-d, is wrong)."""
-    return run_cases("MLM accuracy", _float_please(fn), _accuracy_cases(),
-                     ACCURACY_MISTAKES)
+def check_accuracy_by_type(fn: Callable) -> CheckResult:
+    """``fn(predicted, targets, chosen, seen (B, S), mask_id) -> (3,)`` float tensor: the accuracy
+    at [MASK], random and unchanged positions. Calling the library's
+    ``masked_lm.accuracy_by_position_type`` (or ``position_types``) is refused."""
+    from attnbook.tasks import masked_lm
+    library = {"accuracy_by_position_type": masked_lm.accuracy_by_position_type,
+               "position_types": masked_lm.position_types}
+    refused = _refuses_delegation("accuracy by position type", fn, _type_cases()[0].args, library)
+    if refused is not None:
+        return refused
+    return run_cases("accuracy by position type", fn, _type_cases(), TYPE_MISTAKES)
 
 
 # ----------------------------------------------------------------------------- 3. WordPiece on one word
@@ -592,7 +652,7 @@ def check_cls_probe(fn: Callable, prediction: float | None = None, model=None, t
 
 EXERCISES = {
     "mean_pool": check_mean_pool,
-    "mlm_accuracy": check_mlm_accuracy,
+    "accuracy_by_type": check_accuracy_by_type,
     "wordpiece": check_wordpiece,
     "mask_tokens": check_masking,
     "frozen_classifier": check_frozen_classifier,
