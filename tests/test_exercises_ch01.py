@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from attnbook.exercises.ch01 import (
+    GLOBAL_RNG,
     LIBRARY_ONE_HOT,
     MATCHING_BLOCKS,
     check_edit_distance,
@@ -34,6 +35,22 @@ def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=Fa
         if token == eos_id:
             if keep_eos:
                 out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+def global_rng_sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed):
+    """Right tokens (the global RNG seeded with seed draws what g would), wrong side effect."""
+    torch.manual_seed(seed)
+    token, out = bos_id, []
+    for _ in range(max_len):
+        logits, state = step(token, state)
+        if temperature == 0:
+            token = int(logits.argmax())
+        else:
+            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1))
+        if token == eos_id:
             break
         out.append(token)
     return out
@@ -159,6 +176,7 @@ SAMPLE_WRONG = [
     (lambda *a: sample_decode(*a, extra=-1), "max_len off by one"),
     (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t, 0), ""),  # ignores seed
     (lambda step, state, b, e, n, t, seed: sample_decode(step, (), b, e, n, t, seed), ""),  # ignores state
+    (global_rng_sample_decode, GLOBAL_RNG),  # seeds and draws from the global RNG: same tokens
     (not_done, ""),
 ]
 
@@ -212,7 +230,7 @@ def test_reference_passes(checker, reference):
 def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
-    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS):  # named before any case
+    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -234,6 +252,20 @@ def test_greedy_rejects(wrong, diagnosis, capsys):
 @pytest.mark.parametrize(("wrong", "diagnosis"), SAMPLE_WRONG)
 def test_sample_decode_rejects(wrong, diagnosis, capsys):
     _rejects(check_sample_decode, wrong, diagnosis, capsys)
+
+
+def test_global_rng_version_gives_the_right_tokens():
+    """The global-RNG version draws the reference's tokens, so only the state check can reject
+    it; and the checker hands the global state back as it found it."""
+    from attnbook.exercises.standins import PrefixModel
+    for seed, temperature in [(0, 1.0), (1, 0.5), (7, 2.0)]:
+        model = PrefixModel(8, 1, 2, eos_growth=0.5, eos_start=-1.5)
+        assert (global_rng_sample_decode(model, (), 1, 2, 10, temperature, seed)
+                == sample_decode(model, (), 1, 2, 10, temperature, seed))
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    assert not check_sample_decode(global_rng_sample_decode)
+    assert torch.equal(before, torch.get_rng_state())
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), EDIT_WRONG)
@@ -258,7 +290,7 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
-    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG}
     assert names == triggered
 
 

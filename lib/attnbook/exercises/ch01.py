@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 from attnbook.data import make_batch
 from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode as _library_greedy
-from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, _fresh, run_cases
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.metrics import edit_distance as _library_edit_distance
 from attnbook.models.rnn import RNNDecoderState, RNNSeq2Seq
@@ -226,6 +226,8 @@ def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thr
     return out
 
 
+GLOBAL_RNG = "global random state"
+
 SAMPLE_MISTAKES = [
     Mistake("greedy at every temperature", "your answer takes the argmax at every step: above temperature 0, "
             "draw the token from softmax(logits / temperature) with torch.multinomial and the generator.",
@@ -275,6 +277,20 @@ def check_sample_decode(sample_decode: Callable[..., list[int]]) -> CheckResult:
             "make g = torch.Generator().manual_seed(seed) once; at each step draw "
             "int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=g)) (argmax at "
             "temperature 0), feed it back with the new state, stop at eos_id (not returned) or max_len"))
+    if callable(sample_decode):  # the global random state must come back as it was
+        before = torch.get_rng_state()
+        try:
+            sample_decode(*(_fresh(a) for a in cases[0].args))
+        except Exception:  # noqa: BLE001 - run_cases reports the reader's errors
+            pass
+        else:
+            if not torch.equal(before, torch.get_rng_state()):
+                torch.set_rng_state(before)
+                return _finish("sample_decode", False, "your function changed PyTorch's global random "
+                               "state (torch.manual_seed, or a draw without generator=g): draw only from "
+                               "your own g = torch.Generator().manual_seed(seed), so that sampling leaves "
+                               "the rest of the program's randomness alone.", GLOBAL_RNG)
+        torch.set_rng_state(before)
     return run_cases("sample_decode", sample_decode, cases, SAMPLE_MISTAKES)
 
 
@@ -466,7 +482,7 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                "s_0 = tanh(W_s C) only sets where the GRU begins; the copy of C in every step's input keeps "
                "steering it.")
     if abs(predicted - own) <= SWAP_TOLERANCE:
-        return _finish(name, True, f"your prediction is within {SWAP_TOLERANCE:.0%} of the measurement: "
+        return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the measurement: "
                        + meaning)
     if predicted < own:
         return _finish(name, False, "you expected the start state to carry more of the word than it does: "
