@@ -137,6 +137,69 @@ def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]
     return run_cases("shift_targets", shift_targets, cases, SHIFT_MISTAKES)
 
 
+# --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
+def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
+                 drop_eos=False):
+    """-log p of each row's target (pads left out), with one known mistake switched on."""
+    scores = logits.log_softmax(-1) if log_softmax else logits
+    picked = -scores.gather(-1, targets[..., None])[..., 0]  # (B, T)
+    real = (targets != pad_id) if mask else torch.ones_like(targets, dtype=torch.bool)
+    if drop_eos:  # the last real token of each row left out as well
+        last = real.long().cumsum(-1) == real.sum(-1, keepdim=True)
+        real = real & ~last
+    total = (picked * real).sum(-1)
+    if mean:
+        return total / real.sum(-1).clamp(min=1)
+    if batch_mean:
+        return total.sum().expand(len(total)) / real.sum()
+    return total
+
+
+NLL_MISTAKES = [
+    Mistake("pads counted", "your sum includes the padding positions: multiply by the mask "
+            "targets != pad_id (pads carry no token to predict).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, mask=False)),
+    Mistake("mean per token", "you return each word's mean over its tokens: the cost of a whole answer "
+            "is the sum of -log p over its real tokens, so a longer word costs more.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, mean=True)),
+    Mistake("no log_softmax", "you read the raw logits: take log_softmax over the vocabulary first "
+            "(a logit is not a log-probability).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, log_softmax=False)),
+    Mistake("one number for the batch", "return one cost per word, shape (B,), not the batch's "
+            "token mean spread over it (that is the training loss).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, batch_mean=True)),
+    Mistake("eos left out", "the last real token (<eos>) is part of the answer: its -log p counts too.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, drop_eos=True)),
+]
+
+
+def check_sequence_nll(sequence_nll: Callable[..., torch.Tensor]) -> CheckResult:
+    """``sequence_nll(logits, targets, pad_id) -> (B,)``: each row's -log p of its target tokens.
+
+    ``logits (B, T, V)``, ``targets (B, T)`` padded on the right with ``pad_id``.
+    """
+    cases = []
+    for description, lengths, V, pad_id, seed in [
+        ("three words of different lengths", [4, 2, 3], 6, 0, 0),
+        ("pad id not 0", [1, 5, 3, 2], 9, 4, 1),
+        ("no padding at all", [3, 3], 5, 2, 2),
+        ("one word", [6], 7, 6, 3),
+    ]:
+        g = torch.Generator().manual_seed(seed)
+        T = max(lengths)
+        logits = 2 * torch.randn(len(lengths), T, V, generator=g)
+        others = torch.tensor([i for i in range(V) if i != pad_id])
+        targets = others[torch.randint(len(others), (len(lengths), T), generator=g)]
+        for row, n in enumerate(lengths):
+            targets[row, n:] = pad_id
+        cases.append(Case(
+            f"{description}: logits {tuple(logits.shape)}, lengths {lengths}, pad_id={pad_id}",
+            (logits, targets, pad_id), _nll_variant(logits, targets, pad_id),
+            "log_softmax over the last axis, gather each target's log-probability, zero the pads "
+            "(targets != pad_id), sum over time and negate: shape (B,)", atol=1e-5))
+    return run_cases("sequence_nll", sequence_nll, cases, NLL_MISTAKES)
+
+
 # --- greedy_decode (one sequence) ---------------------------------------------------------------
 def _greedy_variant(step, state, bos_id, eos_id, max_len, thread_state=True, keep_eos=False,
                     keep_bos=False, feed_bos=False, extra=0):
@@ -494,11 +557,12 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
 
 EXERCISES = {
     "one_hot": check_one_hot,
-    "shift_targets": check_shift_targets,
+    "sequence_nll": check_sequence_nll,
     "edit_distance": check_edit_distance,
     "sample_decode": check_sample_decode,
 }
-# ``check_greedy_decode`` (the earlier version of the decoding exercise) stays for its tests; the
-# notebook asks for ``sample_decode``.
+# ``check_greedy_decode`` and ``check_shift_targets`` (earlier versions of the decoding and
+# teacher-forcing exercises) stay for their tests; the notebook asks for ``sample_decode`` and
+# ``sequence_nll``.
 # ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
 # (``python -m attnbook.exercises ch01 answers.py``) does not list it.
