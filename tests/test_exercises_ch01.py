@@ -4,12 +4,14 @@ import pytest
 import torch
 
 from attnbook.exercises.ch01 import (
+    GLOBAL_RNG,
     LIBRARY_ONE_HOT,
     MATCHING_BLOCKS,
     check_edit_distance,
     check_greedy_decode,
     check_one_hot,
     check_sample_decode,
+    check_sequence_nll,
     check_shift_targets,
 )
 from attnbook.exercises.core import MUTATION
@@ -19,6 +21,22 @@ from conftest import assert_rejected
 # --- reference solutions (they live here, not in the library) --------------------------------
 def one_hot(ids, num_classes):
     return torch.eye(num_classes)[ids]
+
+
+def sequence_nll(logits, targets, pad_id, mask=True, per_token=False, raw=False, keep_eos=True):
+    scores = logits if raw else logits.log_softmax(-1)
+    nll = -scores.gather(-1, targets[..., None]).squeeze(-1)  # (B, T)
+    real = (targets != pad_id).float() if mask else torch.ones_like(nll)
+    if not keep_eos:  # drop each row's last real token
+        real = real.clone()
+        real[torch.arange(len(real)), (targets != pad_id).sum(-1) - 1] = 0
+    total = (nll * real).sum(-1)
+    return total / real.sum(-1) if per_token else total
+
+
+def sequence_nll_in_place(logits, targets, pad_id):
+    targets[targets == pad_id] = 0
+    return sequence_nll(logits, targets, pad_id)
 
 
 def shift_targets(ids, bos_id, eos_id):
@@ -34,6 +52,22 @@ def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=Fa
         if token == eos_id:
             if keep_eos:
                 out.append(token)
+            break
+        out.append(token)
+    return out
+
+
+def global_rng_sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed):
+    """Right tokens (the global RNG seeded with seed draws what g would), wrong side effect."""
+    torch.manual_seed(seed)
+    token, out = bos_id, []
+    for _ in range(max_len):
+        logits, state = step(token, state)
+        if temperature == 0:
+            token = int(logits.argmax())
+        else:
+            token = int(torch.multinomial(torch.softmax(logits / temperature, -1), 1))
+        if token == eos_id:
             break
         out.append(token)
     return out
@@ -148,6 +182,23 @@ GREEDY_WRONG = [
 ]
 
 
+NLL_WRONG = [
+    (lambda l, t, p: sequence_nll(l, t, p, mask=False), "pads counted"),
+    (lambda l, t, p: sequence_nll(l, t, p, per_token=True), "mean per token"),
+    (lambda l, t, p: sequence_nll(l, t, p, raw=True), "no log_softmax"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(l.flatten(0, 1), t.flatten(), ignore_index=p)
+     * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
+    (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),
+    (lambda l, t, p: -sequence_nll(l, t, p), ""),  # log p, not -log p
+    (lambda l, t, p: sequence_nll(l.softmax(-1), t, p, raw=True), ""),  # probabilities, not logs
+    (lambda l, t, p: sequence_nll(l, t, p).sum(), ""),  # one number
+    (lambda l, t, p: torch.nn.functional.cross_entropy(l.transpose(1, 2), t, reduction="none").sum(-1),
+     "pads counted"),
+    (sequence_nll_in_place, MUTATION),
+    (not_done, ""),
+]
+
+
 SAMPLE_WRONG = [
     (lambda *a: sample_decode(*a, greedy=True), "greedy at every temperature"),
     (lambda *a: sample_decode(*a, scale=lambda z, t: z), "ignores temperature"),
@@ -159,6 +210,7 @@ SAMPLE_WRONG = [
     (lambda *a: sample_decode(*a, extra=-1), "max_len off by one"),
     (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t, 0), ""),  # ignores seed
     (lambda step, state, b, e, n, t, seed: sample_decode(step, (), b, e, n, t, seed), ""),  # ignores state
+    (global_rng_sample_decode, GLOBAL_RNG),  # seeds and draws from the global RNG: same tokens
     (not_done, ""),
 ]
 
@@ -203,7 +255,7 @@ EDIT_WRONG = [
 @pytest.mark.parametrize(("checker", "reference"), [
     (check_one_hot, one_hot), (check_shift_targets, shift_targets),
     (check_greedy_decode, greedy_decode), (check_edit_distance, edit_distance),
-    (check_sample_decode, sample_decode),
+    (check_sample_decode, sample_decode), (check_sequence_nll, sequence_nll),
 ])
 def test_reference_passes(checker, reference):
     assert checker(reference)
@@ -212,7 +264,7 @@ def test_reference_passes(checker, reference):
 def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
-    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS):  # named before any case
+    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -236,6 +288,25 @@ def test_sample_decode_rejects(wrong, diagnosis, capsys):
     _rejects(check_sample_decode, wrong, diagnosis, capsys)
 
 
+def test_global_rng_version_gives_the_right_tokens():
+    """The global-RNG version draws the reference's tokens, so only the state check can reject
+    it; and the checker hands the global state back as it found it."""
+    from attnbook.exercises.standins import PrefixModel
+    for seed, temperature in [(0, 1.0), (1, 0.5), (7, 2.0)]:
+        model = PrefixModel(8, 1, 2, eos_growth=0.5, eos_start=-1.5)
+        assert (global_rng_sample_decode(model, (), 1, 2, 10, temperature, seed)
+                == sample_decode(model, (), 1, 2, 10, temperature, seed))
+    torch.manual_seed(123)
+    before = torch.get_rng_state()
+    assert not check_sample_decode(global_rng_sample_decode)
+    assert torch.equal(before, torch.get_rng_state())
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), NLL_WRONG)
+def test_sequence_nll_rejects(wrong, diagnosis, capsys):
+    _rejects(check_sequence_nll, wrong, diagnosis, capsys)
+
+
 @pytest.mark.parametrize(("wrong", "diagnosis"), EDIT_WRONG)
 def test_edit_distance_rejects(wrong, diagnosis, capsys):
     _rejects(check_edit_distance, wrong, diagnosis, capsys)
@@ -253,12 +324,12 @@ def test_diagnosis_comes_before_the_failing_case(capsys):
     assert lines[1].strip().startswith("failing case")
 
 
-@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'SAMPLE', 'EDIT'])
+@pytest.mark.parametrize("prefix", ['ONE_HOT', 'SHIFT', 'GREEDY', 'SAMPLE', 'EDIT', 'NLL'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
-    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG}
     assert names == triggered
 
 

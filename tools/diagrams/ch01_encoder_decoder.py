@@ -9,7 +9,7 @@ DESC = (
     "bidirectional GRU (GRUEncoder): one GRU left to right, one right to left. Their last states "
     "are joined into the context C = [forward h_S; backward h_1], shape (B, 2He). The per-letter "
     "outputs h_j (B, S, 2He) are not used by this decoder. The ContextDecoder starts from "
-    "s_0 = tanh(W_s C) (init_state), and at every step t reads [e(y_{t-1}); C], shape (B, T, E+2He): "
+    "s_0 = tanh(W_s C) (init_state), and at every step t reads [emb(y_{t-1}); C], shape (B, T, E+2He): "
     "the embedding of the previous phoneme (<bos>, F, OW, N under teacher forcing) joined with the "
     "same C. Its GRU states s_t (B, T, Hd) go through the output layer to logits (B, T, V) for the "
     "next phoneme: F, OW, N, <eos>. The whole input reaches the decoder only through C."
@@ -30,13 +30,13 @@ Y_STATE, Y_LOGIT, Y_BUS = 255, 165, 330
 
 def draw() -> Figure:
     fig = Figure("ch01_encoder_decoder", 1030, 500, "Chapter 1: the RNN encoder-decoder, unrolled", DESC)
-    fig.frame(22, 215, 390, 215, fig.code("GRUEncoder", f"{RNN}.GRUEncoder"), "bottom-right")
+    fig.frame(22, 215, 452, 215, fig.code("GRUEncoder", f"{RNN}.GRUEncoder"), "bottom-right")
     fig.box(45, Y_EMB - 14, 350, 28, fig.code("embedding: nn.Embedding", f"{RNN}.GRUEncoder:embedding"))
     for j, (x, letter) in enumerate(zip(ENC_X, LETTERS)):
         encoder_cell(fig, j, x, letter)
-    fig.shape(ENC_X[0] + 6, Y_TOK - 26, "(B, S)")
+    fig.shape(ENC_X[0] + 6, Y_TOK - 19, "(B, S)")
     fig.shape(ENC_X[0] + 6, Y_EMB - 24, "(B, S, E)")
-    fig.text(214, Y_OUT - 10, "outputs h_{j} (B, S, 2He): unused here, attended to in Chapter 2", "note")
+    fig.text(24, Y_OUT - 10, "h_{j}: outputs (B, S, 2He), unused until Chapter 2", "note", anchor="start")
     context(fig)
     decoder_start(fig)
     for i, x in enumerate(DEC_X):
@@ -66,7 +66,7 @@ def encoder_cell(fig: Figure, j: int, x: float, letter: str) -> None:
 def context(fig: Figure) -> None:
     """C = [forward h_S ; backward h_1], fed by the last state of each direction."""
     fig.tensor(C_X, C_Y, "C", "context", w=56)
-    fig.text(C_X + 28, C_Y - 19, "[h→_{S} ; h←_{1}]", "note")
+    fig.text(C_X - 8, C_Y - 19, "C = [h→_{S} ; h←_{1}]", "note", anchor="end")
     fig.line([(ENC_X[-1] + ENC_W / 2, Y_CELL - 12), (428, Y_CELL - 12), (428, C_Y + 14), (C_X - 2, C_Y + 14)],
              "context")
     fig.line([(ENC_X[0] - ENC_W / 2, Y_CELL + 12), (32, Y_CELL + 12), (32, 196), (428, 196)], "context", arrow=False)
@@ -87,7 +87,7 @@ def decoder_start(fig: Figure) -> None:
 
 
 def decoder_step(fig: Figure, i: int, x: float) -> None:
-    """Step t: [e(y_{t-1}); C] into the GRU, s_t to the next step and through ``out`` to y_t."""
+    """Step t: [emb(y_{t-1}); C] into the GRU, s_t to the next step and through ``out`` to y_t."""
     fig.text(x, Y_TOK, PREV[i], "code", size=12)
     fig.line([(x, Y_TOK - 16), (x, Y_EMB + 16)], "stream")
     fig.line([(x - 8, Y_EMB - 14), (x - 8, Y_STATE + DEC_H / 2 + 2)], "stream")
@@ -110,7 +110,7 @@ def labels(fig: Figure) -> None:
     fig.shape(right, Y_LOGIT + 4, "(B, T, V)")
     fig.shape(right, Y_STATE + 26, "(B, T, Hd)")
     fig.shape(right, Y_BUS - 4, "(B, T, E+2He)")
-    fig.text(right, Y_BUS + 12, "[e(y_{t-1}); C]", "note", anchor="start")
+    fig.text(right, Y_BUS + 12, "[emb(y_{t-1}); C]", "note", anchor="start")
     fig.shape(right, Y_EMB + 4, "(B, T, E)")
     fig.text(30, 30, fig.code("RNNSeq2Seq", f"{RNN}.RNNSeq2Seq")
              + ": the input reaches the decoder only through C", "title", anchor="start")

@@ -22,7 +22,7 @@ from torch.overrides import TorchFunctionMode
 from attnbook.data import make_batch
 from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode as _library_greedy
-from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, _fresh, run_cases
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.metrics import edit_distance as _library_edit_distance
 from attnbook.models.rnn import RNNDecoderState, RNNSeq2Seq
@@ -137,6 +137,69 @@ def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]
     return run_cases("shift_targets", shift_targets, cases, SHIFT_MISTAKES)
 
 
+# --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
+def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
+                 drop_eos=False):
+    """-log p of each row's target (pads left out), with one known mistake switched on."""
+    scores = logits.log_softmax(-1) if log_softmax else logits
+    picked = -scores.gather(-1, targets[..., None])[..., 0]  # (B, T)
+    real = (targets != pad_id) if mask else torch.ones_like(targets, dtype=torch.bool)
+    if drop_eos:  # the last real token of each row left out as well
+        last = real.long().cumsum(-1) == real.sum(-1, keepdim=True)
+        real = real & ~last
+    total = (picked * real).sum(-1)
+    if mean:
+        return total / real.sum(-1).clamp(min=1)
+    if batch_mean:
+        return total.sum().expand(len(total)) / real.sum()
+    return total
+
+
+NLL_MISTAKES = [
+    Mistake("pads counted", "your sum includes the padding positions: multiply by the mask "
+            "targets != pad_id (pads carry no token to predict).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, mask=False)),
+    Mistake("mean per token", "you return each word's mean over its tokens: the cost of a whole answer "
+            "is the sum of -log p over its real tokens, so a longer word costs more.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, mean=True)),
+    Mistake("no log_softmax", "you read the raw logits: take log_softmax over the vocabulary first "
+            "(a logit is not a log-probability).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, log_softmax=False)),
+    Mistake("one number for the batch", "return one cost per word, shape (B,), not the batch's "
+            "token mean spread over it (that is the training loss).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, batch_mean=True)),
+    Mistake("eos left out", "the last real token (<eos>) is part of the answer: its -log p counts too.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, drop_eos=True)),
+]
+
+
+def check_sequence_nll(sequence_nll: Callable[..., torch.Tensor]) -> CheckResult:
+    """``sequence_nll(logits, targets, pad_id) -> (B,)``: each row's -log p of its target tokens.
+
+    ``logits (B, T, V)``, ``targets (B, T)`` padded on the right with ``pad_id``.
+    """
+    cases = []
+    for description, lengths, V, pad_id, seed in [
+        ("three words of different lengths", [4, 2, 3], 6, 0, 0),
+        ("pad id not 0", [1, 5, 3, 2], 9, 4, 1),
+        ("no padding at all", [3, 3], 5, 2, 2),
+        ("one word", [6], 7, 6, 3),
+    ]:
+        g = torch.Generator().manual_seed(seed)
+        T = max(lengths)
+        logits = 2 * torch.randn(len(lengths), T, V, generator=g)
+        others = torch.tensor([i for i in range(V) if i != pad_id])
+        targets = others[torch.randint(len(others), (len(lengths), T), generator=g)]
+        for row, n in enumerate(lengths):
+            targets[row, n:] = pad_id
+        cases.append(Case(
+            f"{description}: logits {tuple(logits.shape)}, lengths {lengths}, pad_id={pad_id}",
+            (logits, targets, pad_id), _nll_variant(logits, targets, pad_id),
+            "log_softmax over the last axis, gather each target's log-probability, zero the pads "
+            "(targets != pad_id), sum over time and negate: shape (B,)", atol=1e-5))
+    return run_cases("sequence_nll", sequence_nll, cases, NLL_MISTAKES)
+
+
 # --- greedy_decode (one sequence) ---------------------------------------------------------------
 def _greedy_variant(step, state, bos_id, eos_id, max_len, thread_state=True, keep_eos=False,
                     keep_bos=False, feed_bos=False, extra=0):
@@ -226,6 +289,8 @@ def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thr
     return out
 
 
+GLOBAL_RNG = "global random state"
+
 SAMPLE_MISTAKES = [
     Mistake("greedy at every temperature", "your answer takes the argmax at every step: above temperature 0, "
             "draw the token from softmax(logits / temperature) with torch.multinomial and the generator.",
@@ -275,6 +340,20 @@ def check_sample_decode(sample_decode: Callable[..., list[int]]) -> CheckResult:
             "make g = torch.Generator().manual_seed(seed) once; at each step draw "
             "int(torch.multinomial(torch.softmax(logits / temperature, -1), 1, generator=g)) (argmax at "
             "temperature 0), feed it back with the new state, stop at eos_id (not returned) or max_len"))
+    if callable(sample_decode):  # the global random state must come back as it was
+        before = torch.get_rng_state()
+        try:
+            sample_decode(*(_fresh(a) for a in cases[0].args))
+        except Exception:  # noqa: BLE001 - run_cases reports the reader's errors
+            pass
+        else:
+            if not torch.equal(before, torch.get_rng_state()):
+                torch.set_rng_state(before)
+                return _finish("sample_decode", False, "your function changed PyTorch's global random "
+                               "state (torch.manual_seed, or a draw without generator=g): draw only from "
+                               "your own g = torch.Generator().manual_seed(seed), so that sampling leaves "
+                               "the rest of the program's randomness alone.", GLOBAL_RNG)
+        torch.set_rng_state(before)
     return run_cases("sample_decode", sample_decode, cases, SAMPLE_MISTAKES)
 
 
@@ -466,7 +545,7 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                "s_0 = tanh(W_s C) only sets where the GRU begins; the copy of C in every step's input keeps "
                "steering it.")
     if abs(predicted - own) <= SWAP_TOLERANCE:
-        return _finish(name, True, f"your prediction is within {SWAP_TOLERANCE:.0%} of the measurement: "
+        return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the measurement: "
                        + meaning)
     if predicted < own:
         return _finish(name, False, "you expected the start state to carry more of the word than it does: "
@@ -478,11 +557,12 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
 
 EXERCISES = {
     "one_hot": check_one_hot,
-    "shift_targets": check_shift_targets,
+    "sequence_nll": check_sequence_nll,
     "edit_distance": check_edit_distance,
     "sample_decode": check_sample_decode,
 }
-# ``check_greedy_decode`` (the earlier version of the decoding exercise) stays for its tests; the
-# notebook asks for ``sample_decode``.
+# ``check_greedy_decode`` and ``check_shift_targets`` (earlier versions of the decoding and
+# teacher-forcing exercises) stay for their tests; the notebook asks for ``sample_decode`` and
+# ``sequence_nll``.
 # ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
 # (``python -m attnbook.exercises ch01 answers.py``) does not list it.
