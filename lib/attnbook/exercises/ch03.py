@@ -108,13 +108,13 @@ POOL_MISTAKES = [
     Mistake("padding scored 0", "masked_fill(..., 0.0) gives the padding a score of 0, and exp(0) = 1 is "
             "still weight: fill the padded scores with -inf.",
             gives=lambda x, q, n: _pool_fill(x, q, n, 0.0)),
-    Mistake("padding mask off by one", "one padded position too many is treated as real: position s is "
-            "real when s < lengths[b] (token_mask(lengths, S)), not s <= lengths[b].",
+    Mistake("padding mask off by one", "one padded position too many is treated as real: position j is "
+            "real when j < lengths[b] (token_mask(lengths, S)), not j <= lengths[b].",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
             and torch.allclose(got, _pool(args[0], args[1], (args[2] + 1).clamp(max=args[0].shape[1])),
                                atol=1e-5)),
-    Mistake("padding mask one short", "the last real token is treated as padding: position s is real when "
-            "s < lengths[b], so a sequence of length n keeps positions 0 .. n - 1.",
+    Mistake("padding mask one short", "the last real token is treated as padding: position j is real when "
+            "j < lengths[b], so a sequence of length n keeps positions 0 .. n - 1.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
             and bool((args[2] > 1).all())
             and torch.allclose(got, _pool(args[0], args[1], args[2] - 1), atol=1e-5)),
@@ -495,7 +495,8 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
     """``position_accuracy(model, tokens (B, T)) -> (T,)``: the share of the B reversal sequences the
     model answers right at each position. Then the prediction: the mean at length 8 of the
     sinusoidal model trained on length 10 (``model``; left out, the checker trains it)."""
-    model = chapter_model() if model is None else model
+    import copy
+    model = chapter_model() if model is None else copy.deepcopy(model).cpu()  # cases are on the CPU
     cases = []
     for n, (batch, length) in enumerate([(500, 8), (37, 10), (5, 4), (64, 6), (1, 2)]):
         tokens, _ = reversal_task(batch, length, 20, torch.Generator().manual_seed(7 + n))
