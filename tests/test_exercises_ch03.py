@@ -317,7 +317,8 @@ def test_length_prediction_rejected(prediction, measured, diagnosis, capsys):
 
 
 @pytest.mark.parametrize(("checker", "reference"), [
-    (check_scaled_dot_product_attention, attention), (check_attention_pool, attention_pool), (check_window_causal_mask, window_causal_mask),
+    (check_scaled_dot_product_attention, attention), (check_attention_pool, attention_pool),
+    (check_window_causal_mask, window_causal_mask),
     (check_pe_similarity, pe_similarity),
 ])
 def test_reference_passes(checker, reference):

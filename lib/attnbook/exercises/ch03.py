@@ -321,30 +321,14 @@ def _without_table(fn: Callable) -> Callable:
     """``fn`` with the sinusoidal table out of reach: while it runs, ``sinusoidal_encoding`` and
     ``SinusoidalPositionalEncoding`` raise, wherever the reader's code finds them (its globals,
     ``attnbook.layers`` or ``attnbook.layers.positional``)."""
-    if not callable(fn):
-        return fn
     import attnbook.layers as layers
     import attnbook.layers.positional as positional
 
     def refuse(*args, **kwargs):
         raise _TableBuilt("the exercise asks for the similarity without building the table: "
                           "sinusoidal_encoding is off limits here; use the closed form of one pair.")
-
-    def wrapped(*args, **kwargs):
-        originals = {positional.sinusoidal_encoding, positional.SinusoidalPositionalEncoding}
-        spaces = [vars(positional), vars(layers), getattr(fn, "__globals__", {})]
-        saved = [(space, name, value) for space in spaces for name, value in list(space.items())
-                 if any(value is o for o in originals)]
-        for space, name, _ in saved:
-            space[name] = refuse
-        try:
-            return fn(*args, **kwargs)
-        finally:
-            for space, name, value in saved:
-                space[name] = value
-
-    wrapped.__wrapped__ = fn
-    return wrapped
+    return _hiding(fn, {positional.sinusoidal_encoding, positional.SinusoidalPositionalEncoding},
+                   [vars(positional), vars(layers)], refuse)
 
 
 # --- exercise 4 (a measurement): does reversal carry over to another length? ---------
