@@ -16,12 +16,22 @@ def attention_pool(x, query, lengths):
     scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
     return (torch.softmax(scores, dim=1)[:, :, None] * x).sum(1)
 
-def cached_causal_mask(num_queries, num_keys):
-    return torch.ones(num_queries, num_keys, dtype=torch.bool).tril(num_keys - num_queries)
+def window_causal_mask(num_queries, num_keys, window):
+    position = num_keys - num_queries + torch.arange(num_queries)[:, None]
+    key = torch.arange(num_keys)[None, :]
+    return (key <= position) & (key > position - window)
 
 def pe_similarity(offsets, d_model):
     inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
     return torch.cos(offsets.double()[:, None] * inv_freq).sum(-1).float()
+
+prediction_position_accuracy = 0.9
+
+def position_accuracy(model, tokens):
+    model.eval()
+    with torch.no_grad():
+        answers = model(tokens).argmax(-1)[..., 0]
+    return (answers == tokens.flip(1)).float().mean(0)
 
 if __name__ == "__main__":
     raise SystemExit("the checker must not run this block")
@@ -37,7 +47,16 @@ def _write(tmp_path, text, name="answers.py"):
 def test_all_right_exits_0(tmp_path, capsys):
     assert main(["ch03", str(_write(tmp_path, CH03_RIGHT))]) == 0
     out = capsys.readouterr().out
-    assert out.count("✓") == 4 and "ch03: 3 of 3 exercises pass" in out
+    assert out.count("✓") == 6 and "ch03: 4 of 4 exercises pass" in out
+    assert "your prediction, 90.0%, is above the measured range" in out
+
+
+def test_a_measurement_without_its_prediction(tmp_path, capsys):
+    """The CLI passes prediction_position_accuracy to exercise 4's checker; without it, not done."""
+    text = CH03_RIGHT.replace("prediction_position_accuracy = 0.9", "")
+    assert main(["ch03", str(_write(tmp_path, text))]) == 1
+    out = capsys.readouterr().out
+    assert "write your prediction" in out and "ch03: 3 of 4 exercises pass" in out
 
 
 def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
@@ -47,7 +66,7 @@ def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the scores look unscaled" in out
     assert "✗ pe_similarity: answers.py defines no `pe_similarity`; write `def pe_similarity(...)`" in out
-    assert "ch03: 1 of 3 exercises pass" in out
+    assert "ch03: 2 of 4 exercises pass" in out
 
 
 def test_a_name_that_is_not_a_function(tmp_path, capsys):
