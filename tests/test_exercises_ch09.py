@@ -274,7 +274,8 @@ def test_crossing_prediction(capsys):
     for prediction, says in ((64, "training length is not where"), (low - 5, "holds longer"),
                              (truth, "inside the single seeds"), (high + 40, "never trained")):
         result = check_crossing_prediction(lambda: truth, prediction)
-        assert result and says in result.message, result.message
+        assert bool(result) == (low <= prediction <= high), result.message  # outside the seeds: fails
+        assert says in result.message, result.message
     for wrong, why in ((known["modern"], "full modern block"), (known["unigram"], "unigram"),
                        (known["one position"], "8 in a row"), (truth + 50, "run it as given")):
         result = check_crossing_prediction(lambda w=wrong: w, truth)
