@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from pathlib import Path
 
 import torch
 
@@ -47,7 +46,7 @@ from attnbook.tasks.count_baselines import LetterAligner, LetterWindowG2P, span_
 from attnbook.tasks.span_corruption import seq2seq_batch
 from attnbook.tasks.text_to_text import phoneme_text
 from attnbook.train import evaluating
-from t5_pretraining import VOCAB, finetune_t5, pretrain, t5_config
+from t5_pretraining import VOCAB, add_study_arguments, finetune_t5, pretrain, study_setup, t5_config
 
 
 def key(row: dict) -> tuple:
@@ -163,20 +162,11 @@ def whole_test_table(smoke: bool) -> dict:
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
     p.add_argument("--part", choices=("lr", "probe", "indomain", "p2g", "mismatch", "none"), default="none")
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 1e-2])
-    p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_pretrained.pt"),
-                   help="the study's pretrained weights (benchmarks/t5_pretraining.py)")
-    p.add_argument("--device", default="cpu")
+    add_study_arguments(p, "the study's pretrained weights (benchmarks/t5_pretraining.py)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     start = time.perf_counter()
-    settings = argparse.Namespace(smoke=args.smoke, pretrain_steps=20 if args.smoke else 1500,
-                                  steps=10 if args.smoke else 600, batch_size=64, lr=3e-3,
-                                  device=args.device, mean_span=3.0)
-    data = load_g2p()
-    train = list(data.train[:500]) if args.smoke else list(data.train)
-    test = data.test[:: 50 if args.smoke else 5]
+    settings, train, test = study_setup(args)
     rows = common.log_rows(args.resume)
     done = {key(r) for r in rows}
 

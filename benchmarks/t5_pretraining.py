@@ -28,6 +28,7 @@ which reuses these functions; the committed study used their defaults (3, cpu).
 """
 from __future__ import annotations
 
+import argparse
 import json
 import time
 from pathlib import Path
@@ -132,6 +133,26 @@ def finetune_transformer(train, test, seed: int, args, steps: int | None = None)
     result = evaluate_g2p(model, test, src_vocab, tgt_vocab)
     return {"model": "transformer", "arm": "scratch", "tasks": "g2p", "steps": steps,
             "seconds": round(seconds, 1), "g2p_wer": round(result.wer, 4), "g2p_per": round(result.per, 4)}
+
+
+def add_study_arguments(parser, checkpoint_help: str) -> None:
+    """The options the follow-up studies share: seeds, learning rates, checkpoint, device."""
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--lrs", type=float, nargs="+", default=[1e-3, 1e-2])
+    parser.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_pretrained.pt"),
+                        help=checkpoint_help)
+    parser.add_argument("--device", default="cpu")
+
+
+def study_setup(args):
+    """The follow-up studies' recipe and data: the study's settings, all training words, every 5th test word."""
+    settings = argparse.Namespace(smoke=args.smoke, pretrain_steps=20 if args.smoke else 1500,
+                                  steps=10 if args.smoke else 600, batch_size=64, lr=3e-3,
+                                  device=args.device, mean_span=3.0)
+    data = load_g2p()
+    train = list(data.train[:500]) if args.smoke else list(data.train)
+    test = data.test[:: 50 if args.smoke else 5]
+    return settings, train, test
 
 
 def key(row: dict) -> tuple:
