@@ -125,3 +125,17 @@ def test_no_solution_is_in_sight(path):
     assert not in_sight, ("solutions whose code the chapter shows (score = share of the "
                           "solution's tokens found in one visible source):\n"
                           + "\n".join(in_sight))
+
+
+def test_an_earlier_chapters_exercise_repeated_is_caught():
+    """A solution copied from an earlier chapter's shown code or from its *solution* counts: the
+    reader has done that exercise once already."""
+    earlier = _notebook("x = 1", COPIED.replace("merge_heads", "join_heads"))
+    later = _notebook("y = 2", COPIED)
+    (own,) = vis.findings_for(later, "yy")
+    assert own.score == 0, own.line()
+    (seen,) = vis.findings_across(later, "yy", vis.earlier_sources([earlier], ["xx"]))
+    assert seen.score > vis.THRESHOLD and seen.where == "chxx cell 3 solution", seen.line()
+    (variant,) = vis.findings_across(_notebook("y = 2", VARIANT), "yy",
+                                     vis.earlier_sources([earlier], ["xx"]))
+    assert variant.score < vis.THRESHOLD, variant.line()

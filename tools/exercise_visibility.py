@@ -18,7 +18,12 @@ same order in runs of at least* ``MIN_RUN`` *tokens* (``difflib`` matching block
 verbatim copy, 0.0 means no run of ``MIN_RUN`` tokens in common. Short runs are ignored because
 ``v = v . view ( v`` occurs in any PyTorch code; a run of eight tokens is about one statement.
 
-``python -m tools.exercise_visibility`` prints the score of every solution of every chapter.
+A reader has also seen the earlier chapters: ``earlier_sources`` gathers their visible sources
+and their solutions, and ``findings_across`` scores a solution against them with the same
+measure (an exercise that repeats an earlier chapter's exercise teaches nothing new either).
+
+``python -m tools.exercise_visibility`` prints the score of every solution of every chapter,
+against its own chapter and against the chapters before it.
 """
 from __future__ import annotations
 
@@ -198,6 +203,28 @@ def findings_for(nb: dict, chapter: str, visible_from: dict | None = None) -> li
     return found
 
 
+def earlier_sources(earlier: list[dict], labels: list[str]) -> list[tuple[str, str]]:
+    """What a reader has seen before a chapter: every visible source of the earlier chapters
+    and their solutions too (an exercise already solved is not a new one)."""
+    sources = []
+    for nb, label in zip(earlier, labels):
+        solutions, visible = split_cells(nb)
+        sources += [(f"ch{label} {where}", text) for where, text in visible]
+        sources += [(f"ch{label} cell {index} solution", code) for index, code in solutions]
+    return sources
+
+
+def findings_across(nb: dict, chapter: str, sources: list[tuple[str, str]]) -> list[Finding]:
+    """Score each solution of ``nb`` against ``sources`` (such as ``earlier_sources``)."""
+    solutions, _ = split_cells(nb)
+    found = []
+    for index, code in solutions:
+        best, where = max(((score(code, text), label) for label, text in sources),
+                          default=(0.0, "-"))
+        found.append(Finding(chapter, index, _name(code), best, where))
+    return found
+
+
 def chapter_paths() -> list[Path]:
     return sorted(CHAPTERS.glob("[0-9][0-9]_*.ipynb"))
 
@@ -208,10 +235,14 @@ def load(path: Path) -> dict:
 
 def main() -> int:
     in_sight = 0
-    for path in chapter_paths():
-        for finding in findings_for(load(path), path.stem[:2]):
-            print(finding.line())
-            in_sight += finding.score > THRESHOLD
+    paths = chapter_paths()
+    books = [load(path) for path in paths]
+    for number, (path, nb) in enumerate(zip(paths, books)):
+        earlier = earlier_sources(books[:number], [p.stem[:2] for p in paths[:number]])
+        own = findings_for(nb, path.stem[:2])
+        for finding, seen in zip(own, findings_across(nb, path.stem[:2], earlier)):
+            print(finding.line(), "| earlier chapters:", f"{seen.score:.2f} ({seen.where})")
+            in_sight += max(finding.score, seen.score) > THRESHOLD
     print(f"{in_sight} solution(s) above the threshold {THRESHOLD}")
     return 0
 
