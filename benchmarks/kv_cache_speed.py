@@ -10,7 +10,7 @@ of earlier positions from the cache) and ``greedy_decode_uncached`` (the whole p
 the model at every step), asserts the tokens are identical, and times the two interleaved
 (one thread by default; the median of the per-pair ratios is the speed-up). Each row also
 carries the count the chapter sets beside it: recomputation runs 1 + 2 + ... + n positions
-through the decoder for n new tokens, the cache n, a ratio of (n + 1) / 2.
+through the decoder for T new tokens, the cache T, a ratio of (T + 1) / 2.
 """
 from __future__ import annotations
 
