@@ -6,7 +6,7 @@ Usage: ``python benchmarks/g2p_transformer_recipes.py [--jobs 2] [--resume LOG .
 
 Every run trains a 2+2-layer Transformer (D=64, 4 heads, d_ff=256, no dropout) for 1,200 steps
 of 128 words with ``train_g2p`` (``G2PRecipe``; the batches depend only on the seed) and
-Adam(0.9, 0.98, eps 1e-9), then decodes the dev and test splits greedily. The phases:
+Adam(0.9, 0.98, eps 1e-9), then decodes the dev and test splits greedily.
 
 The schedule and label smoothing were chosen by ``g2p_compare.py`` (its ``tune`` phase). The phases:
 
