@@ -6,7 +6,7 @@ Usage: ``python benchmarks/g2p_transformer_recipes.py [--jobs 2] [--resume LOG .
 
 Every run trains a 2+2-layer Transformer (D=64, 4 heads, d_ff=256, no dropout) for 1,200 steps
 of 128 words with ``train_g2p`` (``G2PRecipe``; the batches depend only on the seed) and
-Adam(0.9, 0.98, eps 1e-9), then decodes the dev and test splits greedily. The phases:
+Adam(0.9, 0.98, eps 1e-9), then decodes the dev and test splits greedily.
 
 The schedule and label smoothing were chosen by ``g2p_compare.py`` (its ``tune`` phase). The phases:
 
@@ -14,6 +14,12 @@ The schedule and label smoothing were chosen by ``g2p_compare.py`` (its ``tune``
   smoothing 0.1), seeds 0, 1 and 2: the norm placement is the only difference.
 - ``size``: training-step time of D=64 (d_ff 256) against D=128 (d_ff 512), one thread, timed
   interleaved on the same batch (median of per-pair ratios); dropout 0.1 against none, likewise.
+
+- ``count_table``: the strongest simple baseline, no neural network: Chapter 10's letter-window
+  count table (``attnbook.tasks.count_baselines``: letters aligned to phonemes by hard EM, then
+  each letter's phonemes looked up by its five-letter window, backing off to three, two, one),
+  fitted on the same training words and scored on the same dev and test words, with the test WER
+  per word-length bucket; beside it the 26-line one-phoneme-per-letter rule.
 
 ``--pre-norm-from-compare`` takes the pre-norm rows from ``g2p_compare.json`` (its Transformer is
 this model with this recipe, seeds and batches) and keeps any pre-norm runs made here as a check.
@@ -32,9 +38,11 @@ import torch
 
 import common
 from attnbook.checks import count_parameters
+from attnbook.metrics import length_bucket, phoneme_error_rate, wer_by_bucket, word_error_rate
 from attnbook.data import build_vocabs, iterate_batches, load_g2p
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.schedules import warmup_linear_scheduler, warmup_scheduler
+from attnbook.tasks.count_baselines import LetterAligner, LetterWindowG2P, letter_rule
 from attnbook.tasks.g2p import G2PRecipe, evaluate_g2p, g2p_loss, train_g2p
 
 VARIANTS = {
@@ -115,6 +123,31 @@ def measure_size(smoke: bool, repeats: int = 15) -> dict:
             "ratio_128_over_64": round(ratio, 2), "ratio_dropout_over_none": round(dropout_ratio, 2)}
 
 
+def count_table(smoke: bool) -> dict:
+    """WER and PER of the letter-window count table and of the one-phoneme-per-letter rule."""
+    data = load_g2p()
+    train = list(data.train[:3000]) if smoke else list(data.train)
+    dev, test = (data.dev[:200], data.test[:200]) if smoke else (data.dev, data.test)
+    table = LetterWindowG2P(train, LetterAligner(train))
+    out = {"how": "letter-window count table fitted on the training words (Chapter 10's "
+                  "attnbook.tasks.count_baselines), greedy lookup, no neural network",
+           "training_words": len(train)}
+    for method, predict in (("letter window", table), ("letter rule", letter_rule)):
+        row = {}
+        for split, pairs in (("dev", dev), ("test", test)):
+            hyps, refs = [tuple(predict(w)) for w, _ in pairs], [tuple(p) for _, p in pairs]
+            row[f"{split}_wer"] = round(word_error_rate(hyps, refs), 4)
+            row[f"{split}_per"] = round(phoneme_error_rate(hyps, refs), 4)
+            if split == "test":
+                words = [w for w, _ in pairs]
+                sizes = {b: sum(length_bucket(len(w)) == b for w in words)
+                         for b in wer_by_bucket(words, hyps, refs)}
+                row["test_wer_by_length"] = {b: {"words": sizes[b], "wer": round(v, 4)}
+                                             for b, v in wer_by_bucket(words, hyps, refs).items()}
+        out[method] = row
+    return out
+
+
 def compare_rows() -> list[dict]:
     """The pre-norm rows of ``g2p_compare.json``: its Transformer with warm-up, linear decay, smoothing 0.1."""
     compare = json.loads((common.RESULTS / "g2p_compare.json").read_text())
@@ -162,6 +195,10 @@ def main() -> None:
     size = sizes[-1] if sizes else measure_size(args.smoke)
     if not sizes:
         print(json.dumps({"size": size}), flush=True)
+    tables = [r["count_table"] for r in common.log_rows(args.resume) if "count_table" in r]
+    table = tables[-1] if tables else count_table(args.smoke)
+    if not tables:
+        print(json.dumps({"count_table": table}), flush=True)
     result = {
         "description": "Chapter 5's Transformer recipes on G2P: 1,200 steps of 128 words, greedy decoding",
         "machine": common.machine(args.jobs),
@@ -175,6 +212,7 @@ def main() -> None:
                             if args.pre_norm_from_compare else "this script"),
         "pre_norm_reruns_here": reruns,
         "size": size,
+        "count_table": table,
     }
     out = common.out_path(args, "g2p_transformer_recipes.json")
     if out is not None:

@@ -1,16 +1,20 @@
 """Greedy decoding with a KV cache vs recomputing every position: same tokens, how much faster?
 
-Usage: ``python benchmarks/kv_cache_speed.py [--device cpu] [--repeats 5] [--batches 32 128]``
-writes ``lib/attnbook/results/kv_cache_speed.json`` (Chapter 5 reads it).
+Usage: ``python benchmarks/kv_cache_speed.py [--device cpu] [--repeats 5] [--batches 32 128]
+[--new-tokens 8 16 32 64]`` writes ``lib/attnbook/results/kv_cache_speed.json`` (Chapter 5 reads it).
 
-Decodes 64 new tokens (``<eos>`` is disabled so every run has the same length) for a batch
+Decodes 8, 16, 32 and 64 new tokens (``<eos>`` is disabled so every run has exactly that
+length) for a batch
 of sources with ``attnbook.decoding.greedy_decode`` (one position per step, keys and values
 of earlier positions from the cache) and ``greedy_decode_uncached`` (the whole prefix through
 the model at every step), asserts the tokens are identical, and times the two interleaved
-(one thread by default; the median of the per-pair ratios is the speed-up).
+(one thread by default; the median of the per-pair ratios is the speed-up). Each row also
+carries the count the chapter sets beside it: recomputation runs 1 + 2 + ... + n positions
+through the decoder for T new tokens, the cache T, a ratio of (T + 1) / 2.
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import torch
@@ -40,14 +44,14 @@ def measure(device: torch.device, batch: int, new_tokens: int, repeats: int) -> 
     ms_uncached, ms_cached, ratio = common.interleaved(uncached, cached, repeats, device)
     return {"batch": batch, "new_tokens": new_tokens, "identical_tokens": True,
             "cached_ms": round(ms_cached, 1), "recomputed_ms": round(ms_uncached, 1),
-            "speedup": round(ratio, 1)}
+            "speedup": round(ratio, 1), "position_ratio": (new_tokens + 1) / 2}
 
 
 def main() -> None:
     parser = common.parser(__doc__)
     parser.add_argument("--device", default=None, help="cpu, cuda or mps (default: the best available)")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--new-tokens", type=int, default=64)
+    parser.add_argument("--new-tokens", type=int, nargs="+", default=[8, 16, 32, 64])
     parser.add_argument("--batches", type=int, nargs="+", default=[32, 128])
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--conditions", default="", help="how the machine was shared, for the results file")
@@ -55,15 +59,17 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     device = get_device(args.device)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     rows = []
     for batch in args.batches:
-        row = measure(device, batch, args.new_tokens, args.repeats)
-        print(row, flush=True)
-        rows.append(row)
+        for new_tokens in args.new_tokens:
+            row = measure(device, batch, new_tokens, args.repeats)
+            print(row, flush=True)
+            rows.append(row)
     common.write_result(args.out, {
         "description": "greedy decoding with a KV cache vs recomputing the prefix: same tokens, median times",
         "machine": f"{device.type}, torch {torch.__version__}, {torch.get_num_threads()} threads",
-        "conditions": args.conditions,
+        "conditions": args.conditions, "load_average_at_start": round(load, 2),
         "model": "Transformer, d_model 128, 4 heads, d_ff 512, 2+2 layers, untrained; source length 12",
         "repeats": args.repeats, "runs": rows})
 

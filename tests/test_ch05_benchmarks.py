@@ -1,6 +1,7 @@
 """Chapter 5's two benchmark scripts run end to end (smoke settings, seconds), and their committed
 results hold what the chapter reads: pre- and post-norm with the same recipe over three seeds, the
-size and dropout timings, and KV-cache speed-ups with identical tokens."""
+size and dropout timings, the count-table baseline on the same words, and KV-cache speed-ups with
+identical tokens at several output lengths."""
 import json
 import subprocess
 import sys
@@ -26,6 +27,15 @@ def _check_recipes(result: dict, seeds: list[int]) -> None:
     size = result["size"]
     assert size["parameters"]["128"] > size["parameters"]["64"]
     assert size["ratio_128_over_64"] > 0 and size["ratio_dropout_over_none"] > 0
+    table = result["count_table"]
+    for method in ("letter window", "letter rule"):
+        row = table[method]
+        for key in ("dev_wer", "dev_per", "test_wer", "test_per"):
+            assert 0.0 < row[key] < 1.0
+        by_length = row["test_wer_by_length"]
+        assert list(by_length) == ["1-4", "5-6", "7-8", "9-10", "11-12", "13+"][: len(by_length)]
+    window, rule = table["letter window"], table["letter rule"]
+    assert window["test_wer"] < rule["test_wer"]  # context beats one phoneme per letter
 
 
 def test_recipes_smoke_run_writes_both_placements(tmp_path):
@@ -40,6 +50,9 @@ def test_committed_recipes_have_three_seeds_per_placement():
     _check_recipes(result, [0, 1, 2])
     for name in NORM:
         assert all(0.3 < v < 0.7 for v in result["norm"][name]["dev_wer"]["values"])
+    table = result["count_table"]
+    assert table["training_words"] == 105_103
+    assert sum(c["words"] for c in table["letter window"]["test_wer_by_length"].values()) == 5_825
 
 
 def test_kv_cache_smoke_run_checks_identical_tokens(tmp_path):
@@ -55,6 +68,11 @@ def test_committed_kv_cache_speedups():
     result = load_result("kv_cache_speed.json")
     assert result["conditions"] and "command" in result
     assert {r["batch"] for r in result["runs"]} == {32, 128}
-    for run in result["runs"]:
-        assert run["identical_tokens"] is True and run["new_tokens"] == 64
-        assert run["speedup"] > 1.0
+    for batch in (32, 128):
+        runs = sorted((r for r in result["runs"] if r["batch"] == batch), key=lambda r: r["new_tokens"])
+        assert [r["new_tokens"] for r in runs] == [8, 16, 32, 64]
+        for run in runs:
+            assert run["identical_tokens"] is True and run["speedup"] > 1.0
+            assert run["position_ratio"] == (run["new_tokens"] + 1) / 2
+        # the chapter says the measured speed-up grows with the output length
+        assert all(a["speedup"] < b["speedup"] for a, b in zip(runs, runs[1:]))

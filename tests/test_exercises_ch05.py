@@ -170,8 +170,8 @@ def step_variant(kind):
             y = x + sa.attend(h, cache, mask=torch.ones(len(cache), len(cache), dtype=torch.bool).tril()[:1])
         else:
             y = x + sa.attend(h, cache)
-        crossed = block.cross_attn.attend(block.norm2(x if kind == "cross reads x" else y), memory_kv,
-                                          mask=None if kind == "no memory mask" else memory_mask)
+        query = y if kind == "cross reads raw y" else block.norm2(x if kind == "cross reads x" else y)
+        crossed = block.cross_attn.attend(query, memory_kv, mask=None if kind == "no memory mask" else memory_mask)
         y = crossed if kind == "no cross residual" else y + crossed
         y = y + block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(y))
         if kind == "full recompute, no cache":
@@ -196,6 +196,7 @@ STEP_WRONG = [
     (step_variant("post"), "post-norm"),
     (step_variant("no memory mask"), "ignores memory_mask"),
     (step_variant("cross reads x"), "cross-attention reads the old x"),
+    (step_variant("cross reads raw y"), "cross-attention reads the unnormalised stream"),
     (step_variant("no cross residual"), "no residual around cross-attention"),
     (step_variant("norm2 for ffn"), "norm2 before the feed-forward"),
     (step_in_place, MUTATION),
@@ -248,6 +249,8 @@ def loss_variant(kind):
         nll = -logp.gather(-1, targets[..., None])[..., 0]
         if kind == "V-1":
             smooth = (-logp.sum(-1) - nll) / (V - 1)
+        elif kind == "eps not over V":  # ε on every class: the sum of -log p, not its mean
+            smooth = -logp.sum(-1)
         else:
             smooth = -logp.mean(-1)
         eps = 0.0 if kind == "no eps" else epsilon
@@ -257,6 +260,8 @@ def loss_variant(kind):
             return loss.mean()
         if kind == "sum":
             return loss[real].sum()
+        if kind == "per batch":
+            return loss[real].sum() / targets.shape[0]
         if kind == "rows":
             return ((loss * real).sum(-1) / real.sum(-1).clamp(min=1)).mean()
         if kind == "in place":
@@ -276,6 +281,8 @@ def loss_variant(kind):
 SMOOTHING_WRONG = [
     (loss_variant("no eps"), "ignores epsilon"),
     (loss_variant("V-1"), "epsilon over V-1"),
+    (loss_variant("eps not over V"), "epsilon not divided by V"),
+    (loss_variant("per batch"), "divided by the batch size"),
     (loss_variant("pad counted"), "padding counted"),
     (loss_variant("pad 0"), "ignores pad_id"),
     (loss_variant("sum"), "sum, not mean"),
@@ -449,10 +456,14 @@ def _measure_in_range(fn):
     (1.5, 0.8, False, "between 0 and 1"),
     (0.99, 0.8, False, "above the smoothing optimum"),
     (0.8, 0.8, True, ""),
-    (0.89, 0.8, True, ""),
-    (0.71, 0.8, True, ""),
+    (0.78, 0.763, True, ""),
+    (0.74, 0.763, True, ""),
+    (0.80, 0.763, False, "too confident"),  # the old solution's guess: 0.037 too high
+    (0.88, 0.763, False, "too confident"),  # 1 - PER: errors counted, the optimum forgotten
+    (0.90, 0.763, False, "too confident"),  # the smoothing optimum, as if every position were right
     (0.85, 0.72, False, "too confident"),
     (0.3, 0.8, False, "too unsure"),
+    (0.72, 0.763, False, "too unsure"),
     (0.65, 0.76, False, "too unsure"),
 ])
 def test_confidence_prediction_compares_prediction_and_measurement(predicted, measured, passes, says, capsys):
@@ -464,6 +475,7 @@ def test_confidence_prediction_compares_prediction_and_measurement(predicted, me
         assert says in out
     else:
         assert result.diagnosis == says and f"{measured:.3f}" in out
+        assert ("too high" if says != "too unsure" else "too low") in out
 
 
 def test_confidence_prediction_rejects_a_measurement_outside_the_committed_range(capsys):

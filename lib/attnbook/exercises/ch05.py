@@ -127,6 +127,8 @@ def _smoothed(logits, targets, pad_id, epsilon, spread="V", ignore_pad=True, red
         loss = -torch.log((1 - epsilon) * torch.exp(-nll) + epsilon / V)
     elif form == "no smoothing term":
         loss = (1 - epsilon) * nll
+    elif spread == "all":  # ε (not ε / V) on every class: the target sums to 1 - ε + V·ε
+        loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1))
     elif spread == "V":
         smooth = -logp.mean(-1)
         loss = (1 - epsilon) * nll + epsilon * smooth
@@ -142,6 +144,8 @@ def _smoothed(logits, targets, pad_id, epsilon, spread="V", ignore_pad=True, red
     real = (targets != pad_id) if ignore_pad else torch.ones_like(targets, dtype=torch.bool)
     if reduce == "sum":
         return float((loss * real).sum())
+    if reduce == "batch":  # the sum over real tokens divided by the number of sequences B
+        return float((loss * real).sum() / targets.shape[0])
     if reduce == "rows":
         return float(((loss * real).sum(-1) / real.sum(-1).clamp(min=1)).mean())
     return float((loss * real).sum() / real.sum())
@@ -153,6 +157,9 @@ SMOOTHING_MISTAKES = [
     Mistake("epsilon over V-1", "you spread ε over the V - 1 wrong classes; here (as in PyTorch's "
             "label_smoothing) ε is spread over all V classes: target = (1 - ε)·one-hot + ε / V.",
             gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, spread="V-1")),
+    Mistake("epsilon not divided by V", "you put ε itself on every class: the smoothed target then sums "
+            "to 1 - ε + V·ε, not 1. Spread ε over the V classes, ε / V each (the mean of -log p over the "
+            "vocabulary, not its sum).", gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, spread="all")),
     Mistake("KL divergence", "you computed the KL divergence from the smoothed target, which is the "
             "cross-entropy minus the target's own entropy H(q): the same gradients, but a loss lower by a "
             "constant. The loss asked for (and PyTorch's) is the cross-entropy itself.",
@@ -169,6 +176,9 @@ SMOOTHING_MISTAKES = [
             gives=lambda lg, t, p, e: _smoothed(lg, t, 0, e)),
     Mistake("sum, not mean", "average over the real target tokens; you summed them.",
             gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="sum")),
+    Mistake("divided by the batch size", "you divided the summed loss by the number of sequences B; "
+            "the loss is a mean over the real target tokens, so divide by how many there are.",
+            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="batch")),
     Mistake("mean per sequence", "average over all real tokens of the batch at once, not per sequence and "
             "then over sequences (long sequences weigh more).",
             gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="rows")),
@@ -195,7 +205,9 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
             (logits, targets, pad_id, epsilon), expected, atol=1e-5, rtol=1e-5,
             hint="write the smoothed target distribution q of one position first and check that it sums "
                  "to 1; the loss of a position is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
-                 "log-softmax. Then decide which positions enter the average, and what it divides by."))
+                 "log-softmax. Then decide which positions enter the average, and what it divides by. "
+                 "Likely slips: ε put on every class instead of ε / V, or the sum divided by the batch "
+                 "size B instead of the number of real tokens."))
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
 
 
@@ -338,7 +350,10 @@ def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", 
     else:  # a lower-triangular mask cut from the top-left corner: the query sees the first key only
         y = x + sa.attend(h, kv, mask=torch.ones(1, len(kv), dtype=torch.bool).tril())
     mask = memory_mask if use_memory_mask else None
-    crossed = block.cross_attn.attend(block.norm2(x if cross_reads == "x" else y), memory_kv, mask=mask)
+    if cross_reads == "unnormalised":  # the stream itself, without norm2
+        crossed = block.cross_attn.attend(y, memory_kv, mask=mask)
+    else:
+        crossed = block.cross_attn.attend(block.norm2(x if cross_reads == "x" else y), memory_kv, mask=mask)
     y = y + crossed if cross_residual else crossed
     y = y + block.feed_forward(getattr(block, ffn_norm)(y))  # (B, 1, D)
     return y, (past if cache == "old" else kv)
@@ -365,6 +380,10 @@ STEP_MISTAKES = [
     Mistake("cross-attention reads the old x", "the cross-attention's queries come from the stream "
             "AFTER the self-attention has been added (norm2 of the updated x), not from the input x.",
             gives=lambda *a: _step_variant(*a, cross_reads="x")),
+    Mistake("cross-attention reads the unnormalised stream", "the cross-attention's queries read the "
+            "stream itself; in a pre-norm block every sublayer reads a normalised copy: "
+            "cross_attn.attend(norm2(x), ...), with x the stream after the self-attention.",
+            gives=lambda *a: _step_variant(*a, cross_reads="unnormalised")),
     Mistake("no residual around cross-attention", "the cross-attention's output replaced the stream: "
             "like every sublayer, it is added to it (x + sublayer(norm(x))).",
             gives=lambda *a: _step_variant(*a, cross_residual=False)),
@@ -402,18 +421,21 @@ def check_decoder_step(fn: Callable) -> CheckResult:
                  "stream as it is at that point and adding its output back. Only the self-attention "
                  "needs the cache: which positions must the new query see, and what must the cache "
                  "you return hold for the next step? Likely slips: a post-norm LayerNorm(y + cross-attention(y)) "
-                 "around the cross-attention alone (pre-norm adds the sublayer of norm2(y) to y), or the "
-                 "old cache returned."))
+                 "around the cross-attention alone (pre-norm adds the sublayer of norm2(y) to y), a "
+                 "cross-attention that reads the unnormalised stream y, or the old cache returned."))
     return run_cases("decoder step", no_grad(fn), cases, STEP_MISTAKES)
 
 
 # --- predict, then measure: how sure is a label-smoothed model? -----------------------------------
-# With label smoothing 0.1 and V = 43 phonemes the loss of one position is lowest when the model
-# puts 1 - 0.1 + 0.1/43 = 0.902 on the right token. The measured range below covers the chapter's
-# trained model on CPU and GPU (dev words, teacher-forced).
+# With label smoothing 0.1 and V = 43 classes the loss of one position is lowest when the model
+# puts 1 - 0.1 + 0.1/43 = 0.902 on the right token. The chapter's trained model measures 0.763 on
+# this CPU (dev words, teacher-forced); CONFIDENCE_RANGE is the band a CPU or GPU re-run of it must
+# land in. A prediction passes only within PREDICTION_TOLERANCE of the reader's own measurement:
+# tight enough that the midpoint of the band (0.77) or the smoothing optimum itself fails unless the
+# reasoning puts it there, and a miss is named by its direction.
 SMOOTHING_OPTIMUM = 1 - 0.1 + 0.1 / 43
-CONFIDENCE_RANGE = (0.70, 0.90)
-PREDICTION_TOLERANCE = 0.10  # a prediction this close to the measurement passes
+CONFIDENCE_RANGE = (0.72, 0.82)
+PREDICTION_TOLERANCE = 0.03
 
 
 def _target_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id, kind="right"):
@@ -502,30 +524,32 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
         return _finish(name, False, f"the measurement gave {measured:.3f}, outside the {low:.2f}-{high:.2f} that "
                        "the chapter's trained model gives: measure the chapter's model on the dev words as set up.")
     gap = float(predicted) - measured
-    said = (f"you predicted {float(predicted):.2f}; the model's average is {measured:.3f}, and a model that "
-            f"fit the smoothed targets exactly would give {SMOOTHING_OPTIMUM:.3f} at every position")
     print(f"   right-token probability on the dev words: {measured:.3f} (expected {low:.2f}-{high:.2f}) ok")
     if abs(gap) <= PREDICTION_TOLERANCE:
-        return _finish(name, True, f"you predicted {float(predicted):.2f}: within {PREDICTION_TOLERANCE:.2f} of the "
-                       "measurement.")
+        return _finish(name, True, f"you predicted {float(predicted):.2f}, the model's average is {measured:.3f}: "
+                       f"within {PREDICTION_TOLERANCE:.2f}.")
+    direction = "too high" if gap > 0 else "too low"
+    said = (f"you predicted {float(predicted):.2f}, the model's average is {measured:.3f}: your prediction is "
+            f"{direction} by {abs(gap):.2f} (a pass is within {PREDICTION_TOLERANCE:.2f}); a model that fit the "
+            f"smoothed targets exactly would give {SMOOTHING_OPTIMUM:.3f} at every position")
     if float(predicted) > SMOOTHING_OPTIMUM:
-        why = (f"no position gains from going above {SMOOTHING_OPTIMUM:.3f}: with ε = 0.1 over 43 phonemes the "
+        why = (f"no position gains from going above {SMOOTHING_OPTIMUM:.3f}: with ε = 0.1 over 43 classes the "
                "loss is lowest there, so training pulls a certain model back; and the average is lower "
                f"still, by {SMOOTHING_OPTIMUM - measured:.3f}, because of the positions where the model is unsure "
                "or wrong (its PER is about 12%)")
         diagnosis = "above the smoothing optimum"
     elif gap > 0:
-        why = (f"you allowed for smoothing, but the model is less sure than that: its average sits "
-               f"{SMOOTHING_OPTIMUM - measured:.3f} below the optimum, pulled down by the positions where it is "
-               "unsure or wrong after only 1,200 training steps")
+        why = ("you allowed for smoothing, and perhaps for the wrong phonemes, but two things pull the "
+               f"average down: about one position in eight is wrong (PER about 12%) and gives the right "
+               f"phoneme little, and after only 1,200 steps even the right positions sit below "
+               f"{SMOOTHING_OPTIMUM:.3f} (the training loss ends well above its smoothing floor)")
         diagnosis = "too confident"
     else:
         why = ("the model is surer than you thought: it gets most phonemes right (its test PER is about "
                f"12%), so the right phoneme gets {measured:.2f} of the probability on average")
         diagnosis = "too unsure"
-    return _finish(name, False, f"{said}: {gap:+.2f} from the measurement. {why[0].upper() + why[1:]}. Note "
-                   "what surprised you, then set predicted_probability to the measured value to move on.",
-                   diagnosis)
+    return _finish(name, False, f"{said}. {why[0].upper() + why[1:]}. Note what surprised you, then set "
+                   "predicted_probability to the measured value to move on.", diagnosis)
 
 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
