@@ -7,12 +7,13 @@ Legend: B batch, T new positions, P cached positions, D model width, H heads, Dh
 """
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, no_grad, run_cases
-from attnbook.exercises.predictions import Outcome, check_prediction
+from attnbook.exercises.predictions import Outcome, _as_number, check_prediction
 from attnbook.layers.attention import KVCache, MultiHeadAttention
 from attnbook.layers.blocks import causal_self_attention
 from attnbook.layers.masks import causal_mask
@@ -45,6 +46,12 @@ def _reference_merge(x: torch.Tensor) -> torch.Tensor:
     return x.permute(0, 2, 3, 1).reshape(B, T, Dh * H)  # (B, T, D)
 
 
+def _step_head_width(x: torch.Tensor, num_heads: int) -> list[torch.Tensor]:
+    """x[..., i::Dh] stacked over the H heads or over the Dh features: a step of Dh, not H."""
+    step = x.shape[-1] // num_heads
+    return [torch.stack([x[..., i::step] for i in range(n)], dim=1) for n in (num_heads, step)]
+
+
 # --- split heads, strided layout -----------------------------------------------------------------
 SPLIT_MISTAKES = [
     Mistake("blocks of columns", "that is the chapter's layout (head h = a block of Dh neighbouring "
@@ -53,6 +60,11 @@ SPLIT_MISTAKES = [
     Mistake("no permute", "reshaping (B, T, D) straight to (B, H, T, Dh) mixes positions into heads: view "
             "it as (B, T, Dh, H), then move the heads axis to dimension 1.",
             gives=lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("step Dh instead of H", "x[..., h::Dh] steps by the head width: head h takes the columns h, "
+            "h + H, h + 2H, ..., a step of H (num_heads), so x[..., h::num_heads] for h in range(num_heads) "
+            "(or view as (B, T, Dh, H)).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and args[1] > 1
+            and any(got.shape == w.shape and torch.equal(got, w) for w in _step_head_width(*args))),
     Mistake("features and heads swapped", "after view(B, T, Dh, H) the last axis is the head: the result "
             "must be (B, H, T, Dh), so permute(0, 3, 1, 2), not a transpose of dimensions 1 and 2.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 4
@@ -166,6 +178,19 @@ def check_heads_prediction(prediction: object, measured: object) -> CheckResult:
     return check_prediction(HEADS_OUTCOME, prediction, measured)
 
 
+def check_heads_measurement(measure: Callable[[], float], prediction: object = None) -> CheckResult:
+    """``measure_64_heads() -> float``: trains the chapter's neighbours model with 64 heads and
+    returns its share of interior positions with both answers right; ``prediction``, written before
+    measuring (the command line passes the file's ``prediction_measure_64_heads`` or
+    ``prediction``), is compared with it as in the notebook's ``check_heads_prediction``."""
+    guess = _as_number(prediction)
+    if guess is None or not 0.0 <= guess <= 1.0:  # no training before there is a usable prediction
+        return check_heads_prediction(prediction, None)
+    if not callable(measure):
+        return check_heads_prediction(prediction, measure)
+    return check_heads_prediction(prediction, measure())
+
+
 # --- one cached step of causal self-attention ---------------------------------------------------------
 def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=False):
     kv = attn.project_kv(x, x)  # (B, H, T, Dh) each
@@ -181,6 +206,8 @@ def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=Fa
         m = causal_mask(T, S)
     elif mask == "top-left":
         m = torch.ones(T, S, dtype=torch.bool).tril()
+    elif mask == "inverted":  # PyTorch's convention (True = blocked) given to the book's layer
+        m = ~causal_mask(T, S)
     elif mask == "strict":
         m = torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)
     out = attn.attend(x, full, m)
@@ -206,6 +233,15 @@ CACHED_MISTAKES = [
             and not torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)),
     Mistake("new before old", "the new positions come after the cached ones: extend the cache (old keys first).",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, order="new-old")),
+    Mistake("inverted mask", "the mask is inverted: in this book True means 'may attend' (the keys 0 .. "
+            "P + i for new query i), so pass causal_mask(T, P + T) itself; ~mask is the convention of "
+            "PyTorch's nn.MultiheadAttention (True = blocked).",
+            gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="inverted")),
+    Mistake("square causal mask", "causal_mask(T) is Chapter 3's square (T, T) mask, for queries and keys "
+            "that are the same T positions; here the keys are the P + T positions of the extended cache, "
+            "and the T new queries are the last T of them: causal_mask(T, P + T) gives that (T, P + T) "
+            "mask (the library refused the (T, T) one).",
+            when=lambda args, got: isinstance(got, _SquareMaskRefused)),
     Mistake("no causal mask", "with several new positions, each must not see the ones after it: pass "
             "causal_mask(T, P + T) to attend.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
     Mistake("own key hidden", "each new query must see its own key too: the mask is True for keys 0 .. "
@@ -217,6 +253,36 @@ CACHED_MISTAKES = [
             "causal_mask(T, P + T), not a square lower triangle.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="top-left")),
 ]
+
+
+class _SquareMaskRefused:
+    """What a reader's step returned in place of an answer when ``attend`` refused a square
+    (T, T) mask against the P + T keys (P > 0): the checker names that mistake."""
+
+    def __init__(self, error: Exception):
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"ValueError: {self.error}"
+
+
+def _square_mask_named(fn: Callable) -> Callable:
+    """``fn``, but a ValueError about a (T, T) mask that does not fit the scores comes back as a
+    ``_SquareMaskRefused`` (named by CACHED_MISTAKES); every other exception is raised as it was."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(attn, x, cache, *args, **kwargs):
+        try:
+            return fn(attn, x, cache, *args, **kwargs)
+        except ValueError as err:
+            T = x.shape[1] if isinstance(x, torch.Tensor) and x.dim() == 3 else None
+            if T is not None and f"mask of shape ({T}, {T}) does not fit" in str(err):
+                return _SquareMaskRefused(err)
+            raise
+
+    return wrapped
 
 
 def check_cached_self_attention(fn: Callable) -> CheckResult:
@@ -240,11 +306,12 @@ def check_cached_self_attention(fn: Callable) -> CheckResult:
                  "cache), attend to all P + T of them with a mask in which the T new queries are the "
                  "last T positions, and return the output with the cache you attended to.",
         ))
-    return run_cases("cached self-attention step", no_grad(fn), cases, CACHED_MISTAKES)
+    return run_cases("cached self-attention step", no_grad(_square_mask_named(fn)), cases, CACHED_MISTAKES)
 
 
 EXERCISES = {
     "split_heads_strided": check_split_heads_strided,
     "merge_heads_strided": check_merge_heads_strided,
     "cached_self_attention": check_cached_self_attention,
+    "measure_64_heads": check_heads_measurement,
 }
