@@ -297,6 +297,12 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
     assert not check_heads_measurement(measure)  # no prediction: not done, nothing trained
     assert not check_heads_measurement(measure, prediction=37)  # a percentage, nothing trained
     assert calls == []
+
+    def not_written():
+        raise NotImplementedError
+
+    assert not check_heads_measurement(not_written, prediction=0.5)  # prediction only: not done
+    assert "not done yet: your prediction is written" in capsys.readouterr().out
     assert check_heads_measurement(measure, prediction=0.9) and calls == [1]
     assert not check_heads_measurement(lambda: 1.0, prediction=0.9)  # H = 2 .. 32, not 64
     capsys.readouterr()
