@@ -411,3 +411,22 @@ def test_one_ninth_is_named_not_accepted(capsys):
     result = check_length_prediction(0.125, 0.109)
     assert not result and result.diagnosis == "model without positions"
     assert chapter_model() is chapter_model()  # trained once
+
+
+def test_length_prediction_is_on_the_command_line(tmp_path, capsys):
+    """The predict-then-measure exercise runs from a .py file too: position_accuracy is in
+    EXERCISES, and the file's prediction_position_accuracy reaches check_length_prediction."""
+    import inspect
+
+    from attnbook.exercises.__main__ import check_file
+    from attnbook.exercises.ch03 import EXERCISES
+    assert EXERCISES["position_accuracy"] is check_position_accuracy
+    answers = tmp_path / "answers.py"
+    source = "import torch\n\n" + inspect.getsource(position_accuracy)
+    answers.write_text(source + "\nprediction_position_accuracy = 0.9\n")
+    check_file("ch03", answers)  # the other exercises are missing: only this one is read
+    out = capsys.readouterr().out
+    assert "accuracy at each position of length 8" in out and "is above the measured range" in out
+    answers.write_text(source)  # no prediction: not done
+    check_file("ch03", answers)
+    assert "not done yet: write your prediction" in capsys.readouterr().out

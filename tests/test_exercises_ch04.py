@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from attnbook.exercises.ch04 import (
-    HEADS_RANGE, check_cached_self_attention, check_heads_prediction, check_merge_heads_strided,
-    check_split_heads_strided,
+    EXERCISES, HEADS_RANGE, check_cached_self_attention, check_heads_measurement,
+    check_heads_prediction, check_merge_heads_strided, check_split_heads_strided,
 )
 from attnbook.exercises.core import MUTATION
 from attnbook.layers import KVCache, causal_mask
@@ -55,6 +55,16 @@ def split_by_index(x, num_heads):  # right, another way: gather columns h, h + H
     return torch.stack([x[..., h::num_heads] for h in range(num_heads)], dim=1)
 
 
+def split_step_head_width(x, num_heads):  # x[..., h::Dh]: a step of the head width, not of H
+    step = x.shape[-1] // num_heads
+    return torch.stack([x[..., h::step] for h in range(num_heads)], dim=1)
+
+
+def split_step_head_width_over_features(x, num_heads):  # the same step, looped over Dh
+    step = x.shape[-1] // num_heads
+    return torch.stack([x[..., h::step] for h in range(step)], dim=1)
+
+
 SPLIT_WRONG = [
     (blocks_split, "blocks of columns"),
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
@@ -66,6 +76,8 @@ SPLIT_WRONG = [
      "positions and features swapped"),
     (lambda x, h: split_heads_strided(x, h).flip(1), "heads in reverse order"),
     (lambda x, h: split_heads_strided(x, h).flip(-1), "features reversed"),
+    (split_step_head_width, "step Dh instead of H"),
+    (split_step_head_width_over_features, "step Dh instead of H"),
     (not_done, ""),
 ]
 
@@ -180,6 +192,22 @@ def cached_strict_mask(attn, x, cache):  # each new query cannot see its own key
     return attn.attend(x, full, torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)), full
 
 
+def cached_inverted_mask(attn, x, cache):  # PyTorch's convention: True = blocked
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    return attn.attend(x, full, ~causal_mask(x.shape[1], len(full))), full
+
+
+def cached_chapter3_mask(attn, x, cache):  # the square (T, T) mask of Chapter 3
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    return attn.attend(x, full, causal_mask(x.shape[1])), full
+
+
+def cached_bad_shape(attn, x, cache):  # another error is reported as it was raised
+    raise ValueError("mask of shape (9, 9) does not fit")
+
+
 CACHED_WRONG = [
     (cached_discards_extend, "cache not extended"),
     (cached_returns_old, "returns the old cache"),
@@ -191,6 +219,9 @@ CACHED_WRONG = [
     (cached_forward, "ignores the cache"),
     (lambda attn, x, cache: (cached_self_attention(attn, x, None)[0],
                              cached_self_attention(attn, x, cache)[1]), "output ignores the cache"),
+    (cached_inverted_mask, "inverted mask"),
+    (cached_chapter3_mask, "square causal mask"),
+    (cached_bad_shape, ""),
     (cached_in_place, MUTATION),
     (lambda attn, x, cache: (cached_self_attention(attn, x, cache)[0], None), ""),
     (not_done, ""),
@@ -244,3 +275,47 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
     triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
     assert names == triggered
+
+
+def test_square_mask_message_names_the_fix(capsys):
+    result = check_cached_self_attention(cached_chapter3_mask)
+    out = capsys.readouterr().out
+    assert result.diagnosis == "square causal mask" and "causal_mask(T, P + T)" in out
+
+
+def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
+    """The predict-then-measure exercise runs from a .py file too: the file's measure_64_heads()
+    is called only once a prediction is written."""
+    from attnbook.exercises.__main__ import check_file
+    assert EXERCISES["measure_64_heads"] is check_heads_measurement
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return 0.37
+
+    assert not check_heads_measurement(measure)  # no prediction: not done, nothing trained
+    assert not check_heads_measurement(measure, prediction=37)  # a percentage, nothing trained
+    assert calls == []
+
+    def not_written():
+        raise NotImplementedError
+
+    assert not check_heads_measurement(not_written, prediction=0.5)  # prediction only: not done
+    assert "not done yet: your prediction is written" in capsys.readouterr().out
+    assert check_heads_measurement(measure, prediction=0.9) and calls == [1]
+    assert not check_heads_measurement(lambda: 1.0, prediction=0.9)  # H = 2 .. 32, not 64
+    capsys.readouterr()
+    answers = tmp_path / "answers.py"
+    answers.write_text("prediction_measure_64_heads = 0.5\n"
+                       "def measure_64_heads():\n    return 0.37\n")
+    from attnbook.exercises import ch04
+    saved = dict(ch04.EXERCISES)
+    try:  # only this exercise: the others need their functions
+        ch04.EXERCISES.clear()
+        ch04.EXERCISES["measure_64_heads"] = check_heads_measurement
+        assert check_file("ch04", answers) == 0
+    finally:
+        ch04.EXERCISES.clear()
+        ch04.EXERCISES.update(saved)
+    assert "inside the measured range" in capsys.readouterr().out

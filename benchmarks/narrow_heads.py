@@ -1,0 +1,75 @@
+"""Chapter 4's neighbours task with narrow heads, trained longer than the chapter's 600 steps.
+
+Usage (from the repository root):
+``python benchmarks/narrow_heads.py [--heads 64 32] [--seeds 0 1] [--steps 2400] [--jobs 2]``
+
+The set-up is the chapter's section 4.6 exactly (12 letters out of 16, width D = 64, sinusoidal
+positions, one attention layer, two linear read-outs, Adam at 3e-3, batches of 64, the test set of
+2,000 sequences drawn with seed 123), one thread per run. Every ``--eval-every`` steps it scores
+the share of interior positions (1 .. T-2, two answers each) with both answers right, so a run
+shows whether the 600-step figure of exercise ex-ch04-heads is where training ends or where it
+was stopped. Each run prints one JSON line; the results file collects them.
+"""
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+import common
+from attnbook.data.synthetic import neighbours_task, task_batches
+from attnbook.env import seed_everything
+from attnbook.models.tagger import SelfAttentionTagger
+from attnbook.tasks.tagging import tagging_loss
+from attnbook.train import fit
+
+SEQ_LEN, VOCAB, WIDTH, LR = 12, 16, 64, 3e-3
+
+
+def interior_both_right(model, tokens, targets) -> float:
+    with torch.no_grad():
+        named = model(tokens).argmax(-1)[:, 1:-1]  # (B, T-2, 2)
+    return (named == targets[:, 1:-1]).all(-1).float().mean().item()
+
+
+def run(num_heads: int, seed: int, steps: int, eval_every: int) -> dict:
+    torch.set_num_threads(1)
+    tokens, targets = neighbours_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
+    gen = seed_everything(seed)
+    model = SelfAttentionTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, positional="sinusoidal",
+                                num_outputs=2)
+    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    batches = task_batches(neighbours_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
+    history = fit(model, batches, tagging_loss, optimizer, steps, progress=False,
+                  eval_fn=lambda m: {"both_right": interior_both_right(m, tokens, targets)},
+                  eval_every=eval_every)
+    curve = {str(step): round(value, 4) for step, value in history.metrics["both_right"]}
+    last = history.losses[-50:]  # the mean loss of the last 50 steps
+    row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed, "both_right": curve,
+           "loss_last_50_steps": round(sum(last) / len(last), 4)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = common.parser(__doc__)
+    p.add_argument("--heads", type=int, nargs="+", default=[64, 32])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1])
+    p.add_argument("--steps", type=int, default=2400)
+    p.add_argument("--eval-every", type=int, default=600)
+    p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--out", default=str(common.RESULTS / "narrow_heads.json"))
+    args = p.parse_args(argv)
+    jobs = [(h, s, args.steps, args.eval_every) for h in args.heads for s in args.seeds]
+    rows = common.run_jobs(run, jobs, args.jobs)
+    common.write_result(common.Path(args.out), {
+        "description": __doc__.splitlines()[0],
+        "machine": common.machine(args.jobs if args.jobs > 1 else None),
+        "runs": rows,
+    })
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
