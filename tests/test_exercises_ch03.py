@@ -116,6 +116,12 @@ def pool_fill_zero(x, query, lengths):  # masked_fill(~real, 0.0): padding still
     return (torch.softmax(scores, 1)[:, :, None] * x).sum(1)
 
 
+def pool_zeroed_tokens(x, query, lengths):  # padding zeroed in x, scores left unmasked
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+    x = x * real[:, :, None]
+    return (torch.softmax(x @ query / math.sqrt(x.shape[-1]), 1)[:, :, None] * x).sum(1)
+
+
 def pool_off_by_one(x, query, lengths):  # s <= lengths: one padded position counted as real
     real = torch.arange(x.shape[1])[None, :] <= lengths[:, None]
     scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
@@ -136,6 +142,7 @@ def pool_max(x, query, lengths):
 POOL_WRONG = [
     (pool(mask=None), "padding attended"),
     (pool(mask="after"), "masked after the softmax"),
+    (pool_zeroed_tokens, "padded tokens zeroed"),
     (pool(divisor=lambda x, n: 1.0), "unscaled"),
     (pool(divisor=lambda x, n: math.sqrt(x.shape[1])), "scaled by length"),
     (pool(dim=0), "softmax over the batch"),
@@ -386,6 +393,10 @@ POSITION_WRONG = [
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok).float().mean(0), "not reversed"),
     (lambda m, tok: 100 * position_accuracy(m, tok), "percent"),
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
+    (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
+    (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),
+     "answer dimension kept"),  # squeezes the wrong dimension, so the (B, T, 1) stays
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)[:, 1:]).float().mean(0), ""),
     (lambda m, tok: torch.full((tok.shape[1],), 0.125), ""),  # the measured mean, hard-coded
     (lambda m, tok: position_accuracy(m, tok)[:-1], ""),
     (not_done, ""),

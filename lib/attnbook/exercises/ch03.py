@@ -7,12 +7,13 @@ Legend: B batch, T query length, S key length, Dk query/key width, Dv value widt
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, compare, run_cases
 from attnbook.exercises.predictions import Outcome, check_prediction
 from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import token_mask
@@ -91,6 +92,13 @@ def _pool_fill(x, query, lengths, value):
     return (weights[:, :, None] * x).sum(1)  # (B, D)
 
 
+def _pool_zeroed_tokens(x, query, lengths):
+    real = token_mask(lengths, x.shape[1])[:, :, None]  # (B, S, 1)
+    zeroed = x * real  # (B, S, D): padding set to 0, scores left unmasked
+    weights = torch.softmax(zeroed @ query / math.sqrt(x.shape[-1]), dim=-1)  # (B, S)
+    return (weights[:, :, None] * zeroed).sum(1)  # (B, D)
+
+
 def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: float):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, S, D, generator=g)  # (B, S, D), padding included
@@ -108,6 +116,10 @@ POOL_MISTAKES = [
     Mistake("padding scored 0", "masked_fill(..., 0.0) gives the padding a score of 0, and exp(0) = 1 is "
             "still weight: fill the padded scores with -inf.",
             gives=lambda x, q, n: _pool_fill(x, q, n, 0.0)),
+    Mistake("padded tokens zeroed", "you zeroed the padded tokens instead of masking their scores: a zero "
+            "vector still scores 0, and exp(0) = 1 takes weight away from the real tokens. Set the padded "
+            "scores to -inf before the softmax.",
+            gives=lambda x, q, n: _pool_zeroed_tokens(x, q, n)),
     Mistake("padding mask off by one", "one padded position too many is treated as real: position j is "
             "real when j < lengths[b] (token_mask(lengths, S)), not j <= lengths[b].",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
@@ -407,8 +419,9 @@ LENGTH_OUTCOME = Outcome(
     inside="The rule it learned, position i looks at position 9 - i, belongs to the training "
            "length; at length 8 only position 0 still finds its mirror.",
     above="Positional encodings give positions, not the task's rule: the model learned 'position "
-          "i looks at position 9 - i', and at length 8 the mirror of i is 7 - i; nothing in the "
-          "input tells it the length.",
+          "i looks at position 9 - i', and at length 8 the mirror of i is 7 - i. Query i's vector "
+          "(its letter plus PE(i)) holds no T, so in this one layer its score for each key is the "
+          "same at every length; T only decides which keys are there to be scored.",
     mistakes=((*NO_POSITIONS_AT_10, "model without positions", _AT_10),
               (*NO_POSITIONS_RANGE, "model without positions",
                "that is about 1/7, guessing among the other 7 letters: you scored the model "
@@ -457,7 +470,55 @@ def _position_accuracy(model, tokens, against=None, dim=0):
     return (_answers(model, tokens) == gold).float().mean(dim)
 
 
+class RaisedError:
+    """What a function returned that raised on the model's ``(B, T, 1, V)`` logits but gives
+    the right answer once the answer dimension is gone (see ``_diagnosing_answer_dim``)."""
+
+    def __init__(self, err: Exception) -> None:
+        self.err = err
+
+    def __repr__(self) -> str:
+        return f"{type(self.err).__name__}: {self.err}"
+
+
+class _OneAnswer(torch.nn.Module):
+    """``model`` with its answer dimension taken: logits ``(B, T, V)``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model(tokens)[..., 0, :]  # (B, T, V)
+
+
+def _diagnosing_answer_dim(fn: Callable) -> Callable:
+    """``fn``, except that an error which goes away once the model's logits lose their answer
+    dimension (a missing ``[..., 0]``) comes back as a ``RaisedError`` for a mistake to name."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(model, tokens):
+        try:
+            return fn(model, tokens)
+        except RuntimeError as err:
+            try:
+                fixed = fn(_OneAnswer(model), tokens)
+            except Exception:  # noqa: BLE001 - another error: report the original one
+                raise err from None
+            if compare(fixed, _position_accuracy(model, tokens), 1e-5, 1e-5) is None:
+                return RaisedError(err)
+            raise
+
+    return wrapped
+
+
 POSITION_MISTAKES = [
+    Mistake("answer dimension kept", "model(tokens) is (B, T, 1, V): the one answer per position has a "
+            "dimension of its own, so argmax(-1) gives (B, T, 1), which does not line up with the "
+            "(B, T) tokens. Take the answer with [..., 0] before comparing.",
+            when=lambda args, got: isinstance(got, RaisedError)),
     Mistake("one number", "that is the accuracy over all positions: keep one share per position, "
             "the mean over the batch only (dim 0), shape (T,).",
             when=lambda args, got: isinstance(got, (torch.Tensor, float)) and torch.as_tensor(got).numel() == 1
@@ -487,7 +548,7 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
         cases.append(Case(f"tokens ({batch}, {length})", (model, tokens), _position_accuracy(model, tokens),
                           hint="the answer at position i is the argmax of model(tokens)[:, i, 0]; "
                                "compare it with tokens[:, T - 1 - i] and average over the batch."))
-    result = run_cases("per-position accuracy", fn, cases, POSITION_MISTAKES)
+    result = run_cases("per-position accuracy", _diagnosing_answer_dim(fn), cases, POSITION_MISTAKES)
     if not result:
         return result
     tokens, _ = reversal_task(500, 8, 20, torch.Generator().manual_seed(7))
