@@ -210,6 +210,9 @@ WINDOW_MASK_MISTAKES = [
     Mistake("window one too narrow", "each query sees window - 1 keys: the window includes the query's "
             "own position, so keep j > position - window (itself and the window - 1 before it).",
             gives=lambda t, s, w: _window_mask(t, s, w, lo=1)),
+    Mistake("one window for all queries", "every query sees the same last `window` keys: the window moves "
+            "with the query, keys position - window < j <= position for the query at position "
+            "S - T + i.", gives=lambda t, s, w: _window_mask(t, s, s) & (torch.arange(s)[None, :] >= s - w)),
     Mistake("aligned to the first keys", "your queries sit at positions 0..T-1; after a cache they are the "
             "LAST T of the S positions: query i is at position S - T + i.",
             gives=lambda t, s, w: _window_mask(t, s, w, offset=0)),
@@ -282,6 +285,13 @@ def _similarity(offsets, d_model, exponent="2i", pairs=1.0, func=torch.cos, base
     return (pairs * func(offsets.double()[:, None] * inv_freq).sum(-1)).float()  # (K,)
 
 
+def _cos_terms(offsets: torch.Tensor, d_model: int, p: int) -> torch.Tensor:
+    """Only the cos · cos half of each pair, at position p (a mistake)."""
+    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
+    first = torch.cos(p * inv_freq)  # (D/2,)
+    return (first * torch.cos((p + offsets.double()[:, None]) * inv_freq)).sum(-1).float()  # (K,)
+
+
 def _expected_similarity(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
     """PE[p] · PE[p + k] from the library's table, at a p where every p + k is in it."""
     if offsets.numel() == 0:
@@ -306,6 +316,14 @@ SIMILARITY_MISTAKES = [
             and bool((args[0] < 0).any()) and bool((got[args[0] < 0] == 0).all())
             and torch.allclose(got[args[0] >= 0].float(), _expected_similarity(args[0], args[1])[args[0] >= 0],
                                atol=1e-4, rtol=1e-4)),
+    Mistake("sine plus cosine", "you added sin(kω_i) and cos(kω_i): in sin(a) sin(b) + cos(a) cos(b) the sines "
+            "of the two positions multiply, and the pair comes to cos(a - b) = cos(kω_i) alone.",
+            gives=lambda k, d: _similarity(k, d) + _similarity(k, d, func=torch.sin)),
+    Mistake("cosine terms only", "that looks like cos(pω_i) cos((p + k)ω_i) alone, at one position p: add the "
+            "sine term sin(pω_i) sin((p + k)ω_i) of each pair, and p drops out.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
+            and any(torch.allclose(got.float(), _cos_terms(args[0], args[1], p), atol=1e-4, rtol=1e-4)
+                    for p in range(4))),
     Mistake("sine instead of cosine", "sin(a) sin(b) + cos(a) cos(b) = cos(a - b): each pair contributes "
             "cos(offset · ω_i), not a sine.", gives=lambda k, d: _similarity(k, d, func=torch.sin)),
 ]
@@ -529,6 +547,11 @@ POSITION_MISTAKES = [
     Mistake("not reversed", "you compared each answer with the token at the same position: the answer "
             "at position i is the token at T - 1 - i (tokens.flip(1)).",
             gives=lambda m, tok: _position_accuracy(m, tok, against=tok)),
+    Mistake("mirror off by one", "the right answer at position i is tokens[:, T - 1 - i] (tokens.flip(1)), "
+            "not the token one place beside it.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
+            and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
+                    for r in (1, -1))),  # the second looks like 'not reversed' on case 1
     Mistake("percent", "give shares from 0 to 1, not percentages.",
             gives=lambda m, tok: 100 * _position_accuracy(m, tok)),
     Mistake("counts", "you counted the right answers: divide by the batch size (take the mean).",
