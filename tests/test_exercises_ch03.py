@@ -116,6 +116,12 @@ def pool_fill_zero(x, query, lengths):  # masked_fill(~real, 0.0): padding still
     return (torch.softmax(scores, 1)[:, :, None] * x).sum(1)
 
 
+def pool_zeroed_tokens(x, query, lengths):  # padding zeroed in x, scores left unmasked
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+    x = x * real[:, :, None]
+    return (torch.softmax(x @ query / math.sqrt(x.shape[-1]), 1)[:, :, None] * x).sum(1)
+
+
 def pool_off_by_one(x, query, lengths):  # s <= lengths: one padded position counted as real
     real = torch.arange(x.shape[1])[None, :] <= lengths[:, None]
     scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
@@ -136,6 +142,7 @@ def pool_max(x, query, lengths):
 POOL_WRONG = [
     (pool(mask=None), "padding attended"),
     (pool(mask="after"), "masked after the softmax"),
+    (pool_zeroed_tokens, "padded tokens zeroed"),
     (pool(divisor=lambda x, n: 1.0), "unscaled"),
     (pool(divisor=lambda x, n: math.sqrt(x.shape[1])), "scaled by length"),
     (pool(dim=0), "softmax over the batch"),
@@ -171,11 +178,18 @@ def window_from_key_mask(t, s, w):  # right values, through key_mask
     return torch.stack(rows) & ~torch.ones(t, s, dtype=torch.bool).tril(s - t - w)
 
 
+def window_same_for_all(num_queries, num_keys, window):  # every query: the last `window` keys
+    position = num_keys - num_queries + torch.arange(num_queries)[:, None]  # (T, 1)
+    key = torch.arange(num_keys)[None, :]  # (1, S)
+    return (key <= position) & (key >= num_keys - window)
+
+
 WINDOW_MASK_WRONG = [
     (lambda t, s, w: torch.ones(t, s, dtype=torch.bool).tril(s - t), "no window"),
     (window(lo=-1), "window one too wide"),
     (window(lo=1), "window one too narrow"),
     (window(offset=0), "aligned to the first keys"),
+    (window_same_for_all, "one window for all queries"),
     (window(hi=-1), "strictly causal"),
     (window(causal=False), "not causal"),
     (lambda t, s, w: ~window()(t, s, w), "inverted"),
@@ -222,6 +236,14 @@ def pe_builds_table(offsets, d_model):  # the right numbers, from the table
     return (table[p] * table[p + offsets]).sum(-1)
 
 
+def pe_cos_terms(p):  # only the cos(pω) cos((p + k)ω) half of each pair, at one position p
+    def fn(offsets, d_model):
+        inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+        angle = (p + offsets.double()[:, None]) * inv_freq  # (K, D/2)
+        return (torch.cos(p * inv_freq) * torch.cos(angle)).sum(-1).float()
+    return fn
+
+
 SIMILARITY_WRONG = [
     (pe_variant(index="i"), "exponent i"),
     (pe_variant(factor=2.0), "pairs counted twice"),
@@ -231,6 +253,9 @@ SIMILARITY_WRONG = [
     (pe_from_table, ""),
     (pe_mean, "mean instead of sum"),
     (pe_base(1000.0), "base 1000"),
+    (lambda k, d: pe_similarity(k, d) + pe_variant(func=torch.sin)(k, d), "sine plus cosine"),
+    (pe_cos_terms(1), "cosine terms only"),
+    (pe_cos_terms(3), "cosine terms only"),  # at p = 0 it is right: cos(0) = 1
     (pe_builds_table, ""),  # right values, but builds the table the exercise forbids
     (lambda offsets, d: pe_similarity(offsets, 16), ""),  # ignores d_model
     (not_done, ""),
@@ -384,8 +409,14 @@ POSITION_WRONG = [
     (lambda m, tok: position_accuracy(m, tok).mean().item(), "one number"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).float().mean(1), "per sequence"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok).float().mean(0), "not reversed"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1).roll(1, 1)).float().mean(0),
+     "mirror off by one"),
     (lambda m, tok: 100 * position_accuracy(m, tok), "percent"),
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
+    (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
+    (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),
+     "answer dimension kept"),  # squeezes the wrong dimension, so the (B, T, 1) stays
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)[:, 1:]).float().mean(0), ""),
     (lambda m, tok: torch.full((tok.shape[1],), 0.125), ""),  # the measured mean, hard-coded
     (lambda m, tok: position_accuracy(m, tok)[:-1], ""),
     (not_done, ""),

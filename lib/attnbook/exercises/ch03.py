@@ -7,12 +7,13 @@ Legend: B batch, T query length, S key length, Dk query/key width, Dv value widt
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, Mistake, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, compare, run_cases
 from attnbook.exercises.predictions import Outcome, check_prediction
 from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import token_mask
@@ -91,6 +92,13 @@ def _pool_fill(x, query, lengths, value):
     return (weights[:, :, None] * x).sum(1)  # (B, D)
 
 
+def _pool_zeroed_tokens(x, query, lengths):
+    real = token_mask(lengths, x.shape[1])[:, :, None]  # (B, S, 1)
+    zeroed = x * real  # (B, S, D): padding set to 0, scores left unmasked
+    weights = torch.softmax(zeroed @ query / math.sqrt(x.shape[-1]), dim=-1)  # (B, S)
+    return (weights[:, :, None] * zeroed).sum(1)  # (B, D)
+
+
 def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: float):
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, S, D, generator=g)  # (B, S, D), padding included
@@ -108,6 +116,10 @@ POOL_MISTAKES = [
     Mistake("padding scored 0", "masked_fill(..., 0.0) gives the padding a score of 0, and exp(0) = 1 is "
             "still weight: fill the padded scores with -inf.",
             gives=lambda x, q, n: _pool_fill(x, q, n, 0.0)),
+    Mistake("padded tokens zeroed", "you zeroed the padded tokens instead of masking their scores: a zero "
+            "vector still scores 0, and exp(0) = 1 takes weight away from the real tokens. Set the padded "
+            "scores to -inf before the softmax.",
+            gives=lambda x, q, n: _pool_zeroed_tokens(x, q, n)),
     Mistake("padding mask off by one", "one padded position too many is treated as real: position j is "
             "real when j < lengths[b] (token_mask(lengths, S)), not j <= lengths[b].",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
@@ -198,6 +210,9 @@ WINDOW_MASK_MISTAKES = [
     Mistake("window one too narrow", "each query sees window - 1 keys: the window includes the query's "
             "own position, so keep j > position - window (itself and the window - 1 before it).",
             gives=lambda t, s, w: _window_mask(t, s, w, lo=1)),
+    Mistake("one window for all queries", "every query sees the same last `window` keys: the window moves "
+            "with the query, keys position - window < j <= position for the query at position "
+            "S - T + i.", gives=lambda t, s, w: _window_mask(t, s, s) & (torch.arange(s)[None, :] >= s - w)),
     Mistake("aligned to the first keys", "your queries sit at positions 0..T-1; after a cache they are the "
             "LAST T of the S positions: query i is at position S - T + i.",
             gives=lambda t, s, w: _window_mask(t, s, w, offset=0)),
@@ -270,6 +285,13 @@ def _similarity(offsets, d_model, exponent="2i", pairs=1.0, func=torch.cos, base
     return (pairs * func(offsets.double()[:, None] * inv_freq).sum(-1)).float()  # (K,)
 
 
+def _cos_terms(offsets: torch.Tensor, d_model: int, p: int) -> torch.Tensor:
+    """Only the cos · cos half of each pair, at position p (a mistake)."""
+    inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
+    first = torch.cos(p * inv_freq)  # (D/2,)
+    return (first * torch.cos((p + offsets.double()[:, None]) * inv_freq)).sum(-1).float()  # (K,)
+
+
 def _expected_similarity(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
     """PE[p] · PE[p + k] from the library's table, at a p where every p + k is in it."""
     if offsets.numel() == 0:
@@ -294,6 +316,14 @@ SIMILARITY_MISTAKES = [
             and bool((args[0] < 0).any()) and bool((got[args[0] < 0] == 0).all())
             and torch.allclose(got[args[0] >= 0].float(), _expected_similarity(args[0], args[1])[args[0] >= 0],
                                atol=1e-4, rtol=1e-4)),
+    Mistake("sine plus cosine", "you added sin(kω_i) and cos(kω_i): in sin(a) sin(b) + cos(a) cos(b) the sines "
+            "of the two positions multiply, and the pair comes to cos(a - b) = cos(kω_i) alone.",
+            gives=lambda k, d: _similarity(k, d) + _similarity(k, d, func=torch.sin)),
+    Mistake("cosine terms only", "that looks like cos(pω_i) cos((p + k)ω_i) alone, at one position p: add the "
+            "sine term sin(pω_i) sin((p + k)ω_i) of each pair, and p drops out.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
+            and any(torch.allclose(got.float(), _cos_terms(args[0], args[1], p), atol=1e-4, rtol=1e-4)
+                    for p in range(4))),
     Mistake("sine instead of cosine", "sin(a) sin(b) + cos(a) cos(b) = cos(a - b): each pair contributes "
             "cos(offset · ω_i), not a sine.", gives=lambda k, d: _similarity(k, d, func=torch.sin)),
 ]
@@ -407,8 +437,9 @@ LENGTH_OUTCOME = Outcome(
     inside="The rule it learned, position i looks at position 9 - i, belongs to the training "
            "length; at length 8 only position 0 still finds its mirror.",
     above="Positional encodings give positions, not the task's rule: the model learned 'position "
-          "i looks at position 9 - i', and at length 8 the mirror of i is 7 - i; nothing in the "
-          "input tells it the length.",
+          "i looks at position 9 - i', and at length 8 the mirror of i is 7 - i. Query i's vector "
+          "(its letter plus PE(i)) holds no T, so in this one layer its score for each key is the "
+          "same at every length; T only decides which keys are there to be scored.",
     mistakes=((*NO_POSITIONS_AT_10, "model without positions", _AT_10),
               (*NO_POSITIONS_RANGE, "model without positions",
                "that is about 1/7, guessing among the other 7 letters: you scored the model "
@@ -457,7 +488,55 @@ def _position_accuracy(model, tokens, against=None, dim=0):
     return (_answers(model, tokens) == gold).float().mean(dim)
 
 
+class RaisedError:
+    """What a function returned that raised on the model's ``(B, T, 1, V)`` logits but gives
+    the right answer once the answer dimension is gone (see ``_diagnosing_answer_dim``)."""
+
+    def __init__(self, err: Exception) -> None:
+        self.err = err
+
+    def __repr__(self) -> str:
+        return f"{type(self.err).__name__}: {self.err}"
+
+
+class _OneAnswer(torch.nn.Module):
+    """``model`` with its answer dimension taken: logits ``(B, T, V)``."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.model(tokens)[..., 0, :]  # (B, T, V)
+
+
+def _diagnosing_answer_dim(fn: Callable) -> Callable:
+    """``fn``, except that an error which goes away once the model's logits lose their answer
+    dimension (a missing ``[..., 0]``) comes back as a ``RaisedError`` for a mistake to name."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(model, tokens):
+        try:
+            return fn(model, tokens)
+        except RuntimeError as err:
+            try:
+                fixed = fn(_OneAnswer(model), tokens)
+            except Exception:  # noqa: BLE001 - another error: report the original one
+                raise err from None
+            if compare(fixed, _position_accuracy(model, tokens), 1e-5, 1e-5) is None:
+                return RaisedError(err)
+            raise
+
+    return wrapped
+
+
 POSITION_MISTAKES = [
+    Mistake("answer dimension kept", "model(tokens) is (B, T, 1, V): the one answer per position has a "
+            "dimension of its own, so argmax(-1) gives (B, T, 1), which does not line up with the "
+            "(B, T) tokens. Take the answer with [..., 0] before comparing.",
+            when=lambda args, got: isinstance(got, RaisedError)),
     Mistake("one number", "that is the accuracy over all positions: keep one share per position, "
             "the mean over the batch only (dim 0), shape (T,).",
             when=lambda args, got: isinstance(got, (torch.Tensor, float)) and torch.as_tensor(got).numel() == 1
@@ -468,6 +547,11 @@ POSITION_MISTAKES = [
     Mistake("not reversed", "you compared each answer with the token at the same position: the answer "
             "at position i is the token at T - 1 - i (tokens.flip(1)).",
             gives=lambda m, tok: _position_accuracy(m, tok, against=tok)),
+    Mistake("mirror off by one", "the right answer at position i is tokens[:, T - 1 - i] (tokens.flip(1)), "
+            "not the token one place beside it.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
+            and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
+                    for r in (1, -1))),  # the second looks like 'not reversed' on case 1
     Mistake("percent", "give shares from 0 to 1, not percentages.",
             gives=lambda m, tok: 100 * _position_accuracy(m, tok)),
     Mistake("counts", "you counted the right answers: divide by the batch size (take the mean).",
@@ -487,7 +571,7 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
         cases.append(Case(f"tokens ({batch}, {length})", (model, tokens), _position_accuracy(model, tokens),
                           hint="the answer at position i is the argmax of model(tokens)[:, i, 0]; "
                                "compare it with tokens[:, T - 1 - i] and average over the batch."))
-    result = run_cases("per-position accuracy", fn, cases, POSITION_MISTAKES)
+    result = run_cases("per-position accuracy", _diagnosing_answer_dim(fn), cases, POSITION_MISTAKES)
     if not result:
         return result
     tokens, _ = reversal_task(500, 8, 20, torch.Generator().manual_seed(7))
