@@ -289,7 +289,7 @@ def test_prediction_checkers_reach_the_command_line(tmp_path):
     namespace = {"prediction_cache_bytes": 7, "prediction_crossing_position": 99, "prediction": 1}
     assert _prediction(check_kv_cache_prediction, "cache_bytes", namespace) == {"prediction": 7}
     assert _prediction(check_crossing_prediction, "crossing_position", namespace) == {"prediction": 99}
-    assert set(EXERCISES) >= {"cache_bytes", "crossing_position"}
+    assert set(EXERCISES) >= {"crossing_position", "interpolated_losses"}
 
 
 def test_interpolation_prediction(capsys):

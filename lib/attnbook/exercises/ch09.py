@@ -4,8 +4,9 @@ Each ``check_*`` runs the reader's function on fixed cases and prints a verdict;
 answer is exactly what a known mistake gives, the verdict names the mistake in one line.
 None of the answers is printed in the chapter: each exercise is a variant the chapter does not
 show (RMSNorm's backward pass, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
-building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction``,
-``check_crossing_prediction`` and ``check_interpolation_prediction`` compare a prediction with a measurement: their ``prediction``
+building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction`` (no
+longer asked for in the chapter, kept for its tests), ``check_crossing_prediction`` and
+``check_interpolation_prediction`` compare a prediction with a measurement: their ``prediction``
 parameter comes after the function (the command line, ``python -m attnbook.exercises ch09
 answers.py``, passes the file's ``prediction_<function name>`` or ``prediction``). ``EXERCISES`` maps the notebook's function names to
 their checkers.
@@ -613,7 +614,6 @@ EXERCISES = {
     "merge_partials": check_merge_partials,
     "mha_to_gqa": check_mha_to_gqa,
     "rotate_interleaved": check_rotate_interleaved,
-    "cache_bytes": check_kv_cache_prediction,
     "crossing_position": check_crossing_prediction,
     "interpolated_losses": check_interpolation_prediction,
 }
