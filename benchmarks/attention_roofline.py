@@ -1,7 +1,9 @@
 """Chapter 9's roofline: how close attention comes to this CPU's matrix-multiply peak, and why not.
 
 Usage: ``python benchmarks/attention_roofline.py [--repeats 3]`` (writes
-``lib/attnbook/results/attention_roofline.json``, which the chapter plots), or ``--smoke``.
+``lib/attnbook/results/attention_roofline.json``, which the chapter plots), or ``--smoke``;
+``--allocation-only [--repeats 7]`` runs the allocation control alone and writes
+``attention_roofline_allocation.json`` (a few seconds).
 
 One thread. First the machine's two ceilings: the peak rate of a large float32 matrix product
 (FLOP/s) and the rate of a large copy (bytes/s, read + write). Then three implementations of
@@ -36,14 +38,17 @@ serves a request above its mmap threshold (which grows to at most 32 MiB) with f
 the kernel, and every fresh page faults on first touch. The scores of 8 heads reach 32 MiB at
 T = 1024, the size of this CPU's last-level cache too, so the two explanations predict the same
 cliff. The control times, at T just below and just above 32 MiB of scores (T = 1016: 31.5 MiB,
-T = 1032: 32.5 MiB), each step once into a **fresh** tensor (``s.clone()``, ``q @ kᵀ``,
+T = 1032: 32.5 MiB; and further out T = 1200, 44 MiB, and T = 1448, 64 MiB), each step once into a
+**fresh** tensor (``s.clone()``, ``q @ kᵀ``,
 ``s.softmax(-1)``) and once into a **preallocated** buffer (``buf.copy_(s)``,
 ``torch.matmul(q, kᵀ, out=buf)``, ``torch._softmax(s, -1, False, out=buf)``). Both move the same
 bytes; if the preallocated versions keep their speed above 32 MiB while the fresh ones fall, the
-cliff is allocation (page faults), not the cache.
+cliff is allocation (page faults), not the cache. Each row also records the fewest minor page
+faults one call caused (``getrusage``), the mechanism itself.
 """
 from __future__ import annotations
 
+import resource
 import statistics
 import time
 from pathlib import Path
@@ -105,8 +110,8 @@ def explicit_steps(repeats: int) -> list[dict]:
     return rows
 
 
-def allocation_control(repeats: int, lengths=(1016, 1032)) -> list[dict]:
-    """Fresh tensor versus preallocated buffer, at scores just below and above 32 MiB (Dh = 64)."""
+def allocation_control(repeats: int, lengths=(1016, 1032, 1200, 1448)) -> list[dict]:
+    """Fresh tensor versus preallocated buffer, at scores below and above 32 MiB (Dh = 64)."""
     rows = []
     for T in lengths:
         q, k = (torch.randn(1, HEADS, T, 64) for _ in range(2))
@@ -114,7 +119,7 @@ def allocation_control(repeats: int, lengths=(1016, 1032)) -> list[dict]:
         s = q @ kt / 8
         buf = torch.empty_like(s)
         scores = HEADS * T * T
-        ms = {name: 1e3 * best_seconds(fn, repeats) for name, fn in (
+        measured = {name: best_seconds_faults(fn, repeats) for name, fn in (
             ("copy_fresh", lambda: s.clone()),
             ("copy_into", lambda: buf.copy_(s)),
             ("qk_fresh", lambda: q @ kt),
@@ -123,8 +128,10 @@ def allocation_control(repeats: int, lengths=(1016, 1032)) -> list[dict]:
             ("softmax_into", lambda: torch._softmax(s, -1, False, out=buf)))}
         gflop = 2 * HEADS * T * T * 64 / 1e9
         row = {"T": T, "Dh": 64, "scores_mib": round(4 * scores / 2**20, 2)}
-        for name, value in ms.items():
+        for name, (seconds, faults) in measured.items():
+            value = 1e3 * seconds
             row[f"{name}_ms"] = round(value, 3)
+            row[f"{name}_page_faults"] = faults
             if name.startswith("qk"):
                 row[f"{name}_gflops"] = round(gflop / value * 1e3, 1)
             else:  # read + write, 4 + 4 bytes per score
@@ -132,6 +139,19 @@ def allocation_control(repeats: int, lengths=(1016, 1032)) -> list[dict]:
         rows.append(row)
         print(row, flush=True)
     return rows
+
+
+def best_seconds_faults(fn, repeats: int) -> tuple[float, int]:
+    """The fastest of ``repeats`` calls, and the fewest minor page faults one call caused."""
+    fn()  # warm-up
+    times, faults = [], []
+    for _ in range(repeats):
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+        start = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - start)
+        faults.append(resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)
+    return min(times), min(faults)
 
 
 def best_seconds(fn, repeats: int) -> float:
@@ -171,9 +191,28 @@ def caches() -> dict[str, str]:
 def main() -> None:
     p = common.experiment_parser(__doc__)
     p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--allocation-only", action="store_true",
+                   help="only the fresh-versus-preallocated control (a few seconds)")
     args = p.parse_args()
     torch.set_num_threads(1)
     torch.manual_seed(0)
+    if args.allocation_only:
+        start = time.perf_counter()
+        result = {
+            "description": "Chapter 9's allocation control: the same step written into a fresh "
+                           "tensor or into a preallocated buffer, below and above 32 MiB of scores.",
+            "machine": common.machine(),
+            "cpu_capability": torch.backends.cpu.get_cpu_capability(),
+            "caches": caches(),
+            "repeats": args.repeats,
+            "allocation": allocation_control(args.repeats, (64,) if args.smoke
+                                             else (1016, 1032, 1200, 1448)),
+        }
+        result["wall_seconds"] = round(time.perf_counter() - start)
+        out = common.out_path(args, "attention_roofline_allocation.json")
+        if out is not None:
+            common.write_result(out, result)
+        return
     lengths, dims = ((64, 128), (16,)) if args.smoke else (LENGTHS, HEAD_DIMS)
     start = time.perf_counter()
     peak = max(matmul_peak(n, args.repeats) for n in ((256,) if args.smoke else (1024, 2048)))
@@ -214,7 +253,8 @@ def main() -> None:
         "heads": HEADS,
         "tiled_block": BLOCK,
         "steps": explicit_steps(args.repeats) if not args.smoke else [],
-        "allocation": allocation_control(args.repeats, (1016, 1032) if not args.smoke else (64,)),
+        "allocation": allocation_control(args.repeats, (1016, 1032, 1200, 1448) if not args.smoke
+                                         else (64,)),
         "wall_seconds": round(time.perf_counter() - start),
         "rows": rows,
     }

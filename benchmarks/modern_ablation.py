@@ -25,6 +25,8 @@ each of the 64 positions for models with a learned table, and for rotary models 
 256-token windows (four times the training length) to see what happens past it, read two ways:
 plain extrapolation (positions 0 .. 255 as they are) and position interpolation without
 fine-tuning (Chen et al., 2023: position p turned as if at p · 64/256; ``interpolate_positions``).
+``--variants modern+qknorm`` (written to ``modern_ablation_qknorm.json``): the modern block with
+QK-norm, an RMSNorm on each head's queries and keys before the rotary turn.
 ``--interpolation`` writes the rotary runs to ``modern_ablation_interpolation.json``.
 One thread per run.
 """
@@ -51,6 +53,7 @@ from attnbook.tasks.token_stream import (
 from attnbook.train import fit
 
 VARIANTS = ("gpt", "+rmsnorm", "+swiglu", "+rotary", "+gqa", "modern")
+EXTRAS = ("modern+qknorm",)  # the modern block with QK-norm: modern_ablation_qknorm.json
 CONTROLS = ("sinusoidal", "nope", "sinusoidal-rms1")  # + the fixed table at rms 1, 50 times larger  # the GPT's recipe with a fixed table / no position signal
 SEEDS = tuple(range(8))
 VOCAB, WINDOW, BATCH, STEPS, LONG = 512, 64, 64, 600, 256
@@ -82,6 +85,8 @@ def llama_config(variant: str, d_ff: int, smoke: bool) -> LlamaConfig:
         "sinusoidal-rms1": dict(positions="sinusoidal", sinusoidal_rms=1.0),
         "modern": dict(norm="rmsnorm", norm_eps=1e-6, feed_forward="swiglu", positions="rotary", max_len=LONG,
                        num_kv_heads=2, bias=False),
+        "modern+qknorm": dict(norm="rmsnorm", norm_eps=1e-6, feed_forward="swiglu", positions="rotary",
+                              max_len=LONG, num_kv_heads=2, bias=False, qk_norm=True),
     }[variant]
     sizes = dict(GPT_SIZES, d_ff=d_ff)
     if smoke:
@@ -206,7 +211,7 @@ def run_one(variant: str, seed: int, smoke: bool, steps: int = STEPS) -> dict:
 def main() -> None:
     p = common.experiment_parser(__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS))
-    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS + CONTROLS)
+    p.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=VARIANTS + CONTROLS + EXTRAS)
     p.add_argument("--steps", type=int, default=STEPS,
                    help=f"training steps (default {STEPS}, the chapter's budget; another budget writes "
                         "modern_ablation_steps<N>.json)")
@@ -241,11 +246,13 @@ def main() -> None:
         "unigram": {"held_out_loss": round(unigram, 5), "held_out_perplexity": round(math.exp(unigram), 3)},
         "trigram": trigram_baseline(train, test),
         "kneser_ney": kneser_ney_baselines(train, test),
-        "runs": sorted(rows, key=lambda r: ((VARIANTS + CONTROLS).index(r["variant"]), r["seed"])),
+        "runs": sorted(rows, key=lambda r: ((VARIANTS + CONTROLS + EXTRAS).index(r["variant"]), r["seed"])),
     }
     name = "modern_ablation.json" if args.steps == STEPS else f"modern_ablation_steps{args.steps}.json"
     if set(args.variants) <= set(CONTROLS):  # the position controls keep a file of their own
         name = name.replace("modern_ablation", "modern_ablation_positions")
+    if set(args.variants) <= set(EXTRAS):  # QK-norm too
+        name = name.replace("modern_ablation", "modern_ablation_qknorm")
     if args.interpolation:
         name = name.replace("modern_ablation", "modern_ablation_interpolation")
     out = common.out_path(args, name)

@@ -289,4 +289,42 @@ def test_prediction_checkers_reach_the_command_line(tmp_path):
     namespace = {"prediction_cache_bytes": 7, "prediction_crossing_position": 99, "prediction": 1}
     assert _prediction(check_kv_cache_prediction, "cache_bytes", namespace) == {"prediction": 7}
     assert _prediction(check_crossing_prediction, "crossing_position", namespace) == {"prediction": 99}
-    assert set(EXERCISES) >= {"cache_bytes", "crossing_position"}
+    assert set(EXERCISES) >= {"crossing_position", "interpolated_losses"}
+
+
+def test_interpolation_prediction(capsys):
+    from attnbook.exercises.ch09 import (
+        INTERPOLATION_TOLERANCE, _interpolation_measurements, check_interpolation_prediction,
+    )
+    known = _interpolation_measurements()
+    truth, plain = known["interpolated"], known["plain"]
+    assert truth[0] - plain[0] > 2 * INTERPOLATION_TOLERANCE  # the committed runs: worse inside,
+    assert plain[1] - truth[1] > 2 * INTERPOLATION_TOLERANCE  # better far out, so plain fails
+    assert not check_interpolation_prediction(lambda: truth, None)
+    assert "not done yet" in capsys.readouterr().out
+    assert check_interpolation_prediction(lambda: truth, truth)
+    assert check_interpolation_prediction(lambda: truth, (truth[0] + 0.3, truth[1] - 0.3))
+    for prediction, says in (
+        ((plain[0], truth[1]), "rescales every position"),  # "inside the window nothing changes"
+        ((truth[0], plain[1]), "does not climb"),  # "it climbs like plain extrapolation"
+        (plain, "rescales every position"),  # interpolation changes nothing at all
+        ((truth[0] - 0.6, truth[0] - 0.6), "worse than that"),  # about the bigram's level
+        ((truth[0] + 0.6, truth[1]), "better than that"),
+        ((truth[0], truth[0] - 1.0), "own level"),  # better far out than inside
+        (("a", "b"), "two numbers"),
+    ):
+        result = check_interpolation_prediction(lambda: truth, prediction)
+        assert not result and says in result.message, (prediction, result.message)
+    result = check_interpolation_prediction(lambda: plain, truth)  # measured the plain curves
+    assert not result and "plain model's curves" in result.message
+    result = check_interpolation_prediction(lambda: (1.0, 1.0), truth)
+    assert not result and "run it as given" in result.message
+
+
+def test_interpolation_prediction_reaches_the_command_line():
+    from attnbook.exercises.__main__ import _prediction
+    from attnbook.exercises.ch09 import check_interpolation_prediction
+    namespace = {"prediction_interpolated_losses": (3.9, 3.9), "prediction": 1}
+    assert _prediction(check_interpolation_prediction, "interpolated_losses",
+                       namespace) == {"prediction": (3.9, 3.9)}
+    assert EXERCISES["interpolated_losses"] is check_interpolation_prediction

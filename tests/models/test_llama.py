@@ -155,3 +155,25 @@ def test_interpolate_positions_turns_position_p_as_p_times_train_len_over_max_le
         interpolate_positions(_model(positions="learned"), train_len=16)
     with pytest.raises(ValueError, match="at least"):
         interpolate_positions(model, train_len=32, max_len=16)
+
+
+def test_qk_norm_makes_the_scores_independent_of_the_projections_scale():
+    torch.manual_seed(0)
+    plain = Llama(LlamaConfig(vocab_size=50))
+    normed = Llama(LlamaConfig(vocab_size=50, qk_norm=True))
+    assert not any("q_norm" in k or "k_norm" in k for k in plain.state_dict())  # unchanged
+    added = [k for k in normed.state_dict() if k not in plain.state_dict()]
+    assert added == [f"blocks.{i}.self_attn.{n}_norm.weight" for i in range(2) for n in "qk"]
+    ids = torch.randint(50, (2, 12))
+    with torch.no_grad():
+        before, plain_before = normed(ids), plain(ids)
+        for model in (normed, plain):
+            for block in model.blocks:
+                block.self_attn.q_proj.weight.mul_(30)
+                block.self_attn.k_proj.weight.mul_(30)
+        torch.testing.assert_close(normed(ids), before, atol=1e-4, rtol=1e-4)
+        assert not torch.allclose(plain(ids), plain_before, atol=1e-2)  # without it they move
+        prompt = ids[:, :5]
+        assert torch.equal(generate(normed, prompt, 8), generate_uncached(normed, prompt, 8))
+    with pytest.raises(ValueError, match="qk_norm"):
+        to_transformers(normed)

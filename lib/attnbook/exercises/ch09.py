@@ -4,8 +4,9 @@ Each ``check_*`` runs the reader's function on fixed cases and prints a verdict;
 answer is exactly what a known mistake gives, the verdict names the mistake in one line.
 None of the answers is printed in the chapter: each exercise is a variant the chapter does not
 show (RMSNorm's backward pass, ``repeat_kv``'s copies where the chapter broadcasts, the interleaved rotary layout, merging tiles kept as (output, log-sum-exp),
-building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction`` and
-``check_crossing_prediction`` compare a prediction with a measurement: their ``prediction``
+building grouped-query weights from a multi-head checkpoint). ``check_kv_cache_prediction`` (no
+longer asked for in the chapter, kept for its tests), ``check_crossing_prediction`` and
+``check_interpolation_prediction`` compare a prediction with a measurement: their ``prediction``
 parameter comes after the function (the command line, ``python -m attnbook.exercises ch09
 answers.py``, passes the file's ``prediction_<function name>`` or ``prediction``). ``EXERCISES`` maps the notebook's function names to
 their checkers.
@@ -530,12 +531,89 @@ def check_crossing_prediction(measure: Callable[[], int], prediction: int | None
                    f"predicted position {p}, measured {measured} (single seeds {low} to {high}): {why}.")
 
 
+# --- 8. predict, then measure: what position interpolation costs, inside and past the window ----
+
+# Positions (1-based, inclusive) of the two spans the prediction is about: the second half of the
+# training window, and the last quarter of the 256-token window (four times the training length).
+INTERPOLATION_SPANS = ((33, 64), (193, 256))
+# How far (nats) each predicted mean loss may be from the measured one.
+INTERPOLATION_TOLERANCE = 0.4
+
+
+def _span_mean(curves: torch.Tensor, span: tuple[int, int]) -> float:
+    return curves[:, span[0] - 1:span[1]].mean().item()
+
+
+def _interpolation_measurements() -> dict[str, tuple[float, float]]:
+    """From the committed runs (benchmarks/modern_ablation.py --interpolation, +rotary, seeds 3-5):
+    the mean loss over each span, interpolated (the truth) and plain (a likely wrong measurement)."""
+    from attnbook.results import load_result
+    runs = load_result("modern_ablation_interpolation.json")["runs"]
+    found = {}
+    for name, key in (("interpolated", "loss_by_position_256_interpolated"),
+                      ("plain", "loss_by_position_256")):
+        curves = torch.tensor([r[key] for r in runs])
+        found[name] = tuple(_span_mean(curves, span) for span in INTERPOLATION_SPANS)
+    return found
+
+
+def check_interpolation_prediction(measure: Callable[[], tuple[float, float]],
+                                   prediction: tuple[float, float] | None = None) -> CheckResult:
+    """``measure() -> (inside, far)``: the interpolated rotary model's mean held-out loss (nats) over
+    positions 33-64 and 193-256 of windows of 256 tokens; ``prediction``, the same two numbers written
+    before measuring (the command line passes the file's ``prediction_interpolated_losses`` or
+    ``prediction``). Each must be within ``INTERPOLATION_TOLERANCE`` nats of the measurement."""
+    name = "position interpolation, inside and past the window"
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your two predictions (nats) into "
+                       "prediction_interpolated_losses, then run the cell.")
+    known = _interpolation_measurements()
+    truth, plain = known["interpolated"], known["plain"]
+    measured = tuple(float(x) for x in measure())
+    if any(abs(m - t) > 1e-3 for m, t in zip(measured, truth)):
+        if all(abs(m - p) <= 1e-3 for m, p in zip(measured, plain)):
+            return _finish(name, False, "the measurement read the plain model's curves "
+                           "(loss_by_position_256), not the interpolated ones.")
+        return _finish(name, False, f"the measurement gave {measured[0]:.2f} and {measured[1]:.2f}, not "
+                       f"{truth[0]:.2f} and {truth[1]:.2f}: run it as given.")
+    try:
+        inside, far = (float(x) for x in prediction)
+    except (TypeError, ValueError):
+        return _finish(name, False, "write two numbers: (loss over positions 33-64, loss over 193-256).")
+    tol = INTERPOLATION_TOLERANCE
+    problems = []
+    if inside < truth[0] - tol:
+        if abs(inside - plain[0]) <= tol:
+            problems.append(f"inside the window you predicted about plain rotary's {plain[0]:.2f}: interpolation "
+                            "rescales every position, those inside the training length too; neighbours end up a "
+                            "quarter of a position apart, an offset the model never trained on, so even its "
+                            "short-range attention blurs")
+        else:
+            problems.append("inside the window it is worse than that: the rescaled positions are new to the "
+                            "model everywhere, not only past 64")
+    elif inside > truth[0] + tol:
+        problems.append("inside the window it is better than that: blurred positions still leave the tokens "
+                        "themselves, and the loss stays well below the unigram's")
+    if far > truth[1] + tol:
+        problems.append(f"far out you predicted a climb (plain rotary reaches {plain[1]:.2f}): interpolated "
+                        "angles stay inside the range trained on, so the loss does not climb past 64")
+    elif far < truth[1] - tol:
+        problems.append("far out it cannot beat its own level inside the window: a flat curve stays where "
+                        "positions 33-64 put it")
+    verdict = (f"predicted {inside:.2f} and {far:.2f} nats, measured {truth[0]:.2f} and {truth[1]:.2f} "
+               f"(plain extrapolation: {plain[0]:.2f} and {plain[1]:.2f})")
+    if problems:
+        return _finish(name, False, verdict + ": " + "; ".join(problems) + ".")
+    return _finish(name, True, verdict + f": both within {tol} nats. Flat, and poor everywhere: without "
+                   "its fine-tuning the rescaling trades the short range for the long.")
+
+
 EXERCISES = {
     "rms_norm_backward": check_rms_norm_backward,
     "repeat_kv": check_repeat_kv,
     "merge_partials": check_merge_partials,
     "mha_to_gqa": check_mha_to_gqa,
     "rotate_interleaved": check_rotate_interleaved,
-    "cache_bytes": check_kv_cache_prediction,
     "crossing_position": check_crossing_prediction,
+    "interpolated_losses": check_interpolation_prediction,
 }

@@ -90,12 +90,15 @@ class MultiHeadAttention(nn.Module):
     Options (the defaults are the 2017 paper's attention):
     ``num_kv_heads`` Hkv < H shares each key/value head among H / Hkv query heads (GQA; 1 = MQA),
     and the cache holds only the Hkv heads; ``scale`` multiplies ``Q Kᵀ`` instead of 1/√Dh;
-    ``rotary`` (e.g. ``RotaryEmbedding(Dh, max_len)``) turns queries and keys by their positions.
+    ``rotary`` (e.g. ``RotaryEmbedding(Dh, max_len)``) turns queries and keys by their positions;
+    ``q_norm`` and ``k_norm`` (e.g. ``RMSNorm(Dh)``: QK-norm) normalise each head's queries and
+    keys after their projections, before ``rotary``.
     """
 
     def __init__(
         self, d_model: int, num_heads: int, dropout: float = 0.0, bias: bool = True, *,
         num_kv_heads: int | None = None, scale: float | None = None, rotary: nn.Module | None = None,
+        q_norm: nn.Module | None = None, k_norm: nn.Module | None = None,
     ) -> None:
         super().__init__()
         check_heads(d_model, num_heads, num_kv_heads)
@@ -110,6 +113,8 @@ class MultiHeadAttention(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
         self.rotary = rotary
+        if q_norm is not None or k_norm is not None:  # registered only when used: the
+            self.q_norm, self.k_norm = q_norm, k_norm  # state_dict of other models is unchanged
 
     def split_heads(self, x: torch.Tensor) -> torch.Tensor:
         """``(B, T, heads * Dh)`` -> ``(B, heads, T, Dh)`` (heads = H for queries, Hkv for keys/values)."""
@@ -138,7 +143,10 @@ class MultiHeadAttention(nn.Module):
         self._check_input("value", value)
         if key.shape[:2] != value.shape[:2]:
             raise ValueError(f"key and value need the same (B, S), got {tuple(key.shape)} and {tuple(value.shape)}")
-        keys = self._turn(self.split_heads(self.k_proj(key)), offset)  # (B, Hkv, S, Dh)
+        keys = self.split_heads(self.k_proj(key))  # (B, Hkv, S, Dh)
+        if getattr(self, "k_norm", None) is not None:
+            keys = self.k_norm(keys)
+        keys = self._turn(keys, offset)
         return KVCache(keys, self.split_heads(self.v_proj(value)))
 
     def _check_kv(self, query: torch.Tensor, kv: KVCache) -> None:
@@ -168,7 +176,10 @@ class MultiHeadAttention(nn.Module):
         """
         self._check_input("query", query)
         self._check_kv(query, kv)
-        q = self._turn(self.split_heads(self.q_proj(query)), offset)  # (B, H, T, Dh)
+        q = self.split_heads(self.q_proj(query))  # (B, H, T, Dh)
+        if getattr(self, "q_norm", None) is not None:
+            q = self.q_norm(q)
+        q = self._turn(q, offset)
         scores_shape = q.shape[:-1] + kv.key.shape[-2:-1]  # (B, H, T, S)
         if mask is not None:
             if isinstance(mask, torch.Tensor) and mask.dim() == 3:
@@ -242,7 +253,8 @@ class AttentionSpec:
     ``num_kv_heads``: key/value heads (None: one per query head; fewer: grouped-query attention);
     ``scale``: multiplies ``Q Kᵀ`` (None: 1/√Dh); ``bias``: biases in the four projections;
     ``rotary_max_len``: rotary position embeddings over that many positions (None: none),
-    with ``rotary_base`` the θ of their slowest pair.
+    with ``rotary_base`` the θ of their slowest pair; ``qk_norm``: an RMSNorm (eps
+    ``qk_norm_eps``) on each head's queries and on its keys, before the rotary turn.
     """
 
     num_kv_heads: int | None = None
@@ -250,6 +262,8 @@ class AttentionSpec:
     bias: bool = True
     rotary_max_len: int | None = None
     rotary_base: float = 10000.0
+    qk_norm: bool = False
+    qk_norm_eps: float = 1e-6
 
     def __post_init__(self) -> None:
         if self.num_kv_heads is not None:
@@ -263,5 +277,10 @@ class AttentionSpec:
         rotary = None
         if self.rotary_max_len is not None:
             rotary = RotaryEmbedding(d_model // num_heads, self.rotary_max_len, self.rotary_base)
+        norms = {}
+        if self.qk_norm:
+            from attnbook.layers.norms import RMSNorm
+            norms = {"q_norm": RMSNorm(d_model // num_heads, eps=self.qk_norm_eps),
+                     "k_norm": RMSNorm(d_model // num_heads, eps=self.qk_norm_eps)}
         return MultiHeadAttention(d_model, num_heads, dropout, self.bias, num_kv_heads=self.num_kv_heads,
-                                  scale=self.scale, rotary=rotary)
+                                  scale=self.scale, rotary=rotary, **norms)

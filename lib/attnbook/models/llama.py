@@ -49,7 +49,8 @@ class LlamaConfig:
     d_ff=11008, num_layers=32``; Llama 3 8B has ``num_kv_heads=8, d_ff=14336, rope_base=500000``.
     ``max_len`` bounds the positions (the rotary table, or the learned or sinusoidal one;
     ``positions="none"`` adds no position signal at all, a control); ``tie_embeddings``
-    reads the logits with the token table, as GPT does.
+    reads the logits with the token table, as GPT does; ``qk_norm`` adds an RMSNorm on each
+    head's queries and keys before the rotary turn (QK-norm: OLMo 2, Gemma 3, Qwen3; not Llama's).
     """
 
     vocab_size: int
@@ -67,6 +68,7 @@ class LlamaConfig:
     positions: str = "rotary"
     bias: bool = False
     sinusoidal_rms: float = 0.02  # positions="sinusoidal" only: the table's rms (tokens start at 0.02)
+    qk_norm: bool = False
 
     def __post_init__(self) -> None:
         check_positive(vocab_size=self.vocab_size, max_len=self.max_len, d_model=self.d_model,
@@ -85,7 +87,8 @@ class LlamaConfig:
     @property
     def is_llama(self) -> bool:
         """True when every part is Llama's (the configuration ``transformers`` can run)."""
-        return (self.norm, self.feed_forward, self.positions, self.bias) == ("rmsnorm", "swiglu", "rotary", False)
+        return ((self.norm, self.feed_forward, self.positions, self.bias, self.qk_norm)
+                == ("rmsnorm", "swiglu", "rotary", False, False))
 
     def block_specs(self) -> tuple[Norm, FeedForwardSpec, AttentionSpec]:
         """The three recipes every ``CausalBlock`` of this model is built from."""
@@ -96,7 +99,8 @@ class LlamaConfig:
                                        bias=self.bias)
         rotary_max_len = self.max_len if self.positions == "rotary" else None
         attention = AttentionSpec(num_kv_heads=self.num_kv_heads, bias=self.bias,
-                                  rotary_max_len=rotary_max_len, rotary_base=self.rope_base)
+                                  rotary_max_len=rotary_max_len, rotary_base=self.rope_base,
+                                  qk_norm=self.qk_norm, qk_norm_eps=self.norm_eps)
         return norm, feed_forward, attention
 
 
@@ -188,7 +192,8 @@ def transformers_config(config: LlamaConfig):
     from transformers import LlamaConfig as HFLlamaConfig
 
     if not config.is_llama:
-        raise ValueError("only a configuration with all of Llama's parts (rmsnorm, swiglu, rotary, no bias) "
+        raise ValueError("only a configuration with all of Llama's parts (rmsnorm, swiglu, rotary, no bias, "
+                         "no qk_norm) "
                          "has a transformers LlamaForCausalLM to compare with")
     return HFLlamaConfig(
         vocab_size=config.vocab_size, hidden_size=config.d_model, intermediate_size=config.d_ff,
