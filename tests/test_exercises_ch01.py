@@ -74,11 +74,11 @@ def global_rng_sample_decode(step, state, bos_id, eos_id, max_len, temperature, 
 
 
 def sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed, reseed=False, scale=None,
-                  thread=True, keep_eos=False, extra=0, greedy=False):
+                  thread=True, keep_eos=False, extra=0, greedy=False, feed_bos=False, stop=True):
     g = torch.Generator().manual_seed(seed)
     token, out = bos_id, []
     for _ in range(max_len + extra):
-        logits, new_state = step(token, state)
+        logits, new_state = step(bos_id if feed_bos else token, state)
         state = new_state if thread else state
         if temperature == 0 or greedy:
             token = int(logits.argmax())
@@ -87,6 +87,10 @@ def sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed, resee
                 g = torch.Generator().manual_seed(seed)
             scaled = scale(logits, temperature) if scale else logits / temperature
             token = int(torch.multinomial(torch.softmax(scaled, -1), 1, generator=g))
+        if token == eos_id and not stop:  # the loop goes on to max_len
+            if keep_eos:
+                out.append(token)
+            continue
         if token == eos_id:
             if keep_eos:
                 out.append(token)
@@ -190,7 +194,13 @@ NLL_WRONG = [
      * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
     (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),
     (lambda l, t, p: -sequence_nll(l, t, p), ""),  # log p, not -log p
-    (lambda l, t, p: sequence_nll(l.softmax(-1), t, p, raw=True), ""),  # probabilities, not logs
+    (lambda l, t, p: sequence_nll(l.softmax(-1), t, p, raw=True), "softmax, not log_softmax"),
+    (lambda l, t, p: -(l.softmax(-1).gather(-1, t[..., None])[..., 0] * (t != p)).sum(-1),
+     "softmax, not log_softmax"),
+    (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0] * (t > p)).sum(-1),
+     "mask targets > pad_id"),
+    (lambda l, t, p: -(l.log_softmax(1).gather(-1, t[..., None])[..., 0] * (t != p)).sum(-1),
+     "log_softmax over time"),
     (lambda l, t, p: sequence_nll(l, t, p).sum(), ""),  # one number
     (lambda l, t, p: torch.nn.functional.cross_entropy(l.transpose(1, 2), t, reduction="none").sum(-1),
      "pads counted"),
@@ -211,6 +221,9 @@ SAMPLE_WRONG = [
     (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t, 0), ""),  # ignores seed
     (lambda step, state, b, e, n, t, seed: sample_decode(step, (), b, e, n, t, seed), ""),  # ignores state
     (global_rng_sample_decode, GLOBAL_RNG),  # seeds and draws from the global RNG: same tokens
+    (lambda *a: sample_decode(*a, feed_bos=True), "always feeds bos"),
+    (lambda *a: sample_decode(*a, stop=False), "does not stop at eos"),
+    (lambda *a: sample_decode(*a, stop=False, keep_eos=True), "does not stop at eos"),
     (not_done, ""),
 ]
 

@@ -51,3 +51,21 @@ def test_length_curve_null_matches_the_overall_wer_and_climbs():
     p = curve.token_error
     assert abs(curve.null_wer["1-4"] - (1 - (1 - p) ** 3)) < 1e-9  # 2 phonemes + <eos>
     assert curve.per["13+"] == sum(k % 3 == 0 for k in range(3, 20, 4)) / (5 * 14)
+
+
+def test_nearest_spelling_copies_the_closest_training_word():
+    from attnbook.metrics import edit_distance
+    from attnbook.tasks.g2p_errors import _letter_edits, nearest_spelling
+
+    train = [("cat", ("K", "AE", "T")), ("cart", ("K", "AA", "R", "T")), ("dog", ("D", "AO", "G")),
+             ("bat", ("B", "AE", "T")), ("catalog", ("K", "AE", "T", "AH", "L", "AO", "G"))]
+    # 'cats' is one edit from 'cat' (and two from 'cart'); 'dig' one from 'dog'; 'hat' is one
+    # edit from both 'cat' and 'bat': the earlier training word wins
+    assert nearest_spelling(train, ["cats", "dig", "hat", "catalogs"]) == [
+        ("K", "AE", "T"), ("D", "AO", "G"), ("K", "AE", "T"), ("K", "AE", "T", "AH", "L", "AO", "G")]
+    # the window limits the search: with one neighbour on each side 'dig' only sees 'catalog'/'dog'
+    assert nearest_spelling(train, ["dig"], window=1) == [("D", "AO", "G")]
+    for a, b in [("knight", "night"), ("abc", "xbz"), ("", "ab"), ("aaa", "aa"), ("kitten", "sitting")]:
+        assert _letter_edits(a, b) == edit_distance(a, b)
+    with pytest.raises(ValueError, match="no training"):
+        nearest_spelling([], ["cat"])

@@ -77,7 +77,7 @@ def decoder_start(fig: Figure) -> None:
     """The decoder's frame, s_0 = init_state(C), the bus that carries C to every step, the embedding."""
     fig.frame(505, 105, 400, 325, fig.code("ContextDecoder", f"{RNN}.ContextDecoder"), "top-left")
     fig.box(514, Y_STATE - 30, 94, 60, fig.code("init_state", f"{RNN}.ContextDecoder:init_state"),
-            sub="tanh(W_s C)", size=12)
+            sub="tanh(W_{s} C)", size=12)
     fig.line([(C_X + 56, C_Y + 14), (620, C_Y + 14), (620, Y_BUS), (DEC_X[-1] + 8, Y_BUS)], "context", arrow=False)
     fig.line([(561, C_Y + 14), (561, Y_STATE - 32)], "context")
     fig.line([(608, Y_STATE + 6), (DEC_X[0] - DEC_W / 2 - 2, Y_STATE + 6)], "stream")
@@ -114,4 +114,4 @@ def labels(fig: Figure) -> None:
     fig.shape(right, Y_EMB + 4, "(B, T, E)")
     fig.text(30, 30, fig.code("RNNSeq2Seq", f"{RNN}.RNNSeq2Seq")
              + ": the input reaches the decoder only through C", "title", anchor="start")
-    fig.legend(30, 492, ["stream", "context"], {"stream": "states, embeddings"})
+    fig.legend(30, 492, ["stream", "context"], {"stream": "states, embeddings", "context": "context C"})

@@ -139,11 +139,18 @@ def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]
 
 # --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
 def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
-                 drop_eos=False):
+                 drop_eos=False, mask_above_pad=False, probabilities=False, time_axis=False):
     """-log p of each row's target (pads left out), with one known mistake switched on."""
-    scores = logits.log_softmax(-1) if log_softmax else logits
+    if probabilities:  # softmax where log_softmax belongs
+        scores = logits.softmax(-1)
+    elif time_axis:  # normalised over the T positions instead of the V classes
+        scores = logits.log_softmax(1)
+    else:
+        scores = logits.log_softmax(-1) if log_softmax else logits
     picked = -scores.gather(-1, targets[..., None])[..., 0]  # (B, T)
     real = (targets != pad_id) if mask else torch.ones_like(targets, dtype=torch.bool)
+    if mask_above_pad:  # right only while pad_id is the smallest id
+        real = targets > pad_id
     if drop_eos:  # the last real token of each row left out as well
         last = real.long().cumsum(-1) == real.sum(-1, keepdim=True)
         real = real & ~last
@@ -170,6 +177,15 @@ NLL_MISTAKES = [
             gives=lambda l, t, p: _nll_variant(l, t, p, batch_mean=True)),
     Mistake("eos left out", "the last real token (<eos>) is part of the answer: its -log p counts too.",
             gives=lambda l, t, p: _nll_variant(l, t, p, drop_eos=True)),
+    Mistake("mask targets > pad_id", "your mask is targets > pad_id, which is right only while pad_id is "
+            "the smallest id: real tokens with smaller ids are dropped. Use targets != pad_id.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, mask_above_pad=True)),
+    Mistake("softmax, not log_softmax", "you summed probabilities: take log_softmax (the log of each "
+            "token's probability), so that the sum over a word is the log of the product.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, probabilities=True)),
+    Mistake("log_softmax over time", "your log_softmax normalises over the time axis (dim=1): a "
+            "distribution is over the vocabulary, the last axis (dim=-1).",
+            gives=lambda l, t, p: _nll_variant(l, t, p, time_axis=True)),
 ]
 
 
@@ -266,12 +282,13 @@ def check_greedy_decode(greedy_decode: Callable[..., list[int]]) -> CheckResult:
 # --- sample_decode (one sequence, with a temperature) -------------------------------------------
 def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thread_state=True,
                     keep_eos=False, use_temperature=True, times_temperature=False, always_greedy=False,
-                    reseed_each_step=False, extra=0, no_softmax_temperature_zero=False):
+                    reseed_each_step=False, extra=0, no_softmax_temperature_zero=False, feed_bos=False,
+                    no_stop=False):
     """Sampling with one known mistake switched on (all off: the right answer)."""
     g = torch.Generator().manual_seed(seed)
     token, out = bos_id, []
     for _ in range(max_len + extra):
-        logits, new_state = step(token, state)
+        logits, new_state = step(bos_id if feed_bos else token, state)
         state = new_state if thread_state else state
         if always_greedy or (temperature == 0 and not no_softmax_temperature_zero):
             token = int(logits.argmax())
@@ -281,6 +298,10 @@ def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thr
             if reseed_each_step:
                 g = torch.Generator().manual_seed(seed)
             token = int(torch.multinomial(torch.softmax(scaled, dim=-1), 1, generator=g))
+        if token == eos_id and no_stop:  # goes on to max_len (keeping or dropping the <eos>)
+            if keep_eos:
+                out.append(token)
+            continue
         if token == eos_id:
             if keep_eos:
                 out.append(token)
@@ -308,6 +329,12 @@ SAMPLE_MISTAKES = [
             gives=lambda *a: _sample_variant(*a, thread_state=False)),
     Mistake("keeps eos", "your output includes <eos>: stop at it without adding it.",
             gives=lambda *a: _sample_variant(*a, keep_eos=True)),
+    Mistake("always feeds bos", "your loop feeds <bos> at every step: feed back the token just drawn.",
+            gives=lambda *a: _sample_variant(*a, feed_bos=True)),
+    Mistake("does not stop at eos", "your loop goes on after <eos> until max_len: <eos> ends the "
+            "answer, so break out of the loop when it is drawn.",
+            when=lambda args, got: isinstance(got, list) and got in (
+                _sample_variant(*args, no_stop=True), _sample_variant(*args, no_stop=True, keep_eos=True))),
     Mistake("max_len off by one", "your output is one token too long or too short: max_len counts "
             "generated tokens (not <bos>), so at most max_len calls of step.",
             when=lambda args, got: isinstance(got, list) and got in (

@@ -4,12 +4,16 @@
 controls, the share of phoneme positions and the share expected if a phoneme's error rate
 depended only on whether it is a vowel. ``length_curve``: WER and PER by word length, beside the
 WER a model would get if every output token (each phoneme and ``<eos>``) were wrong with one
-constant chance, the null for "longer words are harder only because they have more tokens"."""
+constant chance, the null for "longer words are harder only because they have more tokens".
+``nearest_spelling``: the cheap baseline that copies the pronunciation of a training word spelled
+almost alike."""
 from __future__ import annotations
 
+import bisect
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from attnbook.metrics import error_positions, length_bucket, per_by_bucket, wer_by_bucket
+from attnbook.metrics import edit_distance, error_positions, length_bucket, per_by_bucket, wer_by_bucket
 from attnbook.tasks.g2p import G2PResult
 
 VOWELS = frozenset({"AA", "AE", "AH", "AO", "AW", "AY", "EH", "ER", "EY", "IH", "IY", "OW", "OY", "UH", "UW"})
@@ -106,3 +110,46 @@ def length_curve(result: G2PResult) -> LengthCurve:
     per = per_by_bucket(result.words, result.predictions, result.references, bucket_of=length_bucket)
     return LengthCurve(p, {b: len(groups[b]) for b in wer}, wer, {b: per[b] for b in wer},
                        {b: _null_wer(p, groups[b]) for b in wer})
+
+
+def _letter_edits(a: str, b: str) -> int:
+    """Edit distance between two spellings; the shared beginning and ending are skipped first."""
+    i = 0
+    while i < min(len(a), len(b)) and a[i] == b[i]:
+        i += 1
+    a, b = a[i:], b[i:]
+    j = 0
+    while j < min(len(a), len(b)) and a[-1 - j] == b[-1 - j]:
+        j += 1
+    a, b = a[: len(a) - j], b[: len(b) - j]
+    return edit_distance(a, b) if a and b else len(a) + len(b)
+
+
+def nearest_spelling(train: Sequence[tuple[str, Sequence[str]]], words: Sequence[str],
+                     window: int = 8) -> list[tuple[str, ...]]:
+    """For each word, the pronunciation of the training word with the fewest letter edits from it,
+    searched among the ``window`` training words on each side of it in alphabetical order and in
+    the alphabetical order of reversed spellings (the words that share its beginning or its
+    ending); ties go to the earlier training word. A cheap stand-in for a search of the whole
+    training list, which would cost about 100,000 edit distances per word."""
+    if not train:
+        raise ValueError("no training words to look up")
+    by_start = sorted(range(len(train)), key=lambda i: train[i][0])
+    starts = [train[i][0] for i in by_start]
+    by_end = sorted(range(len(train)), key=lambda i: train[i][0][::-1])
+    ends = [train[i][0][::-1] for i in by_end]
+    out = []
+    for word in words:
+        candidates: set[int] = set()
+        for order, keys, key in ((by_start, starts, word), (by_end, ends, word[::-1])):
+            k = bisect.bisect_left(keys, key)
+            candidates.update(order[max(0, k - window):k + window])
+        best, best_edits = -1, len(word) + 1000
+        for i in sorted(candidates, key=lambda i: (abs(len(train[i][0]) - len(word)), i)):
+            if abs(len(train[i][0]) - len(word)) > best_edits:
+                break  # every later candidate needs at least this many edits
+            edits = _letter_edits(word, train[i][0])
+            if (edits, i) < (best_edits, best):
+                best, best_edits = i, edits
+        out.append(tuple(train[best][1]))
+    return out
