@@ -10,10 +10,9 @@ import torch.nn.functional as F
 
 from attnbook.exercises.ch08 import (
     INVENTED_RANGES, check_bpe_merges, check_invented_prediction, check_lm_loss,
-    check_perplexity, check_top_p, check_window_cached_mask,
+    check_perplexity, check_top_p, check_greedy_cached,
 )
-from attnbook.layers.masks import causal_mask
-from attnbook.tasks.language_modeling import filter_logits
+from attnbook.tasks.language_modeling import filter_logits, generate, generate_uncached
 
 
 # --- reference solutions (as in the chapter) ---
@@ -58,10 +57,24 @@ def top_p(logits, p):
     return logits.masked_fill(drop, float("-inf"))
 
 
-def window_cached_mask(num_new, num_cached, window):
-    query = torch.arange(num_cached, num_cached + num_new)[:, None]
-    key = torch.arange(num_cached + num_new)[None, :]
-    return (key <= query) & (key > query - window)
+def greedy_cached(model, prompt, num_new, *, steps_before=False, keep_state=True,
+                  new_only=False, feed=None, count=None, extra_step=False):
+    """The chapter's solution; the keyword arguments write plausible wrong answers."""
+    out = [prompt]
+    logits, state = model.start(prompt)
+    first_state, first = state, None
+    if steps_before:  # the prompt's last token fed to step again
+        logits, state = model.step(prompt[:, -1], state)
+    for i in range(num_new if count is None else count):
+        token = logits.argmax(-1)  # (B,)
+        first = token if first is None else first
+        out.append(token[:, None])
+        if i + 1 < num_new or extra_step:
+            fed = first if feed == "first" else token
+            logits, new_state = model.step(fed, state if keep_state else first_state)
+            state = new_state
+    tokens = torch.cat(out, 1)
+    return tokens[:, prompt.shape[1]:] if new_only else tokens
 
 
 def lm_loss(model, tokens):
@@ -71,7 +84,7 @@ def lm_loss(model, tokens):
 
 @pytest.mark.parametrize("check, solution", [
     (check_perplexity, perplexity), (check_bpe_merges, bpe_merges),
-    (check_top_p, top_p), (check_window_cached_mask, window_cached_mask),
+    (check_top_p, top_p), (check_greedy_cached, greedy_cached),
     (check_lm_loss, lm_loss),
 ])
 def test_reference_passes(check, solution, capsys):
@@ -84,7 +97,7 @@ def not_done(*args):
 
 
 @pytest.mark.parametrize("check", [check_perplexity, check_bpe_merges, check_top_p,
-                                   check_window_cached_mask, check_lm_loss])
+                                   check_greedy_cached, check_lm_loss])
 def test_stub_is_not_done(check, capsys):
     assert not check(not_done)
     assert "not done yet" in capsys.readouterr().out
@@ -348,28 +361,44 @@ def test_top_p_checker_breaks_ties_by_index(capsys):
     assert check_top_p(top_p)
 
 
-# --- sliding-window cached mask ---
+# --- greedy decoding with the cache ---
 
-def _band(t, p, w, offset=0, extra=0):
-    query = torch.arange(p, p + t)[:, None] - offset
-    key = torch.arange(p + t)[None, :]
-    return (key <= query) & (key > query - w - extra)
+def test_greedy_cached_wrong_answers(capsys):
+    check = check_greedy_cached
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, new_only=True), capsys,
+                    "prompt followed by")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, count=n - 1), capsys,
+                    "num_new - 1 new tokens")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, keep_state=False), capsys,
+                    "*new* state")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, steps_before=True), capsys,
+                    "cache twice")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, feed="first"), capsys,
+                    "chosen *last*")
+    # one step too many: the last token chosen goes through the model; overflows max_len
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
+                    "exceed max_len")
+    # the slow way (no cache) and the library's loops are refused by name
+    def recomputed(m, x, n):
+        for _ in range(n):
+            x = torch.cat([x, m(x)[:, -1].argmax(-1)[:, None]], 1)
+        return x
 
+    expect_rejected(check, recomputed, capsys, "cached way")
+    expect_rejected(check, lambda m, x, n: generate(m, x, n), capsys, "off limits")
+    expect_rejected(check, lambda m, x, n: generate_uncached(m, x, n), capsys, "off limits")
+    # sampling is not greedy
+    def sampled(m, x, n):
+        out, (logits, state) = [x], m.start(x)
+        g = torch.Generator().manual_seed(0)
+        for i in range(n):
+            token = torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0]
+            out.append(token[:, None])
+            if i + 1 < n:
+                logits, state = m.step(token, state)
+        return torch.cat(out, 1)
 
-def test_window_cached_mask_wrong_answers(capsys):
-    check = check_window_cached_mask
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=p), capsys, "shift the band")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=1), capsys, "one too many")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=-1), capsys, "one too few")
-    expect_rejected(check, lambda t, p, w: causal_mask(t, p + t), capsys, "plain causal mask")
-    expect_rejected(check, lambda t, p, w: (torch.arange(p + t)[None, :]
-                                            > torch.arange(p, p + t)[:, None] - w), capsys,
-                    "must not see")
-    # PyTorch's convention (True = blocked), as nn.MultiheadAttention's attn_mask takes it
-    expect_rejected(check, lambda t, p, w: ~_band(t, p, w), capsys, "True = may attend")
-    expect_rejected(check, lambda t, p, w: _band(t, 0, w), capsys, "P + T columns")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w).float(), capsys)  # floats, not bools
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=1), capsys)
+    expect_rejected(check, sampled, capsys)
 
 
 # --- next-token loss ---
@@ -453,7 +482,7 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
 
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
-    assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
+    assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
                               "lm_loss"}
 
 
