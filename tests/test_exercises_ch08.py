@@ -443,13 +443,13 @@ MEASURED = {0.5: 0.105, 1.0: 0.234, 1.5: 0.345}  # as the book's run
 
 
 def test_invented_prediction_not_done(capsys):
-    assert not check_invented_prediction(None, fake_measure(MEASURED))
+    assert not check_invented_prediction(fake_measure(MEASURED), None)
     assert "not done yet" in capsys.readouterr().out
 
 
 def test_invented_prediction_close_passes(capsys):
     assert all(low <= MEASURED[t] <= high for t, (low, high) in INVENTED_RANGES.items())
-    assert check_invented_prediction({0.5: 0.10, 1.5: 0.35}, fake_measure(MEASURED))
+    assert check_invented_prediction(fake_measure(MEASURED), {0.5: 0.10, 1.5: 0.35})
 
 
 @pytest.mark.parametrize("prediction, said", [
@@ -464,26 +464,26 @@ def test_invented_prediction_close_passes(capsys):
     ({0.5: 0.05}, "must be a dict"),
 ])
 def test_invented_prediction_wrong(prediction, said, capsys):
-    assert not check_invented_prediction(prediction, fake_measure(MEASURED))
+    assert not check_invented_prediction(fake_measure(MEASURED), prediction)
     assert said in capsys.readouterr().out
 
 
 def test_invented_prediction_too_low_at_high_temperature(capsys):
     measured = {0.5: 0.10, 1.0: 0.20, 1.5: 0.44}
-    assert not check_invented_prediction({0.5: 0.10, 1.5: 0.22}, fake_measure(measured))
+    assert not check_invented_prediction(fake_measure(measured), {0.5: 0.10, 1.5: 0.22})
     assert "tail is long" in capsys.readouterr().out
 
 
 def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
-    assert not check_invented_prediction({0.5: 0.05, 1.5: 0.40},
-                                         fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}))
+    assert not check_invented_prediction(fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}),
+                                         {0.5: 0.05, 1.5: 0.40})
     assert "outside the range" in capsys.readouterr().out
 
 
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "lm_loss"}
+                              "lm_loss", "measure_invented"}
 
 
 # --- answers that hand the work to the library the chapter imports ---

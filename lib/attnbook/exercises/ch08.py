@@ -539,15 +539,19 @@ INVENTED_TEMPERATURES = (0.5, 1.5)
 INVENTED_RANGES = {0.5: (0.06, 0.17), 1.0: (0.17, 0.31), 1.5: (0.26, 0.46)}
 
 
-def check_invented_prediction(predicted: dict | None, measure: Callable[[float], float]) -> CheckResult:
-    """Compare the reader's predicted shares of invented words at temperatures 0.5 and 1.5
-    with ``measure(temperature)`` (the share the chapter's sampler gives), and explain the gap."""
+def check_invented_prediction(measure: Callable[[float], float],
+                              prediction: dict | None = None) -> CheckResult:
+    """``measure(temperature) -> float``: the share of invented words the chapter's sampler
+    gives; ``prediction``, written before measuring (the command line passes the file's
+    ``prediction_measure_invented``), holds the predicted shares at temperatures 0.5 and 1.5,
+    compared with the measurement, and the gap explained."""
     name = "invented words vs temperature"
+    predicted = prediction
     if predicted is None:
-        return _finish(name, False, "not done yet: write your predictions into predicted_invented, "
+        return _finish(name, False, "not done yet: write your predictions into prediction_measure_invented, "
                                     "then run the cell.")
     if not isinstance(predicted, dict) or set(predicted) != set(INVENTED_TEMPERATURES):
-        return _finish(name, False, "predicted_invented must be a dict {0.5: share, 1.5: share}, "
+        return _finish(name, False, "prediction_measure_invented must be a dict {0.5: share, 1.5: share}, "
                                     f"got {predicted!r}")
     shares = {t: float(v) for t, v in predicted.items()}
     if any(not 0.0 <= v <= 1.0 for v in shares.values()):
@@ -602,8 +606,7 @@ EXERCISES = {
     "top_p": check_top_p,
     "greedy_cached": check_greedy_cached,
     "lm_loss": check_lm_loss,
+    # predict, then measure: the command line passes the file's prediction_measure_invented;
+    # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
+    "measure_invented": check_invented_prediction,
 }
-# ``check_invented_prediction`` takes a prediction and a measurement on the chapter's trained
-# model, which the chapter gives (measure_invented is not a stub the reader writes), so the
-# command line (``python -m attnbook.exercises ch08 answers.py``), whose functions are the
-# notebook's stubs (tests/test_book.py), does not run it: it is checked in the notebook only.
