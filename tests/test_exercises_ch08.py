@@ -521,3 +521,60 @@ def test_lm_loss_needs_a_gradient(capsys):
     expect_rejected(check_lm_loss,
                     lambda m, x: torch.tensor(ce(m(x[:, :-1]), x[:, 1:]).item()), capsys,
                     "no gradient")
+
+
+# --- the review's wrong answers that were rejected but not named ---
+
+def test_bpe_merge_that_never_shrinks_gets_a_verdict(capsys):
+    """A merge that forgets to skip the pair's second token loops forever: the checker stops it."""
+    def bpe_no_skip(pieces, first_id, min_count):
+        merges = []
+        while True:
+            counts = {}
+            for ids, n in pieces.items():
+                for pair in zip(ids, ids[1:]):
+                    counts[pair] = counts.get(pair, 0) + n
+            if not counts:
+                break
+            best = min(counts, key=lambda pair: (-counts[pair], pair))
+            if counts[best] < min_count:
+                break
+            merged = {}
+            for ids, n in pieces.items():
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(first_id + len(merges))
+                    else:
+                        out.append(ids[i])
+                    i += 1  # the pair's second token is not skipped: nothing shrinks
+                merged[tuple(out)] = n
+            pieces = merged
+            merges.append(best)
+        return merges, pieces
+
+    expect_rejected(check_bpe_merges, bpe_no_skip, capsys, "i += 2")
+
+
+def test_lm_loss_named_mistakes_from_the_review(capsys):
+    check = check_lm_loss
+    expect_rejected(check, lambda m, x: F.nll_loss(m(x[:, :-1]).reshape(-1, m.config.vocab_size),
+                                                   x[:, 1:].reshape(-1)), capsys, "nll_loss")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.numel(),
+                    capsys, "T - 1 targets")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")
+                    / x.shape[1], capsys, "T - 1 targets")
+
+
+def test_top_p_named_mistakes_from_the_review(capsys):
+    def ascending(logits, p):  # Hugging Face's top-p warper
+        sorted_logits, order = logits.sort(-1, descending=False)
+        drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
+        drop[..., -1:] = False
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+    expect_rejected(check_top_p, ascending, capsys, "ascending sort")
+    expect_rejected(check_top_p, lambda logits, p: top_p(logits, p).log_softmax(-1), capsys,
+                    "log-probabilities")
+    expect_rejected(check_top_p, lambda logits, p: logits.log_softmax(-1).masked_fill(
+        top_p(logits, p) == float("-inf"), float("-inf")), capsys, "log-probabilities")

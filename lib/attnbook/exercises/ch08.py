@@ -232,12 +232,61 @@ def check_bpe_merges(fn: Callable) -> CheckResult:
         Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not "
                 "(1, new).", gives=variant(right_to_left=True)),
     ]
-    return run_cases("BPE merges", _without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
-                                            "attnbook.data.bpe"), cases, mistakes)
+    guarded = _line_budget(_without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
+                                    "attnbook.data.bpe"), _BPE_ENDLESS)
+    return run_cases("BPE merges", guarded, cases, mistakes)
 
 
 _BPE_LIBRARY = ("the exercise asks you to write the counting and the merging yourself: "
                 "count_pairs and merge_pair (Section 8.2's loop) are off limits here.")
+
+
+class _TooLong(RuntimeError):
+    pass
+
+
+_LINE_BUDGET = 2_000_000  # lines of the reader's code per call; a right answer needs thousands
+
+
+def _line_budget(fn: Callable, why: str, budget: int = _LINE_BUDGET) -> Callable:
+    """``fn`` stopped with ``_TooLong(why)`` once the lines run in its own source file (its
+    helpers included) pass ``budget``: an endless loop gets a verdict, not a hang."""
+    import inspect
+    import sys
+
+    inner = inspect.unwrap(fn) if callable(fn) else fn
+    if not hasattr(inner, "__code__"):
+        return fn
+    source = inner.__code__.co_filename
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        left = [budget]
+
+        def local(frame, event, arg):
+            if event == "line":
+                left[0] -= 1
+                if left[0] < 0:
+                    raise _TooLong(why)
+            return local
+
+        def tracer(frame, event, arg):
+            return local if frame.f_code.co_filename == source else None
+
+        previous = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.settrace(previous)
+
+    return wrapped
+
+
+_BPE_ENDLESS = ("your function did not stop (over 2 million lines run on a case of a few "
+                "pieces): most likely a merge that never shrinks the pieces, so the same pair "
+                "stays the most frequent forever. After writing the new id, skip *both* tokens "
+                "of the pair (i += 2, not i += 1).")
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
@@ -304,7 +353,26 @@ def check_top_p(fn: Callable) -> CheckResult:
         last = (ordered.cumsum(-1) - ordered < p).sum(-1, keepdim=True) - 1
         return logits.masked_fill(probs < ordered.gather(-1, last), float("-inf"))
 
+    def ascending(logits, p):  # Hugging Face's top-p warper: sort ascending, drop the low tail
+        sorted_logits, order = logits.sort(-1, descending=False)
+        drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
+        drop[..., -1:] = False
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+    def log_probs(logits, p):
+        return filter_logits(logits, top_p=p).log_softmax(-1)
+
+    def log_probs_unnormalised(logits, p):
+        kept = filter_logits(logits, top_p=p) > float("-inf")
+        return logits.log_softmax(-1).masked_fill(~kept, float("-inf"))
+
     mistakes = [
+        Mistake("log-probabilities", "you returned log-probabilities (the sampling distribution "
+                "is the same, but the values are not the logits): return the logits themselves, "
+                "unchanged where kept, -inf where dropped.", gives=log_probs),
+        Mistake("log-probabilities before the cut", "you returned log-probabilities, log_softmax of "
+                "the logits with the dropped tokens at -inf: return the logits themselves, unchanged "
+                "where kept.", gives=log_probs_unnormalised),
         Mistake("float32 at p = 1", "in float32 the running sum reaches 1.0 before the tail, "
                 "so p = 1 dropped tokens: p = 1 must keep every token (return the logits "
                 "unchanged then, or sum in float64).",
@@ -320,6 +388,10 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("mask not scattered back", "you built the drop mask in sorted order and "
                 "applied it in vocabulary order: scatter it back through the sort's indices "
                 "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
+        Mistake("ascending sort on ties", "an ascending sort (as Hugging Face's top-p warper "
+                "does) puts equally likely tokens in reverse index order, so on a tie the "
+                "*higher* index joins the nucleus first: sort descending with stable=True.",
+                gives=ascending),
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
     ]
@@ -486,6 +558,17 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
                 "targets (B, T-1) the same way (reshape(-1), not .T).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
+        Mistake("nll_loss on logits", "F.nll_loss takes *log-probabilities*: on raw logits it "
+                "is just minus the target's logit. Use F.cross_entropy (it applies log_softmax "
+                "itself), or log_softmax first.",
+                gives=lambda m, x: F.nll_loss(m(x[:, :-1]).reshape(-1, m.config.vocab_size),
+                                              x[:, 1:].reshape(-1))),
+        Mistake("divided by B * T", "a row of T tokens gives T - 1 targets: divide the sum by "
+                "B * (T - 1), the number of targets (or take the mean).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.numel()),
+        Mistake("divided by T", "a row of T tokens gives T - 1 targets, and the mean is over "
+                "every row too: divide the sum by B * (T - 1) (or take the mean).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.shape[1]),
         Mistake("summed", "the loss is the *mean* over every target, not the sum.",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")),
         Mistake("softmax first", "F.cross_entropy takes logits and applies log-softmax itself: "
