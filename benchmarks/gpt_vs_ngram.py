@@ -11,6 +11,10 @@ training text (never on the held-out text). The GPT: the chapter's configuration
 (AdamW at 1e-2, betas 0.9/0.95, weight decay 0.01, batch 64, 10% warm-up then linear decay,
 seed 0), with the schedule stretched over ``--steps`` steps; its held-out perplexity is
 measured every tenth of the run. One thread.
+
+``python benchmarks/gpt_vs_ngram.py --seed-spread --steps 600 --seeds 1 2`` instead trains the
+chapter's 600-step run again with other seeds (seed s draws the weights and the batches) and
+writes ``gpt_seed_spread.json``: how far the chapter's one-seed perplexity can move by seed.
 """
 from __future__ import annotations
 
@@ -47,10 +51,16 @@ def streams(smoke: bool) -> tuple[torch.Tensor, torch.Tensor]:
 def main() -> None:
     parser = common.experiment_parser(__doc__)
     parser.add_argument("--steps", type=int, default=3000, help="GPT training steps")
+    parser.add_argument("--seed-spread", action="store_true",
+                        help="only train the GPT, once per --seeds, and write gpt_seed_spread.json")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
     args = parser.parse_args()
     torch.set_num_threads(1)
     train, test = streams(args.smoke)
     steps = 20 if args.smoke else args.steps
+    if args.seed_spread:
+        seed_spread(args, train, test, steps)
+        return
     ngrams = {}
     for order in (2, 3, 4, 5):
         kn, discount = fit_kneser_ney(train, VOCAB, order)
@@ -84,6 +94,34 @@ def main() -> None:
                     "train_seconds": round(seconds, 1), "curve": curve,
                     "position_losses": [round(x, 4) for x in position_losses(model, test, WINDOW).tolist()]},
             "kneser_ney": ngrams, "held_out_targets": (len(test) - 1) // WINDOW * WINDOW,
+            "machine": common.machine()})
+
+
+def seed_spread(args, train: torch.Tensor, test: torch.Tensor, steps: int) -> None:
+    """The chapter's GPT and recipe over ``steps`` steps, once per seed: held-out perplexity."""
+    config = GPTConfig(vocab_size=VOCAB, max_len=WINDOW, d_model=64, num_heads=4, d_ff=256,
+                       num_layers=2)
+    runs = []
+    for seed in args.seeds:
+        torch.manual_seed(seed)
+        model = GPT(config)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2, betas=(0.9, 0.95),
+                                      weight_decay=0.01)
+        batches = lm_batches(train, WINDOW, 64, torch.Generator().manual_seed(seed))
+        seconds, _ = common.timed(lambda: fit(
+            model, batches, next_token_loss, optimizer, steps,
+            scheduler=warmup_linear_scheduler(optimizer, steps // 10, steps), progress=False),
+            torch.device("cpu"))
+        runs.append({"seed": seed, "perplexity": round(math.exp(model_loss(model, test, WINDOW)), 3),
+                     "train_seconds": round(seconds, 1)})
+        print(json.dumps(runs[-1]), flush=True)
+    out = common.out_path(args, "gpt_seed_spread.json")
+    if out is not None:
+        common.write_result(out, {
+            "description": "Chapter 8: the chapter's GPT and 600-step recipe trained with other "
+                           "seeds (the seed draws the weights and the batches); held-out "
+                           "perplexity; written by benchmarks/gpt_vs_ngram.py --seed-spread",
+            "command": common.command_line(), "steps": steps, "runs": runs, "held_out_targets": (len(test) - 1) // WINDOW * WINDOW,
             "machine": common.machine()})
 
 

@@ -10,10 +10,9 @@ import torch.nn.functional as F
 
 from attnbook.exercises.ch08 import (
     INVENTED_RANGES, check_bpe_merges, check_invented_prediction, check_lm_loss,
-    check_perplexity, check_top_p, check_window_cached_mask,
+    check_perplexity, check_top_p, check_greedy_cached,
 )
-from attnbook.layers.masks import causal_mask
-from attnbook.tasks.language_modeling import filter_logits
+from attnbook.tasks.language_modeling import filter_logits, generate, generate_uncached
 
 
 # --- reference solutions (as in the chapter) ---
@@ -58,10 +57,24 @@ def top_p(logits, p):
     return logits.masked_fill(drop, float("-inf"))
 
 
-def window_cached_mask(num_new, num_cached, window):
-    query = torch.arange(num_cached, num_cached + num_new)[:, None]
-    key = torch.arange(num_cached + num_new)[None, :]
-    return (key <= query) & (key > query - window)
+def greedy_cached(model, prompt, num_new, *, steps_before=False, keep_state=True,
+                  new_only=False, feed=None, count=None, extra_step=False):
+    """The chapter's solution; the keyword arguments write plausible wrong answers."""
+    out = [prompt]
+    logits, state = model.start(prompt)
+    first_state, first = state, None
+    if steps_before:  # the prompt's last token fed to step again
+        logits, state = model.step(prompt[:, -1], state)
+    for i in range(num_new if count is None else count):
+        token = logits.argmax(-1)  # (B,)
+        first = token if first is None else first
+        out.append(token[:, None])
+        if i + 1 < num_new or extra_step:
+            fed = first if feed == "first" else token
+            logits, new_state = model.step(fed, state if keep_state else first_state)
+            state = new_state
+    tokens = torch.cat(out, 1)
+    return tokens[:, prompt.shape[1]:] if new_only else tokens
 
 
 def lm_loss(model, tokens):
@@ -71,7 +84,7 @@ def lm_loss(model, tokens):
 
 @pytest.mark.parametrize("check, solution", [
     (check_perplexity, perplexity), (check_bpe_merges, bpe_merges),
-    (check_top_p, top_p), (check_window_cached_mask, window_cached_mask),
+    (check_top_p, top_p), (check_greedy_cached, greedy_cached),
     (check_lm_loss, lm_loss),
 ])
 def test_reference_passes(check, solution, capsys):
@@ -84,7 +97,7 @@ def not_done(*args):
 
 
 @pytest.mark.parametrize("check", [check_perplexity, check_bpe_merges, check_top_p,
-                                   check_window_cached_mask, check_lm_loss])
+                                   check_greedy_cached, check_lm_loss])
 def test_stub_is_not_done(check, capsys):
     assert not check(not_done)
     assert "not done yet" in capsys.readouterr().out
@@ -348,28 +361,44 @@ def test_top_p_checker_breaks_ties_by_index(capsys):
     assert check_top_p(top_p)
 
 
-# --- sliding-window cached mask ---
+# --- greedy decoding with the cache ---
 
-def _band(t, p, w, offset=0, extra=0):
-    query = torch.arange(p, p + t)[:, None] - offset
-    key = torch.arange(p + t)[None, :]
-    return (key <= query) & (key > query - w - extra)
+def test_greedy_cached_wrong_answers(capsys):
+    check = check_greedy_cached
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, new_only=True), capsys,
+                    "prompt followed by")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, count=n - 1), capsys,
+                    "num_new - 1 new tokens")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, keep_state=False), capsys,
+                    "*new* state")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, steps_before=True), capsys,
+                    "cache twice")
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, feed="first"), capsys,
+                    "chosen *last*")
+    # one step too many: the last token chosen goes through the model; overflows max_len
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
+                    "exceed max_len")
+    # the slow way (no cache) and the library's loops are refused by name
+    def recomputed(m, x, n):
+        for _ in range(n):
+            x = torch.cat([x, m(x)[:, -1].argmax(-1)[:, None]], 1)
+        return x
 
+    expect_rejected(check, recomputed, capsys, "cached way")
+    expect_rejected(check, lambda m, x, n: generate(m, x, n), capsys, "off limits")
+    expect_rejected(check, lambda m, x, n: generate_uncached(m, x, n), capsys, "off limits")
+    # sampling is not greedy
+    def sampled(m, x, n):
+        out, (logits, state) = [x], m.start(x)
+        g = torch.Generator().manual_seed(0)
+        for i in range(n):
+            token = torch.multinomial(logits.softmax(-1), 1, generator=g)[:, 0]
+            out.append(token[:, None])
+            if i + 1 < n:
+                logits, state = m.step(token, state)
+        return torch.cat(out, 1)
 
-def test_window_cached_mask_wrong_answers(capsys):
-    check = check_window_cached_mask
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=p), capsys, "shift the band")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=1), capsys, "one too many")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, extra=-1), capsys, "one too few")
-    expect_rejected(check, lambda t, p, w: causal_mask(t, p + t), capsys, "plain causal mask")
-    expect_rejected(check, lambda t, p, w: (torch.arange(p + t)[None, :]
-                                            > torch.arange(p, p + t)[:, None] - w), capsys,
-                    "must not see")
-    # PyTorch's convention (True = blocked), as nn.MultiheadAttention's attn_mask takes it
-    expect_rejected(check, lambda t, p, w: ~_band(t, p, w), capsys, "True = may attend")
-    expect_rejected(check, lambda t, p, w: _band(t, 0, w), capsys, "P + T columns")
-    expect_rejected(check, lambda t, p, w: _band(t, p, w).float(), capsys)  # floats, not bools
-    expect_rejected(check, lambda t, p, w: _band(t, p, w, offset=1), capsys)
+    expect_rejected(check, sampled, capsys)
 
 
 # --- next-token loss ---
@@ -414,13 +443,13 @@ MEASURED = {0.5: 0.105, 1.0: 0.234, 1.5: 0.345}  # as the book's run
 
 
 def test_invented_prediction_not_done(capsys):
-    assert not check_invented_prediction(None, fake_measure(MEASURED))
+    assert not check_invented_prediction(fake_measure(MEASURED), None)
     assert "not done yet" in capsys.readouterr().out
 
 
 def test_invented_prediction_close_passes(capsys):
     assert all(low <= MEASURED[t] <= high for t, (low, high) in INVENTED_RANGES.items())
-    assert check_invented_prediction({0.5: 0.10, 1.5: 0.35}, fake_measure(MEASURED))
+    assert check_invented_prediction(fake_measure(MEASURED), {0.5: 0.10, 1.5: 0.35})
 
 
 @pytest.mark.parametrize("prediction, said", [
@@ -435,26 +464,26 @@ def test_invented_prediction_close_passes(capsys):
     ({0.5: 0.05}, "must be a dict"),
 ])
 def test_invented_prediction_wrong(prediction, said, capsys):
-    assert not check_invented_prediction(prediction, fake_measure(MEASURED))
+    assert not check_invented_prediction(fake_measure(MEASURED), prediction)
     assert said in capsys.readouterr().out
 
 
 def test_invented_prediction_too_low_at_high_temperature(capsys):
     measured = {0.5: 0.10, 1.0: 0.20, 1.5: 0.44}
-    assert not check_invented_prediction({0.5: 0.10, 1.5: 0.22}, fake_measure(measured))
+    assert not check_invented_prediction(fake_measure(measured), {0.5: 0.10, 1.5: 0.22})
     assert "tail is long" in capsys.readouterr().out
 
 
 def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
-    assert not check_invented_prediction({0.5: 0.05, 1.5: 0.40},
-                                         fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}))
+    assert not check_invented_prediction(fake_measure({0.5: 0.5, 1.0: 0.2, 1.5: 0.45}),
+                                         {0.5: 0.05, 1.5: 0.40})
     assert "outside the range" in capsys.readouterr().out
 
 
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
-    assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "window_cached_mask",
-                              "lm_loss"}
+    assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
+                              "lm_loss", "measure_invented"}
 
 
 # --- answers that hand the work to the library the chapter imports ---
@@ -492,3 +521,60 @@ def test_lm_loss_needs_a_gradient(capsys):
     expect_rejected(check_lm_loss,
                     lambda m, x: torch.tensor(ce(m(x[:, :-1]), x[:, 1:]).item()), capsys,
                     "no gradient")
+
+
+# --- the review's wrong answers that were rejected but not named ---
+
+def test_bpe_merge_that_never_shrinks_gets_a_verdict(capsys):
+    """A merge that forgets to skip the pair's second token loops forever: the checker stops it."""
+    def bpe_no_skip(pieces, first_id, min_count):
+        merges = []
+        while True:
+            counts = {}
+            for ids, n in pieces.items():
+                for pair in zip(ids, ids[1:]):
+                    counts[pair] = counts.get(pair, 0) + n
+            if not counts:
+                break
+            best = min(counts, key=lambda pair: (-counts[pair], pair))
+            if counts[best] < min_count:
+                break
+            merged = {}
+            for ids, n in pieces.items():
+                out, i = [], 0
+                while i < len(ids):
+                    if i + 1 < len(ids) and (ids[i], ids[i + 1]) == best:
+                        out.append(first_id + len(merges))
+                    else:
+                        out.append(ids[i])
+                    i += 1  # the pair's second token is not skipped: nothing shrinks
+                merged[tuple(out)] = n
+            pieces = merged
+            merges.append(best)
+        return merges, pieces
+
+    expect_rejected(check_bpe_merges, bpe_no_skip, capsys, "i += 2")
+
+
+def test_lm_loss_named_mistakes_from_the_review(capsys):
+    check = check_lm_loss
+    expect_rejected(check, lambda m, x: F.nll_loss(m(x[:, :-1]).reshape(-1, m.config.vocab_size),
+                                                   x[:, 1:].reshape(-1)), capsys, "nll_loss")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.numel(),
+                    capsys, "T - 1 targets")
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")
+                    / x.shape[1], capsys, "T - 1 targets")
+
+
+def test_top_p_named_mistakes_from_the_review(capsys):
+    def ascending(logits, p):  # Hugging Face's top-p warper
+        sorted_logits, order = logits.sort(-1, descending=False)
+        drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
+        drop[..., -1:] = False
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+    expect_rejected(check_top_p, ascending, capsys, "ascending sort")
+    expect_rejected(check_top_p, lambda logits, p: top_p(logits, p).log_softmax(-1), capsys,
+                    "log-probabilities")
+    expect_rejected(check_top_p, lambda logits, p: logits.log_softmax(-1).masked_fill(
+        top_p(logits, p) == float("-inf"), float("-inf")), capsys, "log-probabilities")

@@ -47,3 +47,16 @@ def test_fit_kneser_ney_picks_the_discount_on_the_training_tail():
     tail = {d: KneserNey(stream[:cut], 5, 2, d).held_out_loss(stream[cut:], 10) for d in (0.3, 0.9)}
     assert discount == min(tail, key=tail.get)
     assert model.discount == discount and len(model.grams[2]) == len(KneserNey(stream, 5, 2).grams[2])
+
+
+@pytest.mark.parametrize("order", [1, 2, 3, 4])
+def test_next_token_probs_match_prob(order):
+    stream = torch.randint(6, (400,), generator=torch.Generator().manual_seed(order))
+    kn = KneserNey(stream[:300], 6, order=order, discount=0.7)
+    contexts = torch.cat([stream[300:310].reshape(2, 5), torch.tensor([[5, 5, 5, 5, 5]])])
+    for width in range(0, 6):
+        got = kn.next_token_probs(contexts[:, :width] if width else contexts[:, :0])
+        want = torch.tensor([[kn.prob(tuple(row), w) for w in range(6)]
+                             for row in contexts[:, :width].tolist()], dtype=torch.float64)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(got.sum(-1), torch.ones(3, dtype=torch.float64))

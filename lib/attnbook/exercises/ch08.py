@@ -18,8 +18,7 @@ import torch
 import torch.nn.functional as F
 
 from attnbook.data.bpe import merge_pair
-from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
-from attnbook.layers.masks import causal_mask
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.tasks.language_modeling import filter_logits, next_token_cross_entropy
 
@@ -233,12 +232,61 @@ def check_bpe_merges(fn: Callable) -> CheckResult:
         Mistake("right to left", "merge from left to right: (1, 1, 1) becomes (new, 1), not "
                 "(1, new).", gives=variant(right_to_left=True)),
     ]
-    return run_cases("BPE merges", _without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
-                                            "attnbook.data.bpe"), cases, mistakes)
+    guarded = _line_budget(_without(fn, ("count_pairs", "merge_pair"), _BPE_LIBRARY,
+                                    "attnbook.data.bpe"), _BPE_ENDLESS)
+    return run_cases("BPE merges", guarded, cases, mistakes)
 
 
 _BPE_LIBRARY = ("the exercise asks you to write the counting and the merging yourself: "
                 "count_pairs and merge_pair (Section 8.2's loop) are off limits here.")
+
+
+class _TooLong(RuntimeError):
+    pass
+
+
+_LINE_BUDGET = 2_000_000  # lines of the reader's code per call; a right answer needs thousands
+
+
+def _line_budget(fn: Callable, why: str, budget: int = _LINE_BUDGET) -> Callable:
+    """``fn`` stopped with ``_TooLong(why)`` once the lines run in its own source file (its
+    helpers included) pass ``budget``: an endless loop gets a verdict, not a hang."""
+    import inspect
+    import sys
+
+    inner = inspect.unwrap(fn) if callable(fn) else fn
+    if not hasattr(inner, "__code__"):
+        return fn
+    source = inner.__code__.co_filename
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        left = [budget]
+
+        def local(frame, event, arg):
+            if event == "line":
+                left[0] -= 1
+                if left[0] < 0:
+                    raise _TooLong(why)
+            return local
+
+        def tracer(frame, event, arg):
+            return local if frame.f_code.co_filename == source else None
+
+        previous = sys.gettrace()
+        sys.settrace(tracer)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            sys.settrace(previous)
+
+    return wrapped
+
+
+_BPE_ENDLESS = ("your function did not stop (over 2 million lines run on a case of a few "
+                "pieces): most likely a merge that never shrinks the pieces, so the same pair "
+                "stays the most frequent forever. After writing the new id, skip *both* tokens "
+                "of the pair (i += 2, not i += 1).")
 
 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
@@ -305,7 +353,26 @@ def check_top_p(fn: Callable) -> CheckResult:
         last = (ordered.cumsum(-1) - ordered < p).sum(-1, keepdim=True) - 1
         return logits.masked_fill(probs < ordered.gather(-1, last), float("-inf"))
 
+    def ascending(logits, p):  # Hugging Face's top-p warper: sort ascending, drop the low tail
+        sorted_logits, order = logits.sort(-1, descending=False)
+        drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
+        drop[..., -1:] = False
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
+    def log_probs(logits, p):
+        return filter_logits(logits, top_p=p).log_softmax(-1)
+
+    def log_probs_unnormalised(logits, p):
+        kept = filter_logits(logits, top_p=p) > float("-inf")
+        return logits.log_softmax(-1).masked_fill(~kept, float("-inf"))
+
     mistakes = [
+        Mistake("log-probabilities", "you returned log-probabilities (the sampling distribution "
+                "is the same, but the values are not the logits): return the logits themselves, "
+                "unchanged where kept, -inf where dropped.", gives=log_probs),
+        Mistake("log-probabilities before the cut", "you returned log-probabilities, log_softmax of "
+                "the logits with the dropped tokens at -inf: return the logits themselves, unchanged "
+                "where kept.", gives=log_probs_unnormalised),
         Mistake("float32 at p = 1", "in float32 the running sum reaches 1.0 before the tail, "
                 "so p = 1 dropped tokens: p = 1 must keep every token (return the logits "
                 "unchanged then, or sum in float64).",
@@ -321,6 +388,10 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("mask not scattered back", "you built the drop mask in sorted order and "
                 "applied it in vocabulary order: scatter it back through the sort's indices "
                 "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
+        Mistake("ascending sort on ties", "an ascending sort (as Hugging Face's top-p warper "
+                "does) puts equally likely tokens in reverse index order, so on a tie the "
+                "*higher* index joins the nucleus first: sort descending with stable=True.",
+                gives=ascending),
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
     ]
@@ -332,63 +403,109 @@ _TOP_P_LIBRARY = ("the exercise asks you to build the top-p filter: filter_logit
                   "chapter's own answer and is off limits here (softmax, sort, cumsum, scatter).")
 
 
-# --- 4. the mask of a cached step with a sliding window ----------------------------------------
+# --- 4. greedy decoding with the key-value cache ------------------------------------------------
 
-def _window_mask(num_new: int, num_cached: int, window: int) -> torch.Tensor:
-    query = torch.arange(num_cached, num_cached + num_new)[:, None]  # (T, 1): absolute positions
-    key = torch.arange(num_cached + num_new)[None, :]  # (1, P + T)
-    return (key <= query) & (key > query - window)
+class _CachedOnly(GPT):
+    """A GPT that only decodes through ``start`` and ``step``: calling it on a whole sequence
+    (recomputing every position, the slow way) raises."""
+
+    def forward(self, tokens, need_weights=False):  # noqa: ARG002 - the signature of GPT's
+        raise _LibraryUsed("the exercise asks for the cached way: read the prompt once with "
+                           "model.start(prompt), then one model.step(tokens, state) per new "
+                           "token; calling model(...) on the whole sequence recomputes it.")
 
 
-def check_window_cached_mask(fn: Callable) -> CheckResult:
-    """``fn(num_new, num_cached, window) -> (num_new, num_cached + num_new)`` bool: the new
-    positions of a cached step, each seeing only itself and the ``window - 1`` positions before
-    it (sliding-window attention), with ``num_cached`` earlier positions in the cache."""
-    sizes = [(3, 4, 3), (1, 0, 1), (1, 5, 3), (3, 0, 2), (2, 6, 8), (5, 2, 4), (4, 3, 1)]
-    cases = [Case(f"{t} new after {p} cached, window {w}", (t, p, w), _window_mask(t, p, w),
-                  hint="new query i sits at position P + i and sees keys j with "
-                       "P + i - window < j <= P + i") for t, p, w in sizes]
+def _decoder(vocab: int, max_len: int, seed: int) -> GPT:
+    """A small random GPT whose greedy choices vary from step to step and depend on the token
+    fed (tokens drawn at std 1, positions at 2, the rest at 0.3: an untrained GPT otherwise
+    repeats one token)."""
+    torch.manual_seed(seed)
+    model = _CachedOnly(GPTConfig(vocab_size=vocab, max_len=max_len, d_model=16, num_heads=2,
+                                  d_ff=32, num_layers=2))
+    with torch.no_grad():
+        for name, weight in model.named_parameters():
+            std = 2.0 if "positions" in name else 1.0 if "tokens" in name else 0.3
+            weight.normal_(0.0, std)
+    return model.eval()
 
-    def keys(t, p):
-        return torch.arange(t)[:, None], torch.arange(p, p + t)[:, None], torch.arange(p + t)[None, :]
 
-    def no_offset(t, p, w):
-        local, _, key = keys(t, p)
-        return (key <= local) & (key > local - w)
+def _greedy(model: GPT, prompt: torch.Tensor, num_new: int) -> torch.Tensor:
+    out, (logits, state) = [prompt], model.start(prompt)
+    for i in range(num_new):
+        out.append(logits.argmax(-1)[:, None])
+        if i + 1 < num_new:
+            logits, state = model.step(out[-1][:, 0], state)
+    return torch.cat(out, dim=1)
 
-    def one_too_many(t, p, w):
-        _, query, key = keys(t, p)
-        return (key <= query) & (key >= query - w)
 
-    def one_too_few(t, p, w):
-        _, query, key = keys(t, p)
-        return (key <= query) & (key > query - w + 1)
+def check_greedy_cached(fn: Callable) -> CheckResult:
+    """``fn(model, prompt (B, T), num_new) -> (B, T + num_new)``: greedy decoding through
+    ``model.start`` and ``model.step`` (the key-value cache), the prompt followed by the
+    ``num_new`` tokens chosen."""
+    cases = []
+    # (vocab, max_len, batch, prompt length, new tokens); in the last, prompt + new tokens
+    # exceed max_len by one: the last token chosen is never read by the model
+    sizes = [(13, 16, 2, 3, 6), (7, 12, 1, 1, 5), (29, 20, 3, 5, 9), (11, 10, 2, 4, 7)]
+    for seed, (vocab, max_len, batch, length, new) in enumerate(sizes):
+        model = _decoder(vocab, max_len, seed)
+        prompt = torch.randint(vocab, (batch, length), generator=torch.Generator().manual_seed(seed))
+        with torch.no_grad():
+            expected = _greedy(model, prompt, new)
+        cases.append(Case(f"V={vocab}, batch {batch}, prompt {length}, {new} new (max_len "
+                          f"{max_len})", (model, prompt, new), expected,
+                          hint="start(prompt) already gives the logits of the first new token: "
+                               "num_new tokens need num_new - 1 calls of step, each given the "
+                               "token just chosen and the state the previous call returned"))
 
-    def future_visible(t, p, w):
-        _, query, key = keys(t, p)
-        return (key > query - w).expand(t, p + t)
+    def first_state_only(m, x, n):  # every step from the prompt's state
+        out, (logits, state) = [x], m.start(x)
+        for i in range(n):
+            out.append(logits.argmax(-1)[:, None])
+            logits, _ = m.step(out[-1][:, 0], state)
+        return torch.cat(out, 1)
+
+    def last_prompt_token_again(m, x, n):  # step fed the prompt's last token first
+        out, (_, state) = [x], m.start(x)
+        token = x[:, -1]
+        for _ in range(n):
+            logits, state = m.step(token, state)
+            token = logits.argmax(-1)
+            out.append(token[:, None])
+        return torch.cat(out, 1)
+
+    def same_token_fed(m, x, n):  # step always given the first chosen token
+        out, (logits, state) = [x], m.start(x)
+        first = logits.argmax(-1)
+        for i in range(n):
+            out.append(logits.argmax(-1)[:, None])
+            if i + 1 < n:
+                logits, state = m.step(first, state)
+        return torch.cat(out, 1)
 
     mistakes = [
-        Mistake("no offset", "the new queries are the *last* positions: query i sits at "
-                "num_cached + i, so shift the band right by num_cached.", gives=no_offset),
-        Mistake("window + 1 keys", "each position sees `window` keys in all, itself included: "
-                "keys j with i - window < j <= i (you kept one too many).", gives=one_too_many),
-        Mistake("window - 1 keys", "each position sees `window` keys in all, itself included "
-                "(you kept one too few).", gives=one_too_few),
-        Mistake("no window", "that is the plain causal mask of a cached step: keys further "
-                "back than window - 1 positions must be hidden.",
-                gives=lambda t, p, w: causal_mask(t, p + t)),
-        Mistake("future visible", "a new position must not see the new positions after it.",
-                gives=future_visible),
-        Mistake("inverted",
-                "that is PyTorch's convention (True = blocked, as the attn_mask of "
-                "nn.MultiheadAttention takes it); this book's masks say True = may "
-                "attend.",
-                gives=lambda t, p, w: ~_window_mask(t, p, w)),
-        Mistake("square mask", "the keys are the cached positions plus the new ones: the mask "
-                "has P + T columns.", gives=lambda t, p, w: _window_mask(t, 0, w)),
+        Mistake("new tokens only", "return the prompt followed by the new tokens, (B, T + "
+                "num_new), as the library's generate does.",
+                gives=lambda m, x, n: _greedy(m, x, n)[:, x.shape[1]:]),
+        Mistake("one token too few", "start(prompt) already gives the first new token's "
+                "logits: choose from them before the first step (you returned num_new - 1 "
+                "new tokens).", gives=lambda m, x, n: _greedy(m, x, n)[:, :-1]),
+        Mistake("state not carried", "step returns a *new* state (the cache with the new "
+                "token's keys and values) and leaves the one it was given unchanged: pass each "
+                "call the state the previous call returned.", gives=first_state_only),
+        Mistake("prompt's last token read twice", "start(prompt) has already read the "
+                "prompt's last token and cached it: its logits are the first new token's. "
+                "Feeding that token to step again puts it in the cache twice.",
+                gives=last_prompt_token_again),
+        Mistake("same token fed", "give step the token chosen *last*, a new one each time.",
+                gives=same_token_fed),
     ]
-    return run_cases("sliding-window cached mask", fn, cases, mistakes)
+    guarded = _without(fn, ("generate", "generate_uncached"), _GREEDY_LIBRARY)
+    return run_cases("greedy decoding with the cache", no_grad(guarded) if callable(fn) else fn,
+                     cases, mistakes)
+
+
+_GREEDY_LIBRARY = ("the exercise asks you to write the decoding loop: the library's generate "
+                   "and generate_uncached are off limits here (use model.start and model.step).")
 
 
 # --- 5. the next-token shift of the language-model loss -----------------------------------------
@@ -441,6 +558,17 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
                 "targets (B, T-1) the same way (reshape(-1), not .T).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
+        Mistake("nll_loss on logits", "F.nll_loss takes *log-probabilities*: on raw logits it "
+                "is just minus the target's logit. Use F.cross_entropy (it applies log_softmax "
+                "itself), or log_softmax first.",
+                gives=lambda m, x: F.nll_loss(m(x[:, :-1]).reshape(-1, m.config.vocab_size),
+                                              x[:, 1:].reshape(-1))),
+        Mistake("divided by B * T", "a row of T tokens gives T - 1 targets: divide the sum by "
+                "B * (T - 1), the number of targets (or take the mean).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.numel()),
+        Mistake("divided by T", "a row of T tokens gives T - 1 targets, and the mean is over "
+                "every row too: divide the sum by B * (T - 1) (or take the mean).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.shape[1]),
         Mistake("summed", "the loss is the *mean* over every target, not the sum.",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")),
         Mistake("softmax first", "F.cross_entropy takes logits and applies log-softmax itself: "
@@ -494,15 +622,19 @@ INVENTED_TEMPERATURES = (0.5, 1.5)
 INVENTED_RANGES = {0.5: (0.06, 0.17), 1.0: (0.17, 0.31), 1.5: (0.26, 0.46)}
 
 
-def check_invented_prediction(predicted: dict | None, measure: Callable[[float], float]) -> CheckResult:
-    """Compare the reader's predicted shares of invented words at temperatures 0.5 and 1.5
-    with ``measure(temperature)`` (the share the chapter's sampler gives), and explain the gap."""
+def check_invented_prediction(measure: Callable[[float], float],
+                              prediction: dict | None = None) -> CheckResult:
+    """``measure(temperature) -> float``: the share of invented words the chapter's sampler
+    gives; ``prediction``, written before measuring (the command line passes the file's
+    ``prediction_measure_invented``), holds the predicted shares at temperatures 0.5 and 1.5,
+    compared with the measurement, and the gap explained."""
     name = "invented words vs temperature"
+    predicted = prediction
     if predicted is None:
-        return _finish(name, False, "not done yet: write your predictions into predicted_invented, "
+        return _finish(name, False, "not done yet: write your predictions into prediction_measure_invented, "
                                     "then run the cell.")
     if not isinstance(predicted, dict) or set(predicted) != set(INVENTED_TEMPERATURES):
-        return _finish(name, False, "predicted_invented must be a dict {0.5: share, 1.5: share}, "
+        return _finish(name, False, "prediction_measure_invented must be a dict {0.5: share, 1.5: share}, "
                                     f"got {predicted!r}")
     shares = {t: float(v) for t, v in predicted.items()}
     if any(not 0.0 <= v <= 1.0 for v in shares.values()):
@@ -555,10 +687,9 @@ EXERCISES = {
     "perplexity_of": check_perplexity,
     "bpe_merges": check_bpe_merges,
     "top_p": check_top_p,
-    "window_cached_mask": check_window_cached_mask,
+    "greedy_cached": check_greedy_cached,
     "lm_loss": check_lm_loss,
+    # predict, then measure: the command line passes the file's prediction_measure_invented;
+    # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
+    "measure_invented": check_invented_prediction,
 }
-# ``check_invented_prediction`` takes a prediction and a measurement on the chapter's trained
-# model, which the chapter gives (measure_invented is not a stub the reader writes), so the
-# command line (``python -m attnbook.exercises ch08 answers.py``), whose functions are the
-# notebook's stubs (tests/test_book.py), does not run it: it is checked in the notebook only.

@@ -12,6 +12,7 @@ Legend: B batch, T window length, V vocabulary.
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Iterator
 
@@ -193,6 +194,42 @@ class KneserNey:
             for i in range(1, len(row)):
                 total[i - 1] -= math.log(self.prob(tuple(row[max(0, i - self.order + 1) : i]), row[i]))
         return torch.tensor(total, dtype=torch.float64) / len(rows)
+
+    @functools.cached_property
+    def _sorted_grams(self) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """order n -> (sorted keys of its n-grams, their counts, the counts' running sum)."""
+        out = {}
+        for n, table in self.grams.items():
+            grams = torch.tensor(list(table), dtype=torch.int64).reshape(len(table), n)
+            keys, order = (grams * self.vocab_size ** torch.arange(n - 1, -1, -1)).sum(-1).sort()
+            counts = torch.tensor(list(table.values()), dtype=torch.float64)[order]
+            out[n] = keys, counts, torch.cat([torch.zeros(1, dtype=torch.float64), counts.cumsum(0)])
+        return out
+
+    def next_token_probs(self, contexts: torch.Tensor) -> torch.Tensor:
+        """``(B, V)`` float64: ``prob(row, w)`` for every row of ``contexts`` ``(B, T)`` and every
+        token ``w`` at once (for sampling from the counts). The counts are looked up in sorted
+        integer keys (a context of ``n - 1`` tokens and its next token, read as base-V digits),
+        sorted once, on the first call."""
+        if contexts.dim() != 2:
+            raise ValueError(f"contexts must be (B, T), got shape {tuple(contexts.shape)}")
+        V, D = self.vocab_size, self.discount
+        contexts = contexts.cpu().long()
+        k = min(contexts.shape[1], self.order - 1)
+        p = torch.full((len(contexts), V), 1.0 / V, dtype=torch.float64)
+        for n in range(1, k + 2):
+            keys, counts, cumulative = self._sorted_grams[n]
+            h = contexts[:, contexts.shape[1] - n + 1:] if n > 1 else contexts[:, :0]  # (B, n-1)
+            base = (h * V ** torch.arange(n - 2, -1, -1)).sum(-1) * V  # (B,)
+            lo, hi = torch.searchsorted(keys, base), torch.searchsorted(keys, base + V)
+            total, types = cumulative[hi] - cumulative[lo], (hi - lo).double()  # c(h), N1+(h, .)
+            wanted = base[:, None] + torch.arange(V)  # (B, V)
+            at = torch.searchsorted(keys, wanted).clamp(max=len(keys) - 1)
+            count = torch.where(keys[at] == wanted, counts[at], 0.0)  # (B, V)
+            seen = total[:, None] > 0  # an unseen context passes the lower order through
+            mixed = ((count - D).clamp(min=0) + D * types[:, None] * p) / total.clamp(min=1)[:, None]
+            p = torch.where(seen, mixed, p)
+        return p
 
 
 def fit_kneser_ney(train: torch.Tensor, vocab_size: int, order: int,
