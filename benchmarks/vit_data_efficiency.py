@@ -20,7 +20,11 @@ CNN's parameter count), at 10% and 100% of the data; ``vit_nopos``, the chapter'
 position embeddings (the encoder sees a set of patches: a patch-aligned 2-pixel shift, P = 2,
 moves the same patches to new positions, so this isolates what the position table costs there);
 ``vit_noaug`` and ``cnn_noaug``, both models trained with no augmentation (no rotation, scaling
-or shift), so that neither has seen any shift. ``--models`` runs only some kinds; the results
+or shift), so that neither has seen any shift; ``vit_rerun`` and ``cnn_rerun``, the chapter's two
+models at 100% again (for a results file whose main grid was written by an older version of the
+library: the comparison with ``vit_nopos`` then uses one version). ``--controls`` picks the
+control kinds the file holds (default: all but the reruns), ``--note`` stores where the runs
+come from. ``--models`` runs only some kinds; the results
 file is written once every run of the grid is done (with ``--resume`` and earlier logs).
 """
 from __future__ import annotations
@@ -43,7 +47,10 @@ SEEDS = (0, 1, 2)
 SHIFTS = (1, 2)
 MODELS = ("vit", "cnn")
 # the controls: kind -> training fractions (the seeds are the grid's)
-CONTROLS = {"vit_small": (0.1, 1.0), "vit_nopos": (1.0,), "vit_noaug": (1.0,), "cnn_noaug": (1.0,)}
+CONTROLS = {"vit_small": (0.1, 1.0), "vit_nopos": (1.0,), "vit_noaug": (1.0,), "cnn_noaug": (1.0,),
+            "vit_rerun": (1.0,), "cnn_rerun": (1.0,)}
+# a full run's controls (the reruns only matter beside a main grid from an older library)
+DEFAULT_CONTROLS = ("vit_small", "vit_nopos", "vit_noaug", "cnn_noaug")
 SMALL_VIT = {"d_model": 32, "d_ff": 64}
 NO_AUGMENTATION = {"degrees": 0.0, "scale": 0.0, "shift": 0.0}
 
@@ -86,19 +93,21 @@ def read_rows(paths: list[Path]) -> dict[tuple, dict]:
     return {(row["model"], row["fraction"], row["seed"]): row for row in common.log_rows(paths)}
 
 
-def grids(fractions, seeds) -> tuple[list[tuple], list[tuple]]:
+def grids(fractions, seeds, control_kinds=DEFAULT_CONTROLS) -> tuple[list[tuple], list[tuple]]:
     """The main grid and the controls' grid, as (fraction, seed, kind) in the results file's order."""
     main = [(f, s, kind) for f in fractions for s in seeds for kind in MODELS]
-    controls = [(f, s, kind) for kind, kind_fractions in CONTROLS.items()
+    controls = [(f, s, kind) for kind, kind_fractions in CONTROLS.items() if kind in control_kinds
                 for f in kind_fractions if f in fractions for s in seeds]
     return main, controls
 
 
 def run(fractions, seeds, recipe: ImageRecipe, smoke: bool, jobs: int, done: dict[tuple, dict],
-        kinds: tuple[str, ...]) -> tuple[list[dict], list[dict]] | None:
+        kinds: tuple[str, ...], control_kinds: tuple[str, ...] = DEFAULT_CONTROLS
+        ) -> tuple[list[dict], list[dict]] | None:
     """Every (fraction, seed, kind) of ``kinds`` not in ``done``, ``jobs`` at a time, each in its own
-    one-thread process; returns all rows of both grids in order, or None while some are missing."""
-    main, controls = grids(fractions, seeds)
+    one-thread process; returns all rows of both grids in order (the controls of ``control_kinds``
+    only), or None while some are missing."""
+    main, controls = grids(fractions, seeds, control_kinds)
     todo = [(f, s, kind) for f, s, kind in main + controls if kind in kinds and (kind, f, s) not in done]
     new = common.run_jobs(run_one, [(f, s, kind, recipe, smoke) for f, s, kind in todo], jobs)
     rows = {**done, **{(r["model"], r["fraction"], r["seed"]): r for r in new}}
@@ -111,8 +120,11 @@ def main() -> None:
     parser = common.experiment_parser(__doc__)
     parser.add_argument("--fractions", type=float, nargs="+", default=list(FRACTIONS), help="training fractions")
     parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS), help="seeds")
-    parser.add_argument("--models", nargs="+", default=[*MODELS, *CONTROLS], choices=[*MODELS, *CONTROLS],
+    parser.add_argument("--models", nargs="+", default=[*MODELS, *DEFAULT_CONTROLS], choices=[*MODELS, *CONTROLS],
                         help="run only these kinds (the file is written once all runs are done)")
+    parser.add_argument("--controls", nargs="*", default=list(DEFAULT_CONTROLS), choices=list(CONTROLS),
+                        help="the control kinds the results file holds (default: all but the reruns)")
+    parser.add_argument("--note", default="", help="provenance of the runs, stored in the results file")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     if args.smoke:
@@ -120,7 +132,8 @@ def main() -> None:
         fractions, seeds = (0.1, 1.0), (0,)
     else:
         recipe, fractions, seeds = ImageRecipe(), tuple(args.fractions), tuple(args.seeds)
-    rows = run(fractions, seeds, recipe, args.smoke, args.jobs, read_rows(args.resume), tuple(args.models))
+    rows = run(fractions, seeds, recipe, args.smoke, args.jobs, read_rows(args.resume), tuple(args.models),
+               tuple(args.controls))
     out = common.out_path(args, "vit_data_efficiency.json")
     if rows is None:
         print("some runs are still missing: no results file written (run the other --models, then --resume)")
@@ -132,6 +145,7 @@ def main() -> None:
             "recipe": recipe.__dict__, "vit": ViTConfig().__dict__, "cnn": CNNConfig().__dict__,
             "fractions": list(fractions), "seeds": list(seeds), "shifts": list(SHIFTS),
             "machine": common.machine(),
+            **({"note": args.note} if args.note else {}),
             "runs": runs,
             "controls": controls,
             "control_configs": {"vit_small": vit_config("vit_small", False).__dict__,

@@ -99,7 +99,8 @@ def test_checkers_say_not_done_for_the_stub(capsys):
 
 
 def test_every_exercise_is_in_the_cli_map():
-    assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits"}
+    assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits",
+                                   "mean_accuracy"}
 
 
 def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
@@ -111,6 +112,8 @@ def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
 # ----- wrong answers: (function, the diagnosis it must get or None for a generic failure) -----
 
 SIZES_WRONG = {
+    "class token forgotten everywhere": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + (s // p) ** 2 * d),
+                                         "class_token_forgotten"),
     "no class token": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + 2 * d + (s // p) ** 2 * d), "no_class_token"),
     "class token without position": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + (s // p) ** 2 * d),
                                      "one_vector_missing"),
@@ -345,6 +348,7 @@ MEASURE_WRONG = {
     "all layers": (lambda P: count_scores(P) * 4, "all_layers"),
     "patches only": (lambda P: 4 * ((8 // P) ** 2) ** 2, "no_class_token"),
     "the tokens, not the scores": (lambda P: (8 // P) ** 2 + 1, ""),
+    "a batch of two digits": (lambda P: 2 * count_scores(P), "batch"),
     "a formula, no model": (lambda P: 4 * ((8 // P) ** 2 + 1) ** 2, "no_model_run"),
     "a model run without need_weights, then a formula": (
         lambda P: ViT(ViTConfig(patch_size=P))(torch.zeros(1, 1, 8, 8)) is not None and 4 * ((8 // P) ** 2 + 1) ** 2,
@@ -376,3 +380,109 @@ def test_the_command_line_checks_the_prediction_too(tmp_path, capsys):
     answers.write_text(body)  # no prediction in the file
     check_file("ch07", answers)
     assert "write your prediction into predicted_ratio" in capsys.readouterr().out
+
+
+# ----- 6. predict, then read the measurement: a ViT without positions -----
+
+def mean_accuracy_reference(rows, model, fraction, key):
+    values = [r[key] for r in rows if r["model"] == model and r["fraction"] == fraction]
+    return sum(values) / len(values)
+
+
+def mean_accuracy_statistics(rows, model, fraction, key):
+    import statistics
+    return statistics.mean(r[key] for r in rows if (r["model"], r["fraction"]) == (model, fraction))
+
+
+def _measured():
+    from attnbook.results import load_result
+    result = load_result("vit_data_efficiency.json")
+    rows = result["runs"] + result["controls"]
+    f = max(result["fractions"])
+    got = {(m, k): 100 * mean_accuracy_reference(rows, m, f, k)
+           for m in ("vit_rerun", "vit_nopos") for k in ("test_accuracy", "test_accuracy_shift_2")}
+    # the ViT with positions from the same library as the one without
+    return {(m.replace("_rerun", ""), k): v for (m, k), v in got.items()}
+
+
+@pytest.mark.parametrize("fn", [mean_accuracy_reference, mean_accuracy_statistics])
+def test_mean_accuracy_accepts_correct_answers(fn, capsys):
+    assert ch07.check_mean_accuracy(fn)
+    got = _measured()
+    plain, shift = got[("vit_nopos", "test_accuracy")], got[("vit_nopos", "test_accuracy_shift_2")]
+    for prediction in ((plain, shift), (round(plain), round(shift)), (plain + 8, shift - 8)):
+        assert ch07.check_nopos_prediction(prediction, fn)
+
+
+MEAN_ACCURACY_WRONG = {
+    "percent": (lambda rows, m, f, k: 100 * mean_accuracy_reference(rows, m, f, k), "percent"),
+    "every fraction": (lambda rows, m, f, k: mean_accuracy_reference([dict(r, fraction=0) for r in rows], m, 0, k),
+                       "all_fractions"),
+    "every model": (lambda rows, m, f, k: mean_accuracy_reference([dict(r, model="") for r in rows], "", f, k),
+                    "models_mixed"),
+    "name prefix": (lambda rows, m, f, k: mean_accuracy_reference(
+        [dict(r, model=m) if r["model"].startswith(m) else r for r in rows], m, f, k), "prefix_match"),
+    "first seed only": (lambda rows, m, f, k: next(r[k] for r in rows if (r["model"], r["fraction"]) == (m, f)),
+                        "first_seed"),
+    "median": (lambda rows, m, f, k: __import__("statistics").median(
+        r[k] for r in rows if (r["model"], r["fraction"]) == (m, f)), "median"),
+    "wrong key": (lambda rows, m, f, k: mean_accuracy_reference(rows, m, f, "test_accuracy"), None),
+    "sorts the rows in place": (lambda rows, m, f, k: rows.sort(key=lambda r: r[k]) or
+                                mean_accuracy_reference(rows, m, f, k), MUTATION),
+}
+
+
+@pytest.mark.parametrize("name", MEAN_ACCURACY_WRONG)
+def test_mean_accuracy_checker_rejects(name, capsys):
+    fn, diagnosis = MEAN_ACCURACY_WRONG[name]
+    result = ch07.check_mean_accuracy(fn)
+    assert not result
+    assert result.diagnosis == (diagnosis or "")
+    # and the prediction is not compared while the function is wrong
+    assert not ch07.check_nopos_prediction((50, 35), fn)
+
+
+def _wrong_predictions():
+    got = _measured()
+    plain, shift = got[("vit_nopos", "test_accuracy")], got[("vit_nopos", "test_accuracy_shift_2")]
+    kept_with_positions = got[("vit", "test_accuracy_shift_2")] / got[("vit", "test_accuracy")]
+    return {
+        "the paper's few points": ((got[("vit", "test_accuracy")] - 3, shift), "paper_few_points"),
+        "fractions, not percent": ((plain / 100, shift / 100), "fractions_not_percent"),
+        "no drop under the shift": ((plain, plain), "no_drop"),
+        "the same share as with positions": ((plain, plain * kept_with_positions), "like_positions"),
+        "far too low": ((plain - 30, shift), "unshifted_off"),
+        "shifted far too low": ((plain, 0.0), "shifted_off"),
+    }
+
+
+@pytest.mark.parametrize("name", ["the paper's few points", "fractions, not percent", "no drop under the shift",
+                                  "the same share as with positions", "far too low", "shifted far too low"])
+def test_nopos_prediction_far_from_the_file_fails(name, capsys):
+    prediction, diagnosis = _wrong_predictions()[name]
+    result = ch07.check_nopos_prediction(prediction, mean_accuracy_reference)
+    assert not result
+    assert result.diagnosis == diagnosis
+
+
+def test_nopos_prediction_not_done_and_not_numbers(capsys):
+    assert not ch07.check_nopos_prediction(None, mean_accuracy_reference)
+    assert "not done yet" in capsys.readouterr().out
+    assert not ch07.check_nopos_prediction("about half", mean_accuracy_reference)
+    assert not ch07.check_nopos_prediction((50, 35), lambda *a: (_ for _ in ()).throw(NotImplementedError))
+
+
+def test_the_command_line_checks_the_nopos_prediction(tmp_path, capsys):
+    from attnbook.exercises.__main__ import check_file
+    got = _measured()
+    answers = tmp_path / "answers.py"
+    body = ("def mean_accuracy(rows, model, fraction, key):\n"
+            "    values = [r[key] for r in rows if r['model'] == model and r['fraction'] == fraction]\n"
+            "    return sum(values) / len(values)\n")
+    answers.write_text(body + f"\npredicted_nopos = ({got[('vit_nopos', 'test_accuracy')]:.0f}, "
+                              f"{got[('vit_nopos', 'test_accuracy_shift_2')]:.0f})\n")
+    check_file("ch07", answers)
+    assert "✓ a ViT without positions" in capsys.readouterr().out
+    answers.write_text(body + "\npredicted_nopos = (97, 95)\n")
+    check_file("ch07", answers)
+    assert "✗ a ViT without positions" in capsys.readouterr().out

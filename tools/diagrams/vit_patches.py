@@ -29,7 +29,8 @@ def draw() -> Figure:
     image(fig)
     flattened(fig)
     tokens(fig)
-    fig.legend(30, 408, ["stream"])
+    # the grey lines carry the image, its patches and the tokens (no residual connection is drawn)
+    fig.legend(30, 408, ["stream"], meanings={"stream": "data: the image, its patches, the tokens"})
     return fig
 
 
