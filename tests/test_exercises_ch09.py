@@ -264,17 +264,21 @@ def test_mha_to_gqa_changes_a_model():
 
 
 def test_crossing_prediction(capsys):
-    from attnbook.exercises.ch09 import CROSSING_SEED_RANGE, _crossings, check_crossing_prediction
+    from attnbook.exercises.ch09 import _crossings, check_crossing_prediction
     known = _crossings()
-    truth = known["truth"]
-    low, high = CROSSING_SEED_RANGE
-    assert low <= truth <= high  # the committed mean curve lies inside its seeds' range
+    truth, tol, seeds = known["truth"], known["tolerance"], known["seeds"]
+    assert min(seeds) <= truth <= max(seeds)  # the committed mean curve lies inside its seeds' range
+    assert 5 <= tol <= 20  # one standard deviation of the seeds' crossings (12 in the committed file)
     assert not check_crossing_prediction(lambda: truth, None)
     assert "not done yet" in capsys.readouterr().out
-    for prediction, says in ((64, "training length is not where"), (low - 5, "holds longer"),
-                             (truth, "inside the single seeds"), (high + 40, "never trained")):
+    for prediction, passes, says in (
+            (64, False, "training length is not where"),
+            (90, False, "holds longer"),  # inside the single seeds' range (one seed crosses at 88), far from the mean
+            (truth - tol - 1, False, "too early"), (truth - tol, True, "within"),
+            (truth, True, "within"), (truth + tol, True, "within"),
+            (truth + tol + 1, False, "too late"), (truth + 40, False, "never trained")):
         result = check_crossing_prediction(lambda: truth, prediction)
-        assert bool(result) == (low <= prediction <= high), result.message  # outside the seeds: fails
+        assert bool(result) == passes, (prediction, result.message)
         assert says in result.message, result.message
     for wrong, why in ((known["modern"], "full modern block"), (known["unigram"], "unigram"),
                        (known["one position"], "8 in a row"), (truth + 50, "run it as given")):
@@ -289,7 +293,8 @@ def test_prediction_checkers_reach_the_command_line(tmp_path):
     namespace = {"prediction_cache_bytes": 7, "prediction_crossing_position": 99, "prediction": 1}
     assert _prediction(check_kv_cache_prediction, "cache_bytes", namespace) == {"prediction": 7}
     assert _prediction(check_crossing_prediction, "crossing_position", namespace) == {"prediction": 99}
-    assert set(EXERCISES) >= {"crossing_position", "interpolated_losses"}
+    assert set(EXERCISES) >= {"cache_bytes", "crossing_position", "interpolated_losses"}
+    assert EXERCISES["cache_bytes"] is check_kv_cache_prediction
 
 
 def test_interpolation_prediction(capsys):
