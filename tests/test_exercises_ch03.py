@@ -139,6 +139,27 @@ def pool_max(x, query, lengths):
     return x.masked_fill(~real[:, :, None], float("-inf")).amax(1)
 
 
+def pool_size_one_softmax(x, query, lengths):  # scores kept (B, S, 1): every weight is 1
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]  # (B, S)
+    scores = x @ query[:, None] / math.sqrt(x.shape[-1])  # (B, S, 1)
+    return (torch.softmax(scores, dim=-1) * real[:, :, None] * x).sum(1)
+
+
+def pool_each_length(with_width):  # each sequence scaled by √(its own length)
+    def fn(x, query, lengths):
+        real = torch.arange(x.shape[1])[None, :] < lengths[:, None]  # (B, S)
+        divisor = lengths[:, None].float().sqrt() * (math.sqrt(x.shape[-1]) if with_width else 1.0)
+        weights = torch.softmax((x @ query / divisor).masked_fill(~real, float("-inf")), dim=-1)
+        return (weights[:, :, None] * x).sum(1)
+    return fn
+
+
+def pool_count_divided(x, query, lengths):  # exp(score) over the real tokens, / their count
+    real = (torch.arange(x.shape[1])[None, :] < lengths[:, None]).float()  # (B, S)
+    weights = torch.exp(x @ query / math.sqrt(x.shape[-1])) * real / real.sum(1, keepdim=True)
+    return (weights[:, :, None] * x).sum(1)
+
+
 POOL_WRONG = [
     (pool(mask=None), "padding attended"),
     (pool(mask="after"), "masked after the softmax"),
@@ -156,6 +177,10 @@ POOL_WRONG = [
     (pool_max, "max pooling"),
     (pool_off_by_one, "padding mask off by one"),
     (pool_in_place, MUTATION),
+    (pool_size_one_softmax, "softmax over a size-1 dimension"),
+    (pool_each_length(with_width=False), "scaled by each length"),
+    (pool_each_length(with_width=True), "scaled by each length"),
+    (pool_count_divided, "divided by the count"),
     (not_done, ""),
 ]
 
@@ -184,7 +209,21 @@ def window_same_for_all(num_queries, num_keys, window):  # every query: the last
     return (key <= position) & (key >= num_keys - window)
 
 
+def window_from_first_query(t, s, w):  # the lower edge fixed at the first query's window
+    position = s - t + torch.arange(t)[:, None]
+    key = torch.arange(s)[None, :]
+    return (key <= position) & (key >= s - t - w + 1)
+
+
+def window_without_cache(t, s, w):  # the window right, but the cached keys blocked
+    position = s - t + torch.arange(t)[:, None]
+    key = torch.arange(s)[None, :]
+    return (key <= position) & (key > position - w) & (key >= s - t)
+
+
 WINDOW_MASK_WRONG = [
+    (window_from_first_query, "window from the first query"),
+    (window_without_cache, "cached keys hidden"),
     (lambda t, s, w: torch.ones(t, s, dtype=torch.bool).tril(s - t), "no window"),
     (window(lo=-1), "window one too wide"),
     (window(lo=1), "window one too narrow"),
@@ -412,6 +451,9 @@ POSITION_WRONG = [
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1).roll(1, 1)).float().mean(0),
      "mirror off by one"),
     (lambda m, tok: 100 * position_accuracy(m, tok), "percent"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(0)).float().mean(0), "batch flipped"),
+    (lambda m, tok: m(tok).softmax(-1)[..., 0, :].gather(-1, tok.flip(1)[..., None])[..., 0].mean(0),
+     "mean probability"),
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
     (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
     (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),

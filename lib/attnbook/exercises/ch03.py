@@ -106,7 +106,25 @@ def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: f
     return x, query, torch.tensor(lengths)
 
 
+def _pool_count_divided(x, query, lengths):
+    real = token_mask(lengths, x.shape[1])  # (B, S)
+    weights = torch.exp(x @ query / math.sqrt(x.shape[-1])) * real / lengths[:, None]  # (B, S)
+    return (weights[:, :, None] * x).sum(1)  # (B, D)
+
+
 POOL_MISTAKES = [
+    Mistake("softmax over a size-1 dimension", "every weight came out 1, so you returned the sum of the "
+            "real tokens: the softmax ran over a dimension of size 1 (scores shaped (B, S, 1), softmax "
+            "over the last). Make the scores (B, S) and take the softmax over the positions, dim 1.",
+            gives=lambda x, q, n: (x * token_mask(n, x.shape[1])[:, :, None]).sum(1)),
+    Mistake("scaled by each length", "you divided each sequence's scores by √(its own length); the "
+            "divisor is √D, the width of a vector, the same for every sequence.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
+            and any(torch.allclose(got, _pool(*args, divisor=d * args[2][:, None].float().sqrt()),
+                                   atol=1e-5) for d in (1.0, math.sqrt(args[0].shape[-1])))),
+    Mistake("divided by the count", "you divided exp(score) by the number of real tokens, so the weights "
+            "do not sum to 1: a softmax divides by the sum of exp(score) over the real tokens.",
+            gives=_pool_count_divided),
     Mistake("padding attended", "the padded positions got weight: set their scores to -inf before the "
             "softmax (token_mask(lengths, S) is True on the real tokens).",
             gives=lambda x, q, n: _pool(x, q, n, mask=False)),
@@ -210,7 +228,15 @@ WINDOW_MASK_MISTAKES = [
     Mistake("window one too narrow", "each query sees window - 1 keys: the window includes the query's "
             "own position, so keep j > position - window (itself and the window - 1 before it).",
             gives=lambda t, s, w: _window_mask(t, s, w, lo=1)),
-    Mistake("one window for all queries", "every query sees the same last `window` keys: the window moves "
+    Mistake("cached keys hidden", "your queries never see the cached keys (positions 0 .. S - T - 1): "
+            "only the window limits a query, and a cached key inside it may be attended to.",
+            gives=lambda t, s, w: _window_mask(t, s, w) & (torch.arange(s)[None, :] >= s - t)),
+    Mistake("window from the first query", "your window starts where the first query's window starts, "
+            "for every query: it must move with the query, keys position - window < j <= position for "
+            "the query at position S - T + i.",
+            gives=lambda t, s, w: _window_mask(t, s, s) & (torch.arange(s)[None, :] > s - t - w)),
+    Mistake("one window for all queries", "every query's window is the last query's (the last `window` "
+            "keys): the window moves "
             "with the query, keys position - window < j <= position for the query at position "
             "S - T + i.", gives=lambda t, s, w: _window_mask(t, s, s) & (torch.arange(s)[None, :] >= s - w)),
     Mistake("aligned to the first keys", "your queries sit at positions 0..T-1; after a cache they are the "
@@ -237,7 +263,7 @@ def check_window_causal_mask(fn: Callable) -> CheckResult:
              (t, s, w), _window_mask(t, s, w),
              hint="query i is position S - T + i; it may attend to keys j with "
                   "position - window < j <= position (itself included).")
-        for t, s, w in ((3, 3, 3), (2, 5, 2), (1, 5, 3), (1, 1, 1), (4, 6, 1), (5, 7, 3), (3, 4, 10),
+        for t, s, w in ((3, 3, 3), (2, 5, 3), (1, 5, 3), (1, 1, 1), (4, 6, 1), (5, 7, 3), (3, 4, 10),
                         (6, 6, 2))
     ]
     return run_cases("sliding-window causal mask", _without_library_masks(fn), cases, WINDOW_MASK_MISTAKES)
@@ -488,6 +514,12 @@ def _position_accuracy(model, tokens, against=None, dim=0):
     return (_answers(model, tokens) == gold).float().mean(dim)
 
 
+def _right_probability(model, tokens):
+    with evaluating(model), torch.no_grad():
+        probabilities = model(tokens).softmax(-1)[..., 0, :]  # (B, T, V)
+    return probabilities.gather(-1, tokens.flip(1)[..., None])[..., 0].mean(0)  # (T,)
+
+
 class RaisedError:
     """What a function returned that raised on the model's ``(B, T, 1, V)`` logits but gives
     the right answer once the answer dimension is gone (see ``_diagnosing_answer_dim``)."""
@@ -552,6 +584,12 @@ POSITION_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
             and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
                     for r in (1, -1))),  # the second looks like 'not reversed' on case 1
+    Mistake("batch flipped", "tokens.flip(0) reverses the batch (the order of the sequences); the answer "
+            "at position i is in the same sequence, at T - 1 - i: tokens.flip(1).",
+            gives=lambda m, tok: _position_accuracy(m, tok, against=tok.flip(0))),
+    Mistake("mean probability", "that is the mean probability the model gives the right letter, not "
+            "the share of answers that are right: take the argmax of the logits and compare it with "
+            "the right letter.", gives=lambda m, tok: _right_probability(m, tok)),
     Mistake("percent", "give shares from 0 to 1, not percentages.",
             gives=lambda m, tok: 100 * _position_accuracy(m, tok)),
     Mistake("counts", "you counted the right answers: divide by the batch size (take the mean).",
