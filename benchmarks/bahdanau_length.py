@@ -20,6 +20,13 @@ The three seeds are tested on the same 150 inputs per bucket, so the 95% interva
 batches as the main seed-0 run) scored at those steps, to show how its length curve moves with
 training: ``python benchmarks/bahdanau_length.py --resume lib/attnbook/results/bahdanau_length.log
 --checkpoints 250,500,750`` retrains only that run (about 4 CPU-minutes).
+
+``--long 6000`` adds one longer run of the model without attention (seed 0, the same batches
+as the main seed-0 run, extended) scored every 1,500 steps; each checkpoint is printed as a log
+row when it is reached, so an interrupted run keeps what it got and ``--resume`` reuses it:
+``nice python benchmarks/bahdanau_length.py --checkpoints 250,500,750 --long 6000 --resume
+lib/attnbook/results/bahdanau_length.log lib/attnbook/results/bahdanau_length_checkpoints.log``
+(about 16 CPU-minutes on an idle core).
 """
 from __future__ import annotations
 
@@ -124,6 +131,53 @@ def run_checkpoints(kind: str, seed: int, checkpoints: tuple[int, ...], smoke: b
     return row
 
 
+LONG_EVERY = 1500
+
+
+def run_long(kind: str, seed: int, steps: int, smoke: bool) -> list[dict]:
+    """One run scored on the test inputs every ``LONG_EVERY`` steps; one log row per checkpoint."""
+    torch.set_num_threads(1)
+    data, train, test = datasets(smoke)
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
+    recipe = G2PRecipe(steps=steps, batch_size=RECIPE.batch_size, lr=RECIPE.lr, clip_norm=RECIPE.clip_norm, seed=seed)
+    every = 2 if smoke else LONG_EVERY
+    rows, losses = [], []
+
+    def score(m) -> dict:
+        at = every * (len(rows) + 1)
+        predictions = predict(m, [w for w, _ in test], src_vocab, tgt_vocab)
+        row = {"model": kind, "seed": seed, "long_run": steps, "at_step": at,
+               "errors": [edit_distance(p, ref) for p, (_, ref) in zip(predictions, test)],
+               "load_average": os.getloadavg()[0]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        return {}
+
+    _, history = common.timed(
+        lambda: train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, score, every), torch.device("cpu"))
+    for row in rows:
+        row["loss"] = round(statistics.mean(history.losses[row["at_step"] - 50:row["at_step"]]), 4)
+    print(json.dumps({"model": kind, "seed": seed, "long_run": steps,
+                      "losses": {str(r["at_step"]): r["loss"] for r in rows}}), flush=True)
+    return rows
+
+
+def long_summary(rows: list[dict], test) -> dict:
+    """PER by bucket of the long no-attention run at each checkpoint it reached."""
+    buckets = [bucket_of(len(w)) for w, _ in test]
+    ref_lengths = [len(p) for _, p in test]
+    out = {"model": rows[0]["model"], "seed": rows[0]["seed"], "steps": [r["at_step"] for r in rows],
+           "loss": [r.get("loss") for r in rows], "per_by_length": {}}
+    for low, high in BUCKETS:
+        name = f"{low}-{high}"
+        index = [i for i, b in enumerate(buckets) if b == name]
+        total = sum(ref_lengths[i] for i in index)
+        out["per_by_length"][name] = [round(sum(r["errors"][i] for i in index) / total, 4) for r in rows]
+    return out
+
+
 def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, every):
     """``train_g2p``'s loop (same batches, same optimizer) with ``eval_fn`` every ``every`` steps."""
     from attnbook.data import iterate_batches
@@ -202,6 +256,8 @@ def checkpoint_summary(curve: dict, rows: list[dict], test) -> dict:
 def main() -> None:
     parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
+    parser.add_argument("--long", type=int, default=0,
+                        help="also train one no-attention run (seed 0) this many steps, scored every 1,500")
     parser.add_argument("--checkpoints", default="",
                         help="comma-separated steps: also score one no-attention run (seed 0) at each")
     args = parser.parse_args()
@@ -220,6 +276,16 @@ def main() -> None:
     if checkpoints:
         logged = [r for r in common.log_rows(args.resume) if r.get("checkpoints") == sorted(checkpoints)]
         curve = logged[0] if logged else run_checkpoints("gru", 0, checkpoints, args.smoke)
+    long_rows = []
+    if args.long:
+        logged = common.log_rows(args.resume)
+        long_rows = sorted((r for r in logged if r.get("long_run") == args.long and "errors" in r),
+                           key=lambda r: r["at_step"])
+        losses = [r["losses"] for r in logged if r.get("long_run") == args.long and "losses" in r]
+        for r in long_rows:  # an interrupted run logged its checkpoints but not their losses
+            r["loss"] = losses[0].get(str(r["at_step"])) if losses else None
+        if not long_rows:
+            long_rows = run_long("gru", 0, 4 if args.smoke else args.long, args.smoke)
     out = common.out_path(args, "bahdanau_length.json")
     if out is None:
         return
@@ -228,7 +294,8 @@ def main() -> None:
         "description": "Chapter 2: phoneme error rate by input length (joined words), GRU encoder-decoder vs "
                        "GRU + additive attention; written by benchmarks/bahdanau_length.py",
         "command": f"python benchmarks/bahdanau_length.py --jobs 2 --steps {steps}"
-                   + (f" --checkpoints {args.checkpoints}" if checkpoints else ""),
+                   + (f" --checkpoints {args.checkpoints}" if checkpoints else "")
+                   + (f" --long {args.long}" if args.long else ""),
         "setup": {"buckets": [f"{a}-{b}" for a, b in BUCKETS], "words_per_input": [1, 6],
                   "train_inputs": len(train), "test_inputs": len(test), "steps": steps,
                   "batch_size": RECIPE.batch_size, "lr": RECIPE.lr, "clip_norm": RECIPE.clip_norm,
@@ -237,6 +304,7 @@ def main() -> None:
         "conditions": args.conditions,
         "by_length": summarize(rows, test),
         "checkpoints": None if curve is None else checkpoint_summary(curve, rows, test),
+        "long_run": long_summary(long_rows, test) if long_rows else None,
         "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
     }
     common.write_result(out, result)
