@@ -27,6 +27,14 @@ row when it is reached, so an interrupted run keeps what it got and ``--resume``
 ``nice python benchmarks/bahdanau_length.py --checkpoints 250,500,750 --long 6000 --resume
 lib/attnbook/results/bahdanau_length.log lib/attnbook/results/bahdanau_length_checkpoints.log``
 (about 16 CPU-minutes on an idle core).
+
+``--scores`` runs a different, smaller experiment for §2.8 instead and writes
+``lib/attnbook/results/bahdanau_scores.json``: the bilinear score and the bilinear score divided by
+sqrt(Ds) (Ds = 128, the decoder state's width), each trained on single words with the chapter's
+360-step recipe, for seeds 0, 1 and 2 (the same initial weights and batches for both scores
+within a seed), scored by test WER and PER, the mean largest weight ("sharpness") and the mean
+spread of the scores over a word's letters on every 12th test word:
+``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes).
 """
 from __future__ import annotations
 
@@ -191,6 +199,98 @@ def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, eve
                progress=False)
 
 
+SCORE_KINDS = ("bilinear", "scaled_bilinear")
+SCORE_STEPS = 360  # Chapter 2's in-page recipe (batch 128)
+
+
+def scaled_bilinear_model(src_size: int, tgt_size: int, smoke: bool):
+    """The chapter's ScaledBilinearScore model: the bilinear model's initial W, scores / sqrt(Ds)."""
+    import math
+
+    from attnbook.layers.scores import BilinearScore
+
+    class ScaledBilinearScore(BilinearScore):
+        def score(self, query, prepared):
+            return super().score(query, prepared) / math.sqrt(self.query_dim)  # (B, T, S)
+
+    small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+    model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, score="bilinear", **small))
+    old = model.decoder.score
+    new = ScaledBilinearScore(query_dim=old.query_dim, key_dim=old.key_dim)
+    new.load_state_dict(old.state_dict())
+    model.decoder.score = new
+    return model
+
+
+@torch.no_grad()
+def score_stats(model, pairs, src_vocab, tgt_vocab) -> dict:
+    """Sharpness (mean largest weight) and mean score spread over letters, over real steps."""
+    from attnbook.data import make_batch
+    batch = make_batch(pairs, src_vocab, tgt_vocab)
+    state = model.start(batch.src, batch.src_lengths)
+    scores, weights = [], []
+    for t in range(batch.tgt_in.shape[1]):
+        scores.append(model.decoder.score.score(state.hidden[:, None, :], state.keys)[:, 0])  # (B, S)
+        _, state = model.step(batch.tgt_in[:, t], state)
+        weights.append(state.weights)
+    scores, weights = torch.stack(scores, 1), torch.stack(weights, 1)  # (B, T, S)
+    spreads, sharp = [], []
+    for k in range(len(pairs)):
+        n, steps = int(batch.src_lengths[k]), int(batch.tgt_lengths[k])
+        spreads.append(scores[k, :steps, :n].std(dim=-1))
+        sharp.append(weights[k, :steps, :n].max(dim=-1).values)
+    return {"sharpness": round(torch.cat(sharp).mean().item(), 4),
+            "score_spread": round(torch.cat(spreads).mean().item(), 3)}
+
+
+def run_score(kind: str, seed: int, smoke: bool) -> dict:
+    """One §2.8 model trained on single words for the chapter's 360 steps, then scored."""
+    from attnbook.tasks.g2p import evaluate_g2p
+    torch.set_num_threads(1)
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    if kind == "bilinear":
+        small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+        model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(len(src_vocab), len(tgt_vocab), score="bilinear",
+                                                              **small))
+    else:
+        model = scaled_bilinear_model(len(src_vocab), len(tgt_vocab), smoke)
+    steps = 4 if smoke else SCORE_STEPS
+    recipe = G2PRecipe(steps=steps, seed=seed)
+    seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, progress=False),
+                                    torch.device("cpu"))
+    test = data.test[:40] if smoke else data.test
+    r = evaluate_g2p(model, test, src_vocab, tgt_vocab)
+    row = {"score": kind, "seed": seed, "steps": steps, "test_wer": round(r.wer, 4), "test_per": round(r.per, 4),
+           **score_stats(model, data.test[::12][:20 if smoke else None], src_vocab, tgt_vocab),
+           "final_loss": round(statistics.mean(history.losses[-50:]), 4), "train_seconds": round(seconds, 1),
+           "load_average": os.getloadavg()[0]}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def scores_main(args) -> None:
+    done = {(r["score"], r["seed"]): r for r in common.log_rows(args.resume) if "score" in r}
+    seeds = SEEDS[:2] if args.smoke else SEEDS
+    todo = [(k, s) for s in seeds for k in SCORE_KINDS if (k, s) not in done]
+    for r in common.run_jobs(run_score, [(k, s, args.smoke) for k, s in todo], args.jobs):
+        done[(r["score"], r["seed"])] = r
+    rows = [done[(k, s)] for k in SCORE_KINDS for s in seeds]
+    out = args.out if args.out is not None else (None if args.smoke else common.RESULTS / "bahdanau_scores.json")
+    if out is None:
+        return
+    common.write_result(out, {
+        "description": "Chapter 2, section 2.8: bilinear score vs bilinear / sqrt(Ds), 360 steps on single words, "
+                       "three seeds; written by benchmarks/bahdanau_length.py --scores",
+        "command": f"python benchmarks/bahdanau_length.py --scores --jobs {args.jobs}",
+        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "setup": {"steps": rows[0]["steps"], "batch_size": G2PRecipe().batch_size, "lr": G2PRecipe().lr,
+                  "seeds": list(seeds), "stats_words": "every 12th test word"},
+        "runs": rows,
+    })
+
+
 def bucket_of(letters: int) -> str:
     for low, high in BUCKETS:
         if low <= letters <= high:
@@ -260,9 +360,14 @@ def main() -> None:
                         help="also train one no-attention run (seed 0) this many steps, scored every 1,500")
     parser.add_argument("--checkpoints", default="",
                         help="comma-separated steps: also score one no-attention run (seed 0) at each")
+    parser.add_argument("--scores", action="store_true",
+                        help="instead: section 2.8's bilinear vs scaled bilinear, three seeds (bahdanau_scores.json)")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
+    if args.scores:
+        scores_main(args)
+        return
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
     done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume) if "steps" in row}
     todo = [(m, s) for s in seeds for m in MODELS if (m, s, steps) not in done]
