@@ -20,6 +20,21 @@ The three seeds are tested on the same 150 inputs per bucket, so the 95% interva
 batches as the main seed-0 run) scored at those steps, to show how its length curve moves with
 training: ``python benchmarks/bahdanau_length.py --resume lib/attnbook/results/bahdanau_length.log
 --checkpoints 250,500,750`` retrains only that run (about 4 CPU-minutes).
+
+``--long 6000`` adds one longer run of the model without attention (seed 0, the same batches
+as the main seed-0 run, extended) scored every 1,500 steps; each checkpoint is printed as a log
+row when it is reached, so an interrupted run keeps what it got and ``--resume`` reuses it:
+``nice python benchmarks/bahdanau_length.py --checkpoints 250,500,750 --long 6000 --resume
+lib/attnbook/results/bahdanau_length.log lib/attnbook/results/bahdanau_length_checkpoints.log``
+(about 16 CPU-minutes on an idle core).
+
+``--scores`` runs a different, smaller experiment for §2.8 instead and writes
+``lib/attnbook/results/bahdanau_scores.json``: the bilinear score and the bilinear score divided by
+sqrt(Ds) (Ds = 128, the decoder state's width), each trained on single words with the chapter's
+360-step recipe, for seeds 0, 1 and 2 (the same initial weights and batches for both scores
+within a seed), scored by test WER and PER, the mean largest weight ("sharpness") and the mean
+spread of the scores over a word's letters on every 12th test word:
+``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes).
 """
 from __future__ import annotations
 
@@ -124,6 +139,53 @@ def run_checkpoints(kind: str, seed: int, checkpoints: tuple[int, ...], smoke: b
     return row
 
 
+LONG_EVERY = 1500
+
+
+def run_long(kind: str, seed: int, steps: int, smoke: bool) -> list[dict]:
+    """One run scored on the test inputs every ``LONG_EVERY`` steps; one log row per checkpoint."""
+    torch.set_num_threads(1)
+    data, train, test = datasets(smoke)
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
+    recipe = G2PRecipe(steps=steps, batch_size=RECIPE.batch_size, lr=RECIPE.lr, clip_norm=RECIPE.clip_norm, seed=seed)
+    every = 2 if smoke else LONG_EVERY
+    rows, losses = [], []
+
+    def score(m) -> dict:
+        at = every * (len(rows) + 1)
+        predictions = predict(m, [w for w, _ in test], src_vocab, tgt_vocab)
+        row = {"model": kind, "seed": seed, "long_run": steps, "at_step": at,
+               "errors": [edit_distance(p, ref) for p, (_, ref) in zip(predictions, test)],
+               "load_average": os.getloadavg()[0]}
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        return {}
+
+    _, history = common.timed(
+        lambda: train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, score, every), torch.device("cpu"))
+    for row in rows:
+        row["loss"] = round(statistics.mean(history.losses[row["at_step"] - 50:row["at_step"]]), 4)
+    print(json.dumps({"model": kind, "seed": seed, "long_run": steps,
+                      "losses": {str(r["at_step"]): r["loss"] for r in rows}}), flush=True)
+    return rows
+
+
+def long_summary(rows: list[dict], test) -> dict:
+    """PER by bucket of the long no-attention run at each checkpoint it reached."""
+    buckets = [bucket_of(len(w)) for w, _ in test]
+    ref_lengths = [len(p) for _, p in test]
+    out = {"model": rows[0]["model"], "seed": rows[0]["seed"], "steps": [r["at_step"] for r in rows],
+           "loss": [r.get("loss") for r in rows], "per_by_length": {}}
+    for low, high in BUCKETS:
+        name = f"{low}-{high}"
+        index = [i for i, b in enumerate(buckets) if b == name]
+        total = sum(ref_lengths[i] for i in index)
+        out["per_by_length"][name] = [round(sum(r["errors"][i] for i in index) / total, 4) for r in rows]
+    return out
+
+
 def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, every):
     """``train_g2p``'s loop (same batches, same optimizer) with ``eval_fn`` every ``every`` steps."""
     from attnbook.data import iterate_batches
@@ -135,6 +197,98 @@ def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, eve
     return fit(model, batches, lambda m, b: g2p_loss(m, b, tgt_vocab.pad_id, recipe.label_smoothing),
                optimizer, recipe.steps, clip_norm=recipe.clip_norm, eval_fn=eval_fn, eval_every=every,
                progress=False)
+
+
+SCORE_KINDS = ("bilinear", "scaled_bilinear")
+SCORE_STEPS = 360  # Chapter 2's in-page recipe (batch 128)
+
+
+def scaled_bilinear_model(src_size: int, tgt_size: int, smoke: bool):
+    """The chapter's ScaledBilinearScore model: the bilinear model's initial W, scores / sqrt(Ds)."""
+    import math
+
+    from attnbook.layers.scores import BilinearScore
+
+    class ScaledBilinearScore(BilinearScore):
+        def score(self, query, prepared):
+            return super().score(query, prepared) / math.sqrt(self.query_dim)  # (B, T, S)
+
+    small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+    model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, score="bilinear", **small))
+    old = model.decoder.score
+    new = ScaledBilinearScore(query_dim=old.query_dim, key_dim=old.key_dim)
+    new.load_state_dict(old.state_dict())
+    model.decoder.score = new
+    return model
+
+
+@torch.no_grad()
+def score_stats(model, pairs, src_vocab, tgt_vocab) -> dict:
+    """Sharpness (mean largest weight) and mean score spread over letters, over real steps."""
+    from attnbook.data import make_batch
+    batch = make_batch(pairs, src_vocab, tgt_vocab)
+    state = model.start(batch.src, batch.src_lengths)
+    scores, weights = [], []
+    for t in range(batch.tgt_in.shape[1]):
+        scores.append(model.decoder.score.score(state.hidden[:, None, :], state.keys)[:, 0])  # (B, S)
+        _, state = model.step(batch.tgt_in[:, t], state)
+        weights.append(state.weights)
+    scores, weights = torch.stack(scores, 1), torch.stack(weights, 1)  # (B, T, S)
+    spreads, sharp = [], []
+    for k in range(len(pairs)):
+        n, steps = int(batch.src_lengths[k]), int(batch.tgt_lengths[k])
+        spreads.append(scores[k, :steps, :n].std(dim=-1))
+        sharp.append(weights[k, :steps, :n].max(dim=-1).values)
+    return {"sharpness": round(torch.cat(sharp).mean().item(), 4),
+            "score_spread": round(torch.cat(spreads).mean().item(), 3)}
+
+
+def run_score(kind: str, seed: int, smoke: bool) -> dict:
+    """One §2.8 model trained on single words for the chapter's 360 steps, then scored."""
+    from attnbook.tasks.g2p import evaluate_g2p
+    torch.set_num_threads(1)
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    seed_everything(seed)
+    if kind == "bilinear":
+        small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+        model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(len(src_vocab), len(tgt_vocab), score="bilinear",
+                                                              **small))
+    else:
+        model = scaled_bilinear_model(len(src_vocab), len(tgt_vocab), smoke)
+    steps = 4 if smoke else SCORE_STEPS
+    recipe = G2PRecipe(steps=steps, seed=seed)
+    seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, progress=False),
+                                    torch.device("cpu"))
+    test = data.test[:40] if smoke else data.test
+    r = evaluate_g2p(model, test, src_vocab, tgt_vocab)
+    row = {"score": kind, "seed": seed, "steps": steps, "test_wer": round(r.wer, 4), "test_per": round(r.per, 4),
+           **score_stats(model, data.test[::12][:20 if smoke else None], src_vocab, tgt_vocab),
+           "final_loss": round(statistics.mean(history.losses[-50:]), 4), "train_seconds": round(seconds, 1),
+           "load_average": os.getloadavg()[0]}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def scores_main(args) -> None:
+    done = {(r["score"], r["seed"]): r for r in common.log_rows(args.resume) if "score" in r}
+    seeds = SEEDS[:2] if args.smoke else SEEDS
+    todo = [(k, s) for s in seeds for k in SCORE_KINDS if (k, s) not in done]
+    for r in common.run_jobs(run_score, [(k, s, args.smoke) for k, s in todo], args.jobs):
+        done[(r["score"], r["seed"])] = r
+    rows = [done[(k, s)] for k in SCORE_KINDS for s in seeds]
+    out = args.out if args.out is not None else (None if args.smoke else common.RESULTS / "bahdanau_scores.json")
+    if out is None:
+        return
+    common.write_result(out, {
+        "description": "Chapter 2, section 2.8: bilinear score vs bilinear / sqrt(Ds), 360 steps on single words, "
+                       "three seeds; written by benchmarks/bahdanau_length.py --scores",
+        "command": f"python benchmarks/bahdanau_length.py --scores --jobs {args.jobs}",
+        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "setup": {"steps": rows[0]["steps"], "batch_size": G2PRecipe().batch_size, "lr": G2PRecipe().lr,
+                  "seeds": list(seeds), "stats_words": "every 12th test word"},
+        "runs": rows,
+    })
 
 
 def bucket_of(letters: int) -> str:
@@ -202,11 +356,18 @@ def checkpoint_summary(curve: dict, rows: list[dict], test) -> dict:
 def main() -> None:
     parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--steps", type=int, default=RECIPE.steps, help="training steps per run")
+    parser.add_argument("--long", type=int, default=0,
+                        help="also train one no-attention run (seed 0) this many steps, scored every 1,500")
     parser.add_argument("--checkpoints", default="",
                         help="comma-separated steps: also score one no-attention run (seed 0) at each")
+    parser.add_argument("--scores", action="store_true",
+                        help="instead: section 2.8's bilinear vs scaled bilinear, three seeds (bahdanau_scores.json)")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
+    if args.scores:
+        scores_main(args)
+        return
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
     done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume) if "steps" in row}
     todo = [(m, s) for s in seeds for m in MODELS if (m, s, steps) not in done]
@@ -220,6 +381,16 @@ def main() -> None:
     if checkpoints:
         logged = [r for r in common.log_rows(args.resume) if r.get("checkpoints") == sorted(checkpoints)]
         curve = logged[0] if logged else run_checkpoints("gru", 0, checkpoints, args.smoke)
+    long_rows = []
+    if args.long:
+        logged = common.log_rows(args.resume)
+        long_rows = sorted((r for r in logged if r.get("long_run") == args.long and "errors" in r),
+                           key=lambda r: r["at_step"])
+        losses = [r["losses"] for r in logged if r.get("long_run") == args.long and "losses" in r]
+        for r in long_rows:  # an interrupted run logged its checkpoints but not their losses
+            r["loss"] = losses[0].get(str(r["at_step"])) if losses else None
+        if not long_rows:
+            long_rows = run_long("gru", 0, 4 if args.smoke else args.long, args.smoke)
     out = common.out_path(args, "bahdanau_length.json")
     if out is None:
         return
@@ -228,7 +399,8 @@ def main() -> None:
         "description": "Chapter 2: phoneme error rate by input length (joined words), GRU encoder-decoder vs "
                        "GRU + additive attention; written by benchmarks/bahdanau_length.py",
         "command": f"python benchmarks/bahdanau_length.py --jobs 2 --steps {steps}"
-                   + (f" --checkpoints {args.checkpoints}" if checkpoints else ""),
+                   + (f" --checkpoints {args.checkpoints}" if checkpoints else "")
+                   + (f" --long {args.long}" if args.long else ""),
         "setup": {"buckets": [f"{a}-{b}" for a, b in BUCKETS], "words_per_input": [1, 6],
                   "train_inputs": len(train), "test_inputs": len(test), "steps": steps,
                   "batch_size": RECIPE.batch_size, "lr": RECIPE.lr, "clip_norm": RECIPE.clip_norm,
@@ -237,6 +409,7 @@ def main() -> None:
         "conditions": args.conditions,
         "by_length": summarize(rows, test),
         "checkpoints": None if curve is None else checkpoint_summary(curve, rows, test),
+        "long_run": long_summary(long_rows, test) if long_rows else None,
         "runs": [{k: v for k, v in r.items() if k not in ("errors", "output_phonemes")} for r in rows],
     }
     common.write_result(out, result)

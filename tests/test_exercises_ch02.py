@@ -378,7 +378,7 @@ def coverage_loss(weights, tgt_mask):
 
 
 def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False, by_positions=False,
-                seq_means=False, zero_padded=False):
+                seq_means=False, zero_padded=False, all_steps=False):
     def fn(weights, tgt_mask):
         if zero_padded:  # the padded steps' weights zeroed before the cumulative sum
             weights = weights * tgt_mask[..., None]
@@ -390,6 +390,8 @@ def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False, by_positio
         total = (per_step * real).sum()
         if by_positions:
             return coverage, total / (real.sum() * weights.shape[-1])
+        if all_steps:  # B * T: the padded steps counted in the denominator
+            return coverage, total / (weights.shape[0] * weights.shape[1])
         return coverage, total / (weights.shape[0] if by_batch else real.sum())
     return fn
 
@@ -420,6 +422,8 @@ COVERAGE_LOSS_WRONG = [
     (cov_variant(lambda a: a.cumsum(1) - a, by_positions=True), "divided by N times S"),
     (cov_variant(lambda a: a.cumsum(1) - a, seq_means=True), "mean of sequence means"),
     (cov_variant(lambda a: a.cumsum(1) - a, zero_padded=True), "padded steps zeroed in coverage"),
+    (cov_variant(lambda a: a.cumsum(1) - a, all_steps=True), "divided by B times T"),
+    (cov_variant(lambda a: torch.roll(a, 1, dims=1).cumsum(1)), "torch.roll wraps round"),
     (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), ""),  # a product, not a min
     (cov_in_place, MUTATION),
     (not_done, ""),
@@ -446,3 +450,63 @@ def test_coverage_loss_rejects(wrong, diagnosis, capsys):
                                                  (COVERAGE_LOSS_MISTAKES, COVERAGE_LOSS_WRONG)])
 def test_every_local_p_and_coverage_loss_diagnosis_is_triggered(mistakes, table):
     assert {m.name for m in mistakes} == {d for _, d in table} - {"", MUTATION}
+
+
+# --- uniform weights against hard attention: the chapter's predict-then-measure edition ----------
+from attnbook.exercises.ch02 import EXERCISES, check_uniform_prediction  # noqa: E402
+
+HARD_MEASURED = {"trained_wer": 0.49, "argmax_wer": 0.58, "sampled_wer": 0.77, "uniform_wer": 0.96,
+                 "trained_per": 0.13, "uniform_per": 0.6}
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    ("c", True, ""), (" C ", True, ""),
+    ("a", False, "wrong choice"), ("b", False, "wrong choice"),  # the two plausible wrong predictions
+    ("d", False, "not a choice"), (0.9, False, "not a choice"), (None, False, ""),
+])
+def test_uniform_prediction(predicted, passed, diagnosis, capsys):
+    result = check_uniform_prediction(lambda: dict(HARD_MEASURED), predicted)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("uniform, right, wrong", [(0.55, "a", "c"), (0.70, "b", "c"), (0.90, "c", "b")])
+def test_uniform_prediction_follows_the_measurement(uniform, right, wrong, capsys):
+    """The verdict is computed from the measurement, not stored: other numbers, another answer."""
+    measured = dict(HARD_MEASURED, uniform_wer=uniform)
+    assert check_uniform_prediction(lambda: measured, right)
+    assert check_uniform_prediction(lambda: measured, wrong).diagnosis == "wrong choice"
+
+
+@pytest.mark.parametrize("measured", [
+    dict(HARD_MEASURED, uniform_wer=0.49),  # the trained model measured twice: scores not replaced
+    dict(HARD_MEASURED, trained_wer=0.95, uniform_wer=0.97),  # an untrained model
+    dict(HARD_MEASURED, argmax_wer=0.80),  # argmax and sampled swapped
+    {k: v for k, v in HARD_MEASURED.items() if k != "sampled_wer"},  # measured without hard=True
+    0.96,
+])
+def test_uniform_prediction_rejects_a_wrong_measurement(measured, capsys):
+    result = check_uniform_prediction(lambda: measured, "c")
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_uniform_prediction_is_on_the_command_line():
+    assert EXERCISES["uniform_attention_wers"] is check_uniform_prediction
+
+
+def test_measure_uniform_attention_with_hard_copies_leaves_the_model_alone():
+    """On a tiny untrained model: every key present, the model's weighting and scores unchanged."""
+    from attnbook.data import build_vocabs, load_g2p
+    from attnbook.exercises.ch02 import measure_uniform_attention
+    from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    torch.manual_seed(0)
+    model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(len(src_vocab), len(tgt_vocab), emb_dim=8,
+                                                          enc_hidden=8, dec_hidden=8)).eval()
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    state = torch.random.get_rng_state()
+    out = measure_uniform_attention(model, data.test[:20], src_vocab, tgt_vocab, hard=True)
+    assert {"trained_wer", "uniform_wer", "argmax_wer", "sampled_wer"} <= set(out)
+    assert model.decoder.weighting == "soft" and type(model.decoder.score).__name__ == "AdditiveScore"
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
+    assert torch.equal(state, torch.random.get_rng_state())

@@ -93,6 +93,36 @@ def test_bahdanau_length_smoke_run_with_checkpoints(tmp_path):
     assert all(len(v) == len(curve["steps"]) for v in curve["per_by_length"].values())
 
 
+def test_bahdanau_length_smoke_run_with_a_long_run(tmp_path):
+    """--long logs one row per checkpoint and summarises the PER by bucket at each."""
+    result = _run("bahdanau_length.py", tmp_path / "length.json", "--long", "4")
+    longer = result["long_run"]
+    assert longer["model"] == "gru" and longer["steps"] == [2, 4] and len(longer["loss"]) == 2
+    assert all(len(v) == 2 for v in longer["per_by_length"].values())
+    assert "--long 4" in result["command"]
+
+
+def test_bahdanau_scores_smoke_run(tmp_path):
+    """--scores: both scores for every seed, with the statistics section 2.8 prints."""
+    result = _run("bahdanau_length.py", tmp_path / "scores.json", "--scores")
+    assert {(r["score"], r["seed"]) for r in result["runs"]} == {
+        (k, s) for k in ("bilinear", "scaled_bilinear") for s in result["setup"]["seeds"]}
+    assert all(0 < r["sharpness"] <= 1 and r["score_spread"] >= 0 for r in result["runs"])
+
+
+def test_scaled_bilinear_scores_are_the_bilinear_scores_over_sqrt_ds():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bahdanau_length as script
+    import torch
+    from attnbook.env import seed_everything
+    seed_everything(0)
+    scaled = script.scaled_bilinear_model(10, 12, smoke=True)
+    q, k = torch.randn(2, 3, scaled.decoder.score.query_dim), torch.randn(2, 5, scaled.decoder.score.key_dim)
+    prepared = scaled.decoder.score.prepare(k)
+    unscaled = q @ prepared.transpose(1, 2)
+    assert torch.allclose(scaled.decoder.score.score(q, prepared), unscaled / scaled.decoder.score.query_dim ** 0.5)
+
+
 def test_committed_length_results_show_the_curve_during_training():
     curve = load_result("bahdanau_length.json")["checkpoints"]
     assert curve["steps"] == [250, 500, 750, 1500]

@@ -67,7 +67,7 @@ def additive_score(fig: Figure) -> None:
     fig.shape(458, 76, "(B, 1, A)")
     fig.shape(458, 212, "(B, S, A)")
     fig.box(490, 128, 100, 44, "tanh(+)", sub="(B, 1, S, A)")
-    fig.box(615, 128, 85, 44, fig.code("v", f"{SCORES}.AdditiveScore:v"), sub="v^{T} ·")
+    fig.box(615, 128, 85, 44, fig.code("v", f"{SCORES}.AdditiveScore:v"), sub="vᵀ(·)")
     fig.line([(590, 150), (613, 150)], "stream")
     fig.line([(700, 150), (773, 150)], "weights")
     fig.text(722, 140, "e_{ij}", "math", size=14)
@@ -76,9 +76,10 @@ def additive_score(fig: Figure) -> None:
 
 def context_from_scores(fig: Figure) -> None:
     """context_from_scores: masked_softmax under key_mask gives the weights a_ij; their sum over the values h_j."""
-    fig.frame(745, 45, 245, 405, fig.code("context_from_scores", f"{SCORES}.context_from_scores"), "bottom-right")
-    fig.box(775, 60, 150, 40, fig.code("key_mask", "attnbook.layers.key_mask"), sub="(B, 1, S)", role="mask")
-    fig.line([(850, 100), (850, 126)], "mask")
+    fig.frame(745, 45, 245, 422, fig.code("context_from_scores", f"{SCORES}.context_from_scores"), "bottom-right")
+    fig.box(775, 60, 150, 36, fig.code("key_mask", "attnbook.layers.key_mask"), role="mask")
+    fig.line([(850, 96), (850, 126)], "mask")
+    fig.shape(858, 116, "(B, 1, S)")  # beside the arrow, clear of the box's label
     fig.box(775, 128, 150, 44, fig.code("masked_softmax", "attnbook.layers.masked_softmax"), role="weights")
     weight_bars(fig)
     fig.line([(850, 172), (850, 196)], "weights")
@@ -90,7 +91,7 @@ def context_from_scores(fig: Figure) -> None:
     left = X0 - 14  # and every h_j is a value
     for j in range(6):
         fig.line([(X0, Y0 + j * (BH + 8) + BH / 2), (left, Y0 + j * (BH + 8) + BH / 2)], "value", arrow=False)
-    fig.line([(left, Y0 + BH / 2), (left, 520), (870, 520), (870, 436)], "value")
+    fig.line([(left, Y0 + BH / 2), (left, 520), (792, 520), (792, 436)], "value")  # clear of the frame label
     fig.text(300, 514, "values: the same h_{j}", "note", colour=ROLES["value"][0])
 
 
@@ -119,7 +120,7 @@ def gru_step(fig: Figure) -> None:
     fig.line([(590, 434), (590, 458)], "stream")
     fig.text(582, 452, "s_{i}", "math", size=13, anchor="end")
     fig.line([(590, 446), (740, 446)], "stream")  # s_i goes on to the next step
-    fig.text(664, 466, "s_{i}: the query of step i+1", "note", anchor="start")
+    fig.text(664, 482, "s_{i}: the query of step i+1", "note", anchor="start")
     fig.box(525, 460, 130, 30, fig.code("out: nn.Linear", f"{RNN}.AttentionDecoder:out"), size=12)
     fig.line([(525, 475), (445, 475)], "stream")
     fig.text(438, 480, "logits (B, V)", "code", anchor="end", size=12)

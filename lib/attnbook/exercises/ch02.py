@@ -4,7 +4,9 @@ Expected answers come from the book's library (``attnbook.layers.masks``) or fro
 written out below; each checker lists the known mistakes it can name. The chapter's exercises
 are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
-and the predict-then-measure ``check_uniform_attention`` (a three-way choice);
+and the predict-then-measure ``check_uniform_prediction`` (a three-way choice: uniform weights
+against hard attention; the command line passes it the file's ``prediction_uniform_attention_wers``);
+``check_uniform_attention``,
 ``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
 ``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
@@ -408,10 +410,12 @@ def check_local_p_attention(fn: Callable) -> CheckResult:
 
 # --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
 def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
-              mask_steps=True, reduce="steps", zero_padded=False):
+              mask_steps=True, reduce="steps", zero_padded=False, rolled=False):
     if zero_padded:  # padded steps' weights zeroed before the coverage is accumulated
         weights = weights * tgt_mask[..., None].to(weights.dtype)
-    if dim == 1:
+    if rolled:  # shifted one step with torch.roll: the last step's weights wrap round to step 0
+        coverage = torch.roll(weights, 1, dims=1).cumsum(dim=1)
+    elif dim == 1:
         coverage = weights.cumsum(dim=1)
         if exclusive:
             coverage = coverage - weights  # attention received *before* this step
@@ -428,6 +432,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         loss = total / real.sum()
     elif reduce == "steps_positions":  # divided by N * S
         loss = total / (real.sum() * weights.shape[-1])
+    elif reduce == "all_steps":  # divided by B * T, the padded steps counted in the denominator
+        loss = total / (weights.shape[0] * weights.shape[1])
     elif reduce == "sequence_means":  # mean over the batch of each sequence's mean over its steps
         loss = ((per_step * real).sum(1) / real.sum(1)).mean()
     else:
@@ -463,6 +469,13 @@ COVERAGE_LOSS_MISTAKES = [
             "sequences: that weights a short sequence's steps more. Sum over all real steps of the batch "
             "and divide by their total number N.",
             gives=lambda a, m: _cov_loss(a, m, reduce="sequence_means")),
+    Mistake("divided by B times T", "you divided by B * T, every output step of the padded batch: the "
+            "padded steps are not real steps, so divide by their number N (the True entries of tgt_mask).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="all_steps")),
+    Mistake("torch.roll wraps round", "your coverage at the first step is not zero: torch.roll moves the last "
+            "step's weights round to step 0. Shift without wrapping (cumsum minus the step's own weights, "
+            "or pad a zero step in front and drop the last).",
+            gives=lambda a, m: _cov_loss(a, m, rolled=True)),
     Mistake("padded steps zeroed in coverage", "your coverage differs at the padded steps: you zeroed "
             "their weights first. Return the coverage of all T steps from the weights as given; only the "
             "loss leaves the padded steps out.",
@@ -506,10 +519,12 @@ class _UniformScore(Score):
 
 @torch.no_grad()
 def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab: Vocab, tgt_vocab: Vocab,
-                              baseline: torch.nn.Module | None = None) -> dict[str, float]:
+                              baseline: torch.nn.Module | None = None, hard: bool = False) -> dict[str, float]:
     """Test WER and PER of ``model`` as trained (``trained_*``) and with uniform weights (``uniform_*``),
     and the WER of ``baseline`` (the model without attention, ``no_attention_wer``) on the same words;
-    the model itself is not changed (a copy gets the uniform score)."""
+    with ``hard``, also the WER of the trained model decoded with hard attention (``argmax_wer``, and
+    ``sampled_wer`` with sampling seeded 0, the global generator left as it was). The model itself is
+    not changed (copies get the uniform score and the hard weightings)."""
     uniform = copy.deepcopy(model)
     uniform.decoder.score = _UniformScore()
     trained, flat = evaluate_g2p(model, pairs, src_vocab, tgt_vocab), evaluate_g2p(uniform, pairs, src_vocab,
@@ -518,6 +533,14 @@ def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab
            "uniform_per": flat.per}
     if baseline is not None:
         out["no_attention_wer"] = evaluate_g2p(baseline, pairs, src_vocab, tgt_vocab).wer
+    if hard:
+        for weighting in ("argmax", "sample"):
+            copied = copy.deepcopy(model)
+            copied.decoder.weighting = weighting
+            with torch.random.fork_rng():
+                torch.manual_seed(0)
+                out["argmax_wer" if weighting == "argmax" else "sampled_wer"] = evaluate_g2p(
+                    copied, pairs, src_vocab, tgt_vocab).wer
     return out
 
 
@@ -579,10 +602,72 @@ def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) 
                    "wrong choice")
 
 
+# --- predict, then measure: uniform weights against hard attention (the chapter's edition) ---------
+HARD_RANGES = {"argmax": (0.40, 0.80), "sampled": (0.55, 0.95)}  # the 360-step model decoded hard (§2.9)
+UNIFORM_HARD_CHOICES = {
+    "a": "no worse than hard argmax attention (each step reads only its best letter)",
+    "b": "between hard argmax and hard sampled attention",
+    "c": "worse than hard sampled attention (each step reads one letter drawn from the weights)",
+}
+
+
+def _uniform_hard_outcome(argmax: float, sampled: float, flat: float) -> str:
+    """Which choice the measurement is: uniform at most argmax's WER (a), at most sampled's (b), else (c)."""
+    return "a" if flat <= argmax else "b" if flat <= sampled else "c"
+
+
+def check_uniform_prediction(measure: Callable[[], dict], prediction: str | None = None) -> CheckResult:
+    """``measure() -> dict``: ``measure_uniform_attention(model, pairs, ..., hard=True)`` on the trained
+    additive model; ``prediction`` (``"a"``, ``"b"`` or ``"c"``, see ``UNIFORM_HARD_CHOICES``), written
+    before measuring (the command line passes the file's ``prediction_uniform_attention_wers`` or
+    ``prediction``), is compared with the choice the measurement is."""
+    name = "uniform attention"
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into "
+                       "prediction_uniform_attention_wers, then run the cell.")
+    if not isinstance(prediction, str) or prediction.strip().lower() not in UNIFORM_HARD_CHOICES:
+        return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {prediction!r}.",
+                       "not a choice")
+    choice = prediction.strip().lower()
+    measured = measure()
+    keys = {"trained_wer", "uniform_wer", "argmax_wer", "sampled_wer"}
+    if not isinstance(measured, dict) or not keys <= set(measured):
+        return _finish(name, False, "run the measurement as given: measure_uniform_attention(..., hard=True) "
+                       f"returns a dict with {sorted(keys)}.", "measurement")
+    flat, trained = measured["uniform_wer"], measured["trained_wer"]
+    argmax, sampled = measured["argmax_wer"], measured["sampled_wer"]
+    if abs(flat - trained) < 1e-9:
+        return _finish(name, False, "the uniform WER equals the trained model's: the copy kept its trained "
+                       "scores. Measure with measure_uniform_attention, which replaces them.", "measurement")
+    rows = (("trained weights", trained, (0.30, 0.65)), ("hard, argmax", argmax, HARD_RANGES["argmax"]),
+            ("hard, sampled", sampled, HARD_RANGES["sampled"]), ("uniform weights", flat, UNIFORM_RANGE))
+    if not (all(low <= value <= high for _, value, (low, high) in rows) and trained < argmax < sampled):
+        return _finish(name, False, f"the measurement (uniform WER {100 * flat:.1f}%, trained {100 * trained:.1f}%, "
+                       f"argmax {100 * argmax:.1f}%, sampled {100 * sampled:.1f}%) is not what the chapter's "
+                       "trained model gives: run it on `attn` (§2.6), as given.", "measurement")
+    for label, value, (low, high) in rows:
+        print(f"   test WER, {label}: {100 * value:.1f}% (expected {100 * low:.1f}%–{100 * high:.1f}%)")
+    outcome = _uniform_hard_outcome(argmax, sampled, flat)
+    verdict = f"the measurement is ({outcome}), {UNIFORM_HARD_CHOICES[outcome]}"
+    meaning = {
+        "c": ": a sampled letter is usually one the trained weights favour, so most steps still read a context "
+             "close to the blend they were trained on; the uniform average mixes every letter at every step, "
+             "a context this decoder never read. Access to all letters is not what it relies on: the "
+             "choice among them is.",
+        "b": ": a uniform average lies between reading the best letter and reading a random draw.",
+        "a": ": the choice of letters adds little here; an average of the encoder states carries the word.",
+    }[outcome]
+    if choice == outcome:
+        return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
+    return _finish(name, False, f"you chose ({choice}), {UNIFORM_HARD_CHOICES[choice]}; {verdict}{meaning}",
+                   "wrong choice")
+
+
 EXERCISES = {
     "local_p_attention": check_local_p_attention,
     "coverage_loss": check_coverage_loss,
     "luong_step": check_luong_step,
+    "uniform_attention_wers": check_uniform_prediction,
 }
-# ``check_uniform_attention`` takes a prediction and a measurement, not a function, so the CLI
-# (``python -m attnbook.exercises ch02 answers.py``) does not list it.
+# ``check_uniform_attention`` (a three-way choice against the model without attention) is the
+# previous edition's predict-then-measure exercise, kept for its readers.
