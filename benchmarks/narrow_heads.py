@@ -2,13 +2,18 @@
 
 Usage (from the repository root):
 ``python benchmarks/narrow_heads.py [--heads 64 32] [--seeds 0 1] [--steps 2400] [--jobs 2]``
+``python benchmarks/narrow_heads.py --hidden 64 --heads 1 2 --seeds 0 1 --steps 3600 \
+--eval-every 600 --out lib/attnbook/results/mlp_readout.json`` (section 4.6's MLP read-outs)
 
 The set-up is the chapter's section 4.6 exactly (12 letters out of 16, width D = 64, sinusoidal
 positions, one attention layer, two linear read-outs, Adam at 3e-3, batches of 64, the test set of
 2,000 sequences drawn with seed 123), one thread per run. Every ``--eval-every`` steps it scores
 the share of interior positions (1 .. T-2, two answers each) with both answers right, so a run
 shows whether the 600-step figure of exercise ex-ch04-heads is where training ends or where it
-was stopped. Each run prints one JSON line; the results file collects them.
+was stopped. ``--hidden n`` replaces the linear read-outs by the chapter's MLP read-out,
+``Linear(D, n)``, ReLU, ``Linear(n, 2V)`` (section 4.6's "head or read-out?" test), so the
+600-step figure there can be compared with longer training. Each run prints one JSON line; the
+results file collects them.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import json
 import sys
 
 import torch
+from torch import nn
 
 import common
 from attnbook.data.synthetic import neighbours_task, task_batches
@@ -33,12 +39,15 @@ def interior_both_right(model, tokens, targets) -> float:
     return (named == targets[:, 1:-1]).all(-1).float().mean().item()
 
 
-def run(num_heads: int, seed: int, steps: int, eval_every: int) -> dict:
+def run(num_heads: int, seed: int, steps: int, eval_every: int, hidden: int | None = None) -> dict:
     torch.set_num_threads(1)
     tokens, targets = neighbours_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
     gen = seed_everything(seed)
     model = SelfAttentionTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, positional="sinusoidal",
                                 num_outputs=2)
+    if hidden:  # as the chapter's train_neighbours(hidden=n)
+        model.readout = nn.Sequential(nn.Linear(WIDTH, hidden), nn.ReLU(),
+                                      nn.Linear(hidden, 2 * VOCAB))
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     batches = task_batches(neighbours_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
     history = fit(model, batches, tagging_loss, optimizer, steps, progress=False,
@@ -46,7 +55,8 @@ def run(num_heads: int, seed: int, steps: int, eval_every: int) -> dict:
                   eval_every=eval_every)
     curve = {str(step): round(value, 4) for step, value in history.metrics["both_right"]}
     last = history.losses[-50:]  # the mean loss of the last 50 steps
-    row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed, "both_right": curve,
+    row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed,
+           "readout": f"MLP, hidden {hidden}" if hidden else "linear", "both_right": curve,
            "loss_last_50_steps": round(sum(last) / len(last), 4)}
     print(json.dumps(row), flush=True)
     return row
@@ -59,9 +69,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--steps", type=int, default=2400)
     p.add_argument("--eval-every", type=int, default=600)
     p.add_argument("--jobs", type=int, default=1)
+    p.add_argument("--hidden", type=int, default=None, help="MLP read-outs of this width")
     p.add_argument("--out", default=str(common.RESULTS / "narrow_heads.json"))
     args = p.parse_args(argv)
-    jobs = [(h, s, args.steps, args.eval_every) for h in args.heads for s in args.seeds]
+    jobs = [(h, s, args.steps, args.eval_every, args.hidden) for h in args.heads for s in args.seeds]
     rows = common.run_jobs(run, jobs, args.jobs)
     common.write_result(common.Path(args.out), {
         "description": __doc__.splitlines()[0],

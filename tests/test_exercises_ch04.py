@@ -77,7 +77,12 @@ SPLIT_WRONG = [
     (lambda x, h: split_heads_strided(x, h).flip(1), "heads in reverse order"),
     (lambda x, h: split_heads_strided(x, h).flip(-1), "features reversed"),
     (split_step_head_width, "step Dh instead of H"),
-    (split_step_head_width_over_features, "step Dh instead of H"),
+    (split_step_head_width_over_features, "blocks view, then permuted"),  # the same tensor
+    (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).permute(0, 3, 1, 2),
+     "blocks view, then permuted"),
+    (lambda x, h: split_heads_strided(x, h).flip(2), "positions reversed"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3).transpose(2, 3).flip(2),
+     "positions reversed"),
     (not_done, ""),
 ]
 
@@ -92,6 +97,8 @@ MERGE_WRONG = [
      "positions and features swapped"),
     (lambda x: blocks_merge(x).flip(-1), "columns reversed"),
     (lambda x: merge_heads_strided(x).flip(-1), "columns reversed"),
+    (lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
+     "transpose(2, 3), then reshape"),
     (not_done, ""),
 ]
 
@@ -112,16 +119,19 @@ def test_strided_layout_round_trips():
 def test_heads_prediction_explains_each_side(prediction, side, capsys):
     assert check_heads_prediction(prediction, 0.37)
     out = capsys.readouterr().out
-    assert "(expected 22.0%–52.0%) ok" in out and f"is {side} the measured range" in out
+    assert "(expected 30.0%–45.0%) ok" in out and f"is {side} the measured range" in out
 
 
 @pytest.mark.parametrize(("prediction", "measured", "diagnosis"), [
     (None, None, ""), (0.5, None, ""),
     (100, 0.37, "prediction not a fraction"),
     (0.5, 37.0, "measurement a percentage"),
-    (0.5, 1.0, "wrong measurement"),  # H = 2, 4, 8 or 32
+    (0.5, 1.0, "trained H <= 32"),  # H = 2, 4, 8 or 32
+    (0.5, 0.998, "trained H <= 32"),
     (0.5, 0.126, "the one-head model"),  # H = 1 (section 4.6)
-    (0.5, 0.636, "wrong measurement"),  # one read-out's accuracy, not both
+    (0.5, 0.636, "single answers, or trained longer"),  # one read-out's accuracy, not both
+    (0.5, 0.72, "single answers, or trained longer"),  # 2,400 steps (narrow_heads.json)
+    (0.5, 0.25, "wrong measurement"), (0.5, 0.5, "single answers, or trained longer"),
 ])
 def test_heads_prediction_rejected(prediction, measured, diagnosis, capsys):
     result = check_heads_prediction(prediction, measured)
@@ -130,11 +140,18 @@ def test_heads_prediction_rejected(prediction, measured, diagnosis, capsys):
 
 
 def test_heads_range_keeps_its_margin():
+    """The range holds every recorded 600-step run with a margin, and is narrow enough that a
+    constant guessed from "about a third" or "about half" does not pass by luck."""
+    from attnbook.results import load_result
     low, high = HEADS_RANGE
     runs = (0.3539, 0.3939, 0.3401, 0.3993, 0.378, 0.3676)  # seeds 0-5, see the checker
+    committed = [r["both_right"]["600"] for r in load_result("narrow_heads.json")["runs"]
+                 if r["heads"] == 64]
+    assert committed and all(r in runs for r in committed)
     spread = max(runs) - min(runs)
-    assert min(runs) - low >= 2 * spread - 0.005 and high - max(runs) >= 2 * spread - 0.005
-    assert high < 0.636 and low > 0.126  # one read-out's accuracy and one head stay outside
+    assert min(runs) - low >= 0.6 * spread and high - max(runs) >= 0.6 * spread
+    assert high - low <= 0.16  # the old (0.22, 0.52) let a third of all constants through
+    assert low > 0.25 and high < 0.5
 
 
 def cached_discards_extend(attn, x, cache):  # the mutable-cache habit: extend() "in place"
@@ -208,6 +225,18 @@ def cached_bad_shape(attn, x, cache):  # another error is reported as it was rai
     raise ValueError("mask of shape (9, 9) does not fit")
 
 
+def cached_only_new(attn, x, cache):  # right output, but the cache of the new positions only
+    new = attn.project_kv(x, x)
+    full = new if cache is None else cache.extend(new.key, new.value)
+    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), new
+
+
+def cached_twice(attn, x, cache):  # right output, the new keys appended a second time
+    new = attn.project_kv(x, x)
+    full = new if cache is None else cache.extend(new.key, new.value)
+    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), full.extend(new.key, new.value)
+
+
 CACHED_WRONG = [
     (cached_discards_extend, "cache not extended"),
     (cached_returns_old, "returns the old cache"),
@@ -224,6 +253,8 @@ CACHED_WRONG = [
     (cached_bad_shape, ""),
     (cached_in_place, MUTATION),
     (lambda attn, x, cache: (cached_self_attention(attn, x, cache)[0], None), ""),
+    (cached_only_new, "cache holds only the new positions"),
+    (cached_twice, "new positions added twice"),
     (not_done, ""),
 ]
 
@@ -307,7 +338,7 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
     assert not check_heads_measurement(lambda: 1.0, prediction=0.9)  # H = 2 .. 32, not 64
     capsys.readouterr()
     answers = tmp_path / "answers.py"
-    answers.write_text("prediction_measure_64_heads = 0.5\n"
+    answers.write_text("prediction_measure_64_heads = 0.4\n"
                        "def measure_64_heads():\n    return 0.37\n")
     from attnbook.exercises import ch04
     saved = dict(ch04.EXERCISES)

@@ -31,3 +31,27 @@ def test_the_committed_runs_show_what_the_exercise_says():
     for row in by_heads[64]:
         curve = [row["both_right"][step] for step in ("600", "1200", "1800", "2400")]
         assert curve == sorted(curve) and curve[0] < 0.5 < curve[-1]  # slower, still climbing
+
+
+def test_the_mlp_readout_option_runs(tmp_path):
+    out = tmp_path / "mlp.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "narrow_heads.py"), "--hidden", "8",
+                    "--heads", "1", "--seeds", "0", "--steps", "2", "--eval-every", "2", "--out",
+                    str(out)], check=True, cwd=ROOT, capture_output=True)
+    (row,) = json.loads(out.read_text())["runs"]
+    assert row["readout"] == "MLP, hidden 8" and list(row["both_right"]) == ["2"]
+
+
+def test_the_committed_mlp_runs_show_what_the_chapter_says():
+    """Section 4.6: with MLP read-outs, one head climbs slowly and stays short of the task at
+    every step recorded (two seeds), while two heads are solved from 600 steps on."""
+    runs = load_result("mlp_readout.json")["runs"]
+    one = [r for r in runs if r["heads"] == 1 and r["readout"] == "MLP, hidden 64"]
+    two = [r for r in runs if r["heads"] == 2 and r["readout"] == "MLP, hidden 64"]
+    assert len(one) >= 2 and len(two) >= 2
+    for row in one:
+        curve = list(row["both_right"].values())
+        assert max(int(step) for step in row["both_right"]) >= 3600
+        assert 0.85 < curve[0] and curve[-1] < 0.97 and curve[-1] > curve[0]
+    for row in two:
+        assert all(value > 0.99 for value in row["both_right"].values())
