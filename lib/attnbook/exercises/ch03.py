@@ -619,6 +619,7 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
 
 
 EXERCISES = {
+    "batched_attention": check_scaled_dot_product_attention,
     "attention_pool": check_attention_pool,
     "window_causal_mask": check_window_causal_mask,
     "pe_similarity": check_pe_similarity,
