@@ -72,6 +72,11 @@ def sdpa_in_place(q, k, v):
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
 
+def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum subtracted
+    e = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()
+    return e / e.sum(-1, keepdim=True) @ v
+
+
 def sdpa_key_untransposed(q, k, v):
     return torch.softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
 
@@ -85,6 +90,7 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
     (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1), "returns weights"),
     (sdpa_in_place, MUTATION),
+    (sdpa_own_softmax_unshifted, "softmax overflowed"),
     (sdpa_key_untransposed, ""),
     (sdpa(lambda q, k: math.sqrt(8)), ""),  # a fixed d_k
     (not_done, ""),

@@ -49,6 +49,11 @@ SDPA_MISTAKES = [
             gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
     Mistake("multiplied by √d_k", "you multiplied the scores by √d_k: divide by it, to bring their "
             "variance back to 1.", gives=lambda q, k, v: _sdpa(q, k, v, 1 / math.sqrt(q.shape[-1]))),
+    Mistake("softmax overflowed", "your output holds inf or nan where the scores are large: exp of a "
+            "score above about 88 is inf in float32, and inf / inf is nan. Subtract each row's largest "
+            "score before the exponential; the weights do not change.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.is_floating_point()
+            and not bool(torch.isfinite(got).all()) and bool(torch.isfinite(_sdpa(*args)).all())),
     Mistake("returns weights", "you returned the attention weights: multiply them by the value.",
             gives=lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)),
 ]
@@ -60,6 +65,7 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
         ((3,), 1, 7, 9, 5, 1.0), ((2,), 5, 1, 4, 3, 1.0),
+        ((2,), 3, 4, 8, 3, 30.0),  # scores in the hundreds: exp overflows without the row max
     ]):
         q, k, v = _qkv(n, batch, t, s, dk, dv, scale)
         expected = scaled_dot_product_attention(q, k, v)[0]
