@@ -43,6 +43,13 @@ def position_accuracy(model, tokens):
     return (answers == tokens.flip(1)).float().mean(0)  # (T,)
 
 
+def position_both_flipped(model, tokens):  # tokens.flip(0, 1): the batch reversed as well
+    model.eval()
+    with torch.no_grad():
+        answers = model(tokens).argmax(-1)[..., 0]  # (B, T)
+    return (answers == tokens.flip(0, 1)).float().mean(0)
+
+
 def pe_similarity(offsets, d_model):
     inv_freq = 10000.0 ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)  # (D/2,)
     return torch.cos(offsets.double()[:, None] * inv_freq).sum(-1).float()  # (K,)
@@ -65,6 +72,11 @@ def sdpa_in_place(q, k, v):
     return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
 
+def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum subtracted
+    e = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).exp()
+    return e / e.sum(-1, keepdim=True) @ v
+
+
 def sdpa_key_untransposed(q, k, v):
     return torch.softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
 
@@ -78,6 +90,7 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
     (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1), "returns weights"),
     (sdpa_in_place, MUTATION),
+    (sdpa_own_softmax_unshifted, "softmax overflowed"),
     (sdpa_key_untransposed, ""),
     (sdpa(lambda q, k: math.sqrt(8)), ""),  # a fixed d_k
     (not_done, ""),
@@ -154,6 +167,17 @@ def pool_each_length(with_width):  # each sequence scaled by √(its own length)
     return fn
 
 
+def pool_left_padded(x, query, lengths):  # the last n positions taken as the real ones
+    S = x.shape[1]
+    real = torch.arange(S)[None, :] >= (S - lengths)[:, None]  # (B, S)
+    scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
+    return (scores.softmax(1)[:, :, None] * x).sum(1)
+
+
+def pool_scaled_after(x, query, lengths):  # √D applied to the pooled vector, not the scores
+    return pool(divisor=lambda x, n: 1.0)(x, query, lengths) / math.sqrt(x.shape[-1])
+
+
 def pool_count_divided(x, query, lengths):  # exp(score) over the real tokens, / their count
     real = (torch.arange(x.shape[1])[None, :] < lengths[:, None]).float()  # (B, S)
     weights = torch.exp(x @ query / math.sqrt(x.shape[-1])) * real / real.sum(1, keepdim=True)
@@ -181,6 +205,9 @@ POOL_WRONG = [
     (pool_each_length(with_width=False), "scaled by each length"),
     (pool_each_length(with_width=True), "scaled by each length"),
     (pool_count_divided, "divided by the count"),
+    (pool_left_padded, "left padding"),
+    (lambda x, q, n: attention_pool(x, q, n) / n[:, None], "divided by the length again"),
+    (pool_scaled_after, "scaled after the softmax"),
     (not_done, ""),
 ]
 
@@ -253,6 +280,11 @@ def pe_variant(index="2i", factor=1.0, func=torch.cos):
     return fn
 
 
+def pe_exponent_over_half(offsets, d_model):  # 10000^(-2i / (D/2)): the slow pairs far too slow
+    i = torch.arange(0, d_model, 2, dtype=torch.float64)
+    return torch.cos(offsets.double()[:, None] * 10000.0 ** (-i / (d_model / 2))).sum(-1).float()
+
+
 def pe_in_place(offsets, d_model):
     offsets.abs_()  # cos is even, so the value is right, but the caller's tensor changed
     return pe_similarity(offsets, d_model)
@@ -293,6 +325,7 @@ SIMILARITY_WRONG = [
     (pe_mean, "mean instead of sum"),
     (pe_base(1000.0), "base 1000"),
     (lambda k, d: pe_similarity(k, d) + pe_variant(func=torch.sin)(k, d), "sine plus cosine"),
+    (pe_exponent_over_half, "exponent over D/2"),
     (pe_cos_terms(1), "cosine terms only"),
     (pe_cos_terms(3), "cosine terms only"),  # at p = 0 it is right: cos(0) = 1
     (pe_builds_table, ""),  # right values, but builds the table the exercise forbids
@@ -455,6 +488,7 @@ POSITION_WRONG = [
     (lambda m, tok: m(tok).softmax(-1)[..., 0, :].gather(-1, tok.flip(1)[..., None])[..., 0].mean(0),
      "mean probability"),
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
+    (position_both_flipped, "both dimensions flipped"),
     (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
     (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),
      "answer dimension kept"),  # squeezes the wrong dimension, so the (B, T, 1) stays

@@ -49,6 +49,11 @@ SDPA_MISTAKES = [
             gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
     Mistake("multiplied by √d_k", "you multiplied the scores by √d_k: divide by it, to bring their "
             "variance back to 1.", gives=lambda q, k, v: _sdpa(q, k, v, 1 / math.sqrt(q.shape[-1]))),
+    Mistake("softmax overflowed", "your output holds inf or nan where the scores are large: exp of a "
+            "score above about 88 is inf in float32, and inf / inf is nan. Subtract each row's largest "
+            "score before the exponential; the weights do not change.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.is_floating_point()
+            and not bool(torch.isfinite(got).all()) and bool(torch.isfinite(_sdpa(*args)).all())),
     Mistake("returns weights", "you returned the attention weights: multiply them by the value.",
             gives=lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)),
 ]
@@ -60,6 +65,7 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
         ((3,), 1, 7, 9, 5, 1.0), ((2,), 5, 1, 4, 3, 1.0),
+        ((2,), 3, 4, 8, 3, 30.0),  # scores in the hundreds: exp overflows without the row max
     ]):
         q, k, v = _qkv(n, batch, t, s, dk, dv, scale)
         expected = scaled_dot_product_attention(q, k, v)[0]
@@ -112,7 +118,27 @@ def _pool_count_divided(x, query, lengths):
     return (weights[:, :, None] * x).sum(1)  # (B, D)
 
 
+def _pool_left_padded(x, query, lengths):
+    S = x.shape[1]
+    real = torch.arange(S)[None, :] >= (S - lengths)[:, None]  # (B, S): the last n as if real
+    scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))  # (B, S)
+    return (torch.softmax(scores, dim=1)[:, :, None] * x).sum(1)  # (B, D)
+
+
 POOL_MISTAKES = [
+    Mistake("left padding", "you treated the last `lengths[b]` positions as the real ones (padding on the "
+            "left); here the padding comes after the tokens: position j is real when j < lengths[b] "
+            "(token_mask(lengths, S)).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
+            and bool((args[2] < args[0].shape[1]).any())
+            and torch.allclose(got, _pool_left_padded(*args), atol=1e-5)),
+    Mistake("divided by the length again", "the softmax weights already sum to 1, so their weighted sum "
+            "is already an average: do not divide it by the length as well.",
+            gives=lambda x, q, n: _pool(x, q, n) / n[:, None]),
+    Mistake("scaled after the softmax", "you divided the pooled vector by √D after the softmax; the "
+            "scaling belongs to the scores, before the softmax, where it changes the weights "
+            "(afterwards it only shrinks the answer).",
+            gives=lambda x, q, n: _pool(x, q, n, divisor=1.0) / math.sqrt(x.shape[-1])),
     Mistake("softmax over a size-1 dimension", "every weight came out 1, so you returned the sum of the "
             "real tokens: the softmax ran over a dimension of size 1 (scores shaped (B, S, 1), softmax "
             "over the last). Make the scores (B, S) and take the softmax over the positions, dim 1.",
@@ -304,10 +330,11 @@ def _hiding(fn: Callable, originals: set, spaces: list[dict], refuse: Callable) 
 
 
 # --- how similar are two positions' encodings? -------------------------------------------------------
-def _similarity(offsets, d_model, exponent="2i", pairs=1.0, func=torch.cos, base=10000.0):
+def _similarity(offsets, d_model, exponent="2i", pairs=1.0, func=torch.cos, base=10000.0,
+                over=1.0):
     index = torch.arange(0, d_model, 2, dtype=torch.float64) if exponent == "2i" else \
         torch.arange(d_model // 2, dtype=torch.float64)
-    inv_freq = base ** (-index / d_model)  # (D/2,)
+    inv_freq = base ** (-index / (d_model * over))  # (D/2,); over = 1/2: a mistake
     return (pairs * func(offsets.double()[:, None] * inv_freq).sum(-1)).float()  # (K,)
 
 
@@ -328,6 +355,10 @@ def _expected_similarity(offsets: torch.Tensor, d_model: int) -> torch.Tensor:
 
 
 SIMILARITY_MISTAKES = [
+    Mistake("exponent over D/2", "the frequency of pair i is 10000^(-2i/d_model): with the even index 2i "
+            "the exponent divides by d_model, not by d_model / 2 (that would make the slowest pairs "
+            "run to 10000^(-1), far slower than the table's).",
+            gives=lambda k, d: _similarity(k, d, over=0.5)),
     Mistake("exponent i", "the frequency of pair i is 10000^(-2i/d_model): the exponent uses the even column "
             "index 2i, not i.", gives=lambda k, d: _similarity(k, d, exponent="i")),
     Mistake("pairs counted twice", "there are d_model / 2 (sin, cos) pairs and each contributes one cosine: "
@@ -584,6 +615,10 @@ POSITION_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
             and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
                     for r in (1, -1))),  # the second looks like 'not reversed' on case 1
+    Mistake("both dimensions flipped", "tokens.flip(0, 1) reverses the positions and also the order "
+            "of the sequences in the batch, so each answer is compared with another sequence's "
+            "letter: flip only the positions, tokens.flip(1).",
+            gives=lambda m, tok: _position_accuracy(m, tok, against=tok.flip(0, 1))),
     Mistake("batch flipped", "tokens.flip(0) reverses the batch (the order of the sequences); the answer "
             "at position i is in the same sequence, at T - 1 - i: tokens.flip(1).",
             gives=lambda m, tok: _position_accuracy(m, tok, against=tok.flip(0))),
@@ -619,6 +654,7 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
 
 
 EXERCISES = {
+    "batched_attention": check_scaled_dot_product_attention,
     "attention_pool": check_attention_pool,
     "window_causal_mask": check_window_causal_mask,
     "pe_similarity": check_pe_similarity,
