@@ -5,8 +5,10 @@ import torch
 
 from attnbook.exercises.ch01 import (
     GLOBAL_RNG,
+    LIBRARY_EDIT,
     LIBRARY_ONE_HOT,
     MATCHING_BLOCKS,
+    ONE_AXIS_ONLY,
     check_edit_distance,
     check_greedy_decode,
     check_one_hot,
@@ -15,6 +17,7 @@ from attnbook.exercises.ch01 import (
     check_shift_targets,
 )
 from attnbook.exercises.core import MUTATION
+from attnbook.metrics import edit_distance as library_edit_distance
 from conftest import assert_rejected
 
 
@@ -150,6 +153,8 @@ ONE_HOT_WRONG = [
     (one_hot_imported_library, LIBRARY_ONE_HOT),
     (lambda ids, n: torch.zeros(*ids.shape, int(ids.max()) + 1 if ids.numel() else n).scatter_(
         -1, ids[..., None], 1.0), "ignores num_classes"),
+    (lambda ids, n: torch.zeros(*ids.shape, n).scatter_(1, ids.unsqueeze(-1), 1.0), ONE_AXIS_ONLY),
+    (lambda ids, n: torch.eye(n)[ids.reshape(-1)].reshape(len(ids), n), ONE_AXIS_ONLY),
     (not_done, ""),
 ]
 
@@ -193,6 +198,10 @@ NLL_WRONG = [
     (lambda l, t, p: torch.nn.functional.cross_entropy(l.flatten(0, 1), t.flatten(), ignore_index=p)
      * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
     (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),
+    (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0]
+                       * ((t != p) & (t != 2))).sum(-1), "eos id guessed"),
+    (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0]
+                       * ((t != p) & (t != 1))).sum(-1), "eos id guessed"),
     (lambda l, t, p: -sequence_nll(l, t, p), ""),  # log p, not -log p
     (lambda l, t, p: sequence_nll(l.softmax(-1), t, p, raw=True), "softmax, not log_softmax"),
     (lambda l, t, p: -(l.softmax(-1).gather(-1, t[..., None])[..., 0] * (t != p)).sum(-1),
@@ -244,6 +253,16 @@ def edit_distance_blocks(hyp, ref, longest_only=False):
     return max(len(hyp), len(ref)) - sum(b.size for b in matcher.get_matching_blocks())
 
 
+def edit_via_module(hyp, ref):
+    import attnbook.metrics as metrics
+    return metrics.edit_distance(hyp, ref)
+
+
+def edit_imported_inside(hyp, ref):
+    from attnbook.metrics import edit_distance as distance
+    return distance(hyp, ref)
+
+
 def edit_in_place(hyp, ref):
     hyp.sort()  # reorders the caller's list
     return edit_distance(hyp, ref)
@@ -261,6 +280,10 @@ EDIT_WRONG = [
     (edit_in_place, MUTATION),
     (lambda h, r: edit_distance_blocks(h, r, longest_only=True), MATCHING_BLOCKS),
     (lambda h, r: edit_distance_blocks(h, r), MATCHING_BLOCKS),
+    (library_edit_distance, LIBRARY_EDIT),
+    (edit_via_module, LIBRARY_EDIT),
+    (edit_imported_inside, LIBRARY_EDIT),
+    (lambda h, r: library_edit_distance(h, r), LIBRARY_EDIT),
     (not_done, ""),
 ]
 
@@ -277,7 +300,8 @@ def test_reference_passes(checker, reference):
 def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
-    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG):  # named before any case
+    if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG,
+                                         ONE_AXIS_ONLY, LIBRARY_EDIT):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -342,7 +366,8 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
-    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG}
+    triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS,
+                                                        GLOBAL_RNG, ONE_AXIS_ONLY, LIBRARY_EDIT}
     assert names == triggered
 
 
@@ -351,13 +376,14 @@ from attnbook.data.vocab import Vocab  # noqa: E402
 from attnbook.exercises.ch01 import check_swapped_context, measure_swapped_context  # noqa: E402
 from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig  # noqa: E402
 
-MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33}  # what the chapter's trained model gives
+MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33, "ceiling": 0.857}  # what the chapter's trained model gives
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
     (0.74, True, ""), (0.66, True, ""), (0.83, True, ""),
     (0.16, False, "too optimistic"), (0.5, False, "too optimistic"), (0.6, False, "too optimistic"),
-    (0.9, False, "too pessimistic"), (1.0, False, "too pessimistic"),
+    (0.9, False, "all the way"), (0.857, False, "all the way"), (0.95, False, "all the way"),
+    (0.97, False, "above the ceiling"), (1.0, False, "above the ceiling"),
     (90, False, "percent"), ("0.9", False, "not a number"),
 ])
 def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
@@ -367,10 +393,12 @@ def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
 
 
 @pytest.mark.parametrize("measured", [
-    {"usual": 0.16, "own": 0.32, "donor": 0.75},  # part="start": only s_0 swapped
-    {"usual": 0.16, "own": 0.16, "donor": 0.85},  # nothing swapped
-    {"usual": 0.16, "own": 0.74, "donor": 0.80},  # swapped, but scored against the wrong donor
-    {"usual": 0.95, "own": 0.95, "donor": 0.95},  # an untrained model
+    {"usual": 0.16, "own": 0.32, "donor": 0.75, "ceiling": 0.857},  # part="start": only s_0
+    {"usual": 0.16, "own": 0.16, "donor": 0.85, "ceiling": 0.857},  # nothing swapped
+    {"usual": 0.16, "own": 0.74, "donor": 0.80, "ceiling": 0.857},  # scored against the wrong donor
+    {"usual": 0.95, "own": 0.95, "donor": 0.95, "ceiling": 0.857},  # an untrained model
+    {"usual": 0.16, "own": 0.74, "donor": 0.33},  # an older measurement without the ceiling
+    {"usual": 0.16, "own": 0.74, "donor": 0.33, "ceiling": 0.0},  # ceiling scored word vs itself
     0.9,  # not the dict the measurement returns
 ])
 def test_swapped_context_rejects_a_wrong_measurement(measured, capsys):
@@ -399,6 +427,7 @@ def test_measure_swapped_context_swaps_contexts():
     assert measured["donor"] < measured["own"]
     for part in ("context", "start"):
         partial = measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part=part)
-        assert partial["usual"] == 0.0 and set(partial) == {"usual", "own", "donor"}
+        assert partial["usual"] == 0.0 and set(partial) == {"usual", "own", "donor", "ceiling"}
+        assert partial["ceiling"] == measured["ceiling"] > 0
     with pytest.raises(ValueError, match="part"):
         measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part="hidden")

@@ -9,7 +9,7 @@ DESC = (
     "bidirectional GRU (GRUEncoder): one GRU left to right, one right to left. Their last states "
     "are joined into the context C = [forward h_S; backward h_1], shape (B, 2He). The per-letter "
     "outputs h_j (B, S, 2He) are not used by this decoder. The ContextDecoder starts from "
-    "s_0 = tanh(W_s C) (init_state), and at every step t reads [emb(y_{t-1}); C], shape (B, T, E+2He): "
+    "s_0 = tanh(W_s C + b_s) (init_state), and at every step t reads [emb(y_{t-1}); C], shape (B, T, E+2He): "
     "the embedding of the previous phoneme (<bos>, F, OW, N under teacher forcing) joined with the "
     "same C. Its GRU states s_t (B, T, Hd) go through the output layer to logits (B, T, V) for the "
     "next phoneme: F, OW, N, <eos>. The whole input reaches the decoder only through C."
@@ -77,7 +77,7 @@ def decoder_start(fig: Figure) -> None:
     """The decoder's frame, s_0 = init_state(C), the bus that carries C to every step, the embedding."""
     fig.frame(505, 105, 400, 325, fig.code("ContextDecoder", f"{RNN}.ContextDecoder"), "top-left")
     fig.box(514, Y_STATE - 30, 94, 60, fig.code("init_state", f"{RNN}.ContextDecoder:init_state"),
-            sub="tanh(W_{s} C)", size=12)
+            sub="tanh(W_{s}C+b_{s})", size=11)
     fig.line([(C_X + 56, C_Y + 14), (620, C_Y + 14), (620, Y_BUS), (DEC_X[-1] + 8, Y_BUS)], "context", arrow=False)
     fig.line([(561, C_Y + 14), (561, Y_STATE - 32)], "context")
     fig.line([(608, Y_STATE + 6), (DEC_X[0] - DEC_W / 2 - 2, Y_STATE + 6)], "stream")
