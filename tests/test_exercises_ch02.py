@@ -89,10 +89,13 @@ def luong_old_hidden(cell, W_c, x, hidden, memory, src_tokens):
 
 
 def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, dim=-1, in_place=False,
-                  carry_context=False, join_old=False, mean=False, mask_after=False):
+                  carry_context=False, join_old=False, mean=False, mask_after=False, carry_old=False,
+                  by_length=False):
     def step(cell, W_c, x, hidden, memory, src_tokens):
         h = cell(x, hidden)
         scores = torch.einsum("bsd,bd->bs", memory, h) / scale
+        if by_length:  # "normalised" by the number of real source positions
+            scores = scores / src_tokens.sum(-1, keepdim=True)
         if mean:
             scores = scores * 0
         if mask_after:  # padding zeroed after the softmax, not renormalised
@@ -109,6 +112,8 @@ def luong_variant(scale=1.0, order=0, mask=True, tanh=True, carry_tilde=False, d
         tilde = torch.tanh(tilde) if tanh else tilde
         if in_place:
             hidden.copy_(h)  # "updates the state" in place
+        if carry_old:  # hands back the state it was given, h_{t-1}
+            return tilde, hidden, weights
         return tilde, context if carry_context else (tilde if carry_tilde else h), weights
     return step
 
@@ -132,6 +137,8 @@ LUONG_WRONG = [
     (luong_variant(carry_tilde=True), "carries h tilde"),
     (luong_variant(carry_context=True), "carries context"),
     (luong_variant(join_old=True), "joins previous hidden"),
+    (luong_variant(carry_old=True), "carries previous hidden"),  # unnamed before the eighth review
+    (luong_variant(by_length=True), "divided by length"),  # unnamed before the eighth review
     (luong_variant(mean=True), "mean-pooled context"),
     (luong_variant(in_place=True), MUTATION),
     (luong_no_cell, ""),
@@ -378,7 +385,7 @@ def coverage_loss(weights, tgt_mask):
 
 
 def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False, by_positions=False,
-                seq_means=False, zero_padded=False, all_steps=False):
+                seq_means=False, zero_padded=False, all_steps=False, padded_over_real=False):
     def fn(weights, tgt_mask):
         if zero_padded:  # the padded steps' weights zeroed before the cumulative sum
             weights = weights * tgt_mask[..., None]
@@ -388,6 +395,8 @@ def cov_variant(f_cov, op=torch.minimum, masked=True, by_batch=False, by_positio
         if seq_means:
             return coverage, ((per_step * real).sum(1) / real.sum(1)).mean()
         total = (per_step * real).sum()
+        if padded_over_real:  # every step summed, padded ones too, divided by the N real steps
+            return coverage, per_step.sum() / tgt_mask.sum()
         if by_positions:
             return coverage, total / (real.sum() * weights.shape[-1])
         if all_steps:  # B * T: the padded steps counted in the denominator
@@ -424,6 +433,9 @@ COVERAGE_LOSS_WRONG = [
     (cov_variant(lambda a: a.cumsum(1) - a, zero_padded=True), "padded steps zeroed in coverage"),
     (cov_variant(lambda a: a.cumsum(1) - a, all_steps=True), "divided by B times T"),
     (cov_variant(lambda a: torch.roll(a, 1, dims=1).cumsum(1)), "torch.roll wraps round"),
+    # unnamed before the eighth review: the later steps counted, and padded steps over N
+    (cov_variant(lambda a: a.sum(1, keepdim=True) - a), "includes later steps"),
+    (cov_variant(lambda a: a.cumsum(1) - a, padded_over_real=True), "padded steps over N"),
     (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), ""),  # a product, not a min
     (cov_in_place, MUTATION),
     (not_done, ""),

@@ -131,12 +131,14 @@ def check_additive_score(fn: Callable) -> CheckResult:
 
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
-           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False):
+           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
     if scale:
         scores = scores / math.sqrt(memory.shape[-1])
+    if by_length:  # divided by each sequence's real length
+        scores = scores / src_tokens.sum(-1, keepdim=True).clamp(min=1)
     if mean_pool:
         scores = torch.zeros_like(scores)  # every real position weighted alike
     if masked == "after":  # padding zeroed after a softmax over every position, not renormalised
@@ -150,7 +152,7 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
     pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
     out = pair @ W_c.T
     out = torch.tanh(out) if tanh else out  # (B, D): h~_t
-    carried = {"h": new_hidden, "tilde": out, "context": context}[carry]
+    carried = {"h": new_hidden, "tilde": out, "context": context, "old": hidden}[carry]
     return out, carried, weights
 
 
@@ -174,6 +176,12 @@ LUONG_MISTAKES = [
             "predicts the token).", gives=lambda *a: _luong(*a, carry="tilde")),
     Mistake("carries context", "you returned the context c_t as the new hidden state: the GRU's state is "
             "h_t; c_t is recomputed at every step.", gives=lambda *a: _luong(*a, carry="context")),
+    Mistake("carries previous hidden", "you returned the previous state h_{t-1} (the `hidden` you were "
+            "given) as the new hidden state, so the recurrence never moves on: return h_t, the GRU "
+            "cell's output this step.", gives=lambda *a: _luong(*a, carry="old")),
+    Mistake("divided by length", "your scores are divided by the source length: Luong's dot score is "
+            "h_tᵀ h̄_s as it stands, with no division by the number of letters (or by anything else).",
+            gives=lambda *a: _luong(*a, by_length=True)),
     Mistake("joins previous hidden", "you attended with h_t but joined the context with the previous state "
             "h_{t-1}: the attentional state is tanh(W_c [c_t; h_t]), both from this step.",
             gives=lambda *a: _luong(*a, joined="old")),
@@ -350,11 +358,11 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
 
 
 LOCAL_P_MISTAKES = [
-    Mistake("padded width", "your centre uses the padded width S for every row: p = (L - 1)·σ(·) with L "
+    Mistake("padded width", "your centre uses the padded width S for every row: p = (n - 1)·σ(·) with n "
             "the row's own length, so that the centre lies on the word's letters.",
             gives=lambda *a: _local_p(*a, use_lengths=False)),
-    Mistake("L instead of L-1", "with 0-based positions 0..L-1 the centre is (L - 1)·σ(·), not L·σ(·): "
-            "L·σ can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
+    Mistake("L instead of L-1", "with 0-based positions 0..n-1 (n letters) the centre is (n - 1)·σ(·), not "
+            "n·σ(·): n·σ can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
     Mistake("ignores lengths", "padding got weight: the alignment softmax runs over the real letters only "
             "(the first `length` positions of each row).", gives=lambda *a: _local_p(*a, masked=False)),
     Mistake("mask off by one", "the first padding position got weight: positions count from 0, so the real "
@@ -380,14 +388,14 @@ LOCAL_P_MISTAKES = [
             gives=lambda *a: _local_p(*a, squared=False)),
     Mistake("untransposed", "W_p is (A, Dq): W_p q for a batch of row vectors is `query @ W_p.T`.",
             gives=lambda *a: _local_p(*a, transpose=False)),
-    Mistake("no tanh", "the centre is (L - 1)·σ(v_pᵀ tanh(W_p q)): the tanh is missing.",
+    Mistake("no tanh", "the centre is (n - 1)·σ(v_pᵀ tanh(W_p q)): the tanh is missing.",
             gives=lambda *a: _local_p(*a, tanh=False)),
 ]
 
 
 def check_local_p_attention(fn: Callable) -> CheckResult:
     """``local_p_attention(scores (B, S), lengths (B,), query (B, Dq), W_p (A, Dq), v_p (A,), sigma)
-    -> (weights (B, S), centre (B,))``: Luong's local-p attention, centre p = (L - 1)·σ(v_pᵀ tanh(W_p q)),
+    -> (weights (B, S), centre (B,))``: Luong's local-p attention, centre p = (n - 1)·σ(v_pᵀ tanh(W_p q)) (n a row's length),
     weights = masked softmax of the scores × exp(-(j - p)² / (2σ²)), not renormalised."""
     cases = []
     for seed, (lengths, S, Dq, A, sigma, scale) in enumerate([
@@ -410,10 +418,12 @@ def check_local_p_attention(fn: Callable) -> CheckResult:
 
 # --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
 def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
-              mask_steps=True, reduce="steps", zero_padded=False, rolled=False):
+              mask_steps=True, reduce="steps", zero_padded=False, rolled=False, others=False):
     if zero_padded:  # padded steps' weights zeroed before the coverage is accumulated
         weights = weights * tgt_mask[..., None].to(weights.dtype)
-    if rolled:  # shifted one step with torch.roll: the last step's weights wrap round to step 0
+    if others:  # every other step's weights, the later ones included: total minus this step
+        coverage = weights.sum(dim=1, keepdim=True) - weights
+    elif rolled:  # shifted one step with torch.roll: the last step's weights wrap round to step 0
         coverage = torch.roll(weights, 1, dims=1).cumsum(dim=1)
     elif dim == 1:
         coverage = weights.cumsum(dim=1)
@@ -430,6 +440,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
     total = (per_step * real).sum()
     if reduce == "steps":
         loss = total / real.sum()
+    elif reduce == "padded_over_real":  # padded steps summed too, divided by the N real steps
+        loss = (per_step.sum()) / tgt_mask.to(weights.dtype).sum()
     elif reduce == "steps_positions":  # divided by N * S
         loss = total / (real.sum() * weights.shape[-1])
     elif reduce == "all_steps":  # divided by B * T, the padded steps counted in the denominator
@@ -459,6 +471,14 @@ COVERAGE_LOSS_MISTAKES = [
             gives=lambda a, m: _cov_loss(a, m, op="max")),
     Mistake("counts padded steps", "the padded output steps count in your loss: sum over the real steps "
             "only (tgt_mask) and divide by their number.", gives=lambda a, m: _cov_loss(a, m, mask_steps=False)),
+    Mistake("includes later steps", "your coverage counts the attention of every other step, the later "
+            "ones too (the total minus this step): coverage is what a letter received at the steps "
+            "*before* this one, so it is 0 at the first step. Accumulate with cumsum along the steps and "
+            "subtract this step's own weights.", gives=lambda a, m: _cov_loss(a, m, others=True)),
+    Mistake("padded steps over N", "your loss sums the padded steps too and then divides by the number N of "
+            "real ones: multiply each step's term by tgt_mask before summing, so the numerator holds "
+            "the same N steps as the denominator.",
+            gives=lambda a, m: _cov_loss(a, m, mask_steps=False, reduce="padded_over_real")),
     Mistake("mean over batch", "you divided by the batch size: the loss is the mean over the real output "
             "steps (the number of True entries of tgt_mask).",
             gives=lambda a, m: _cov_loss(a, m, reduce="batch")),
@@ -650,10 +670,11 @@ def check_uniform_prediction(measure: Callable[[], dict], prediction: str | None
     outcome = _uniform_hard_outcome(argmax, sampled, flat)
     verdict = f"the measurement is ({outcome}), {UNIFORM_HARD_CHOICES[outcome]}"
     meaning = {
-        "c": ": a sampled letter is usually one the trained weights favour, so most steps still read a context "
-             "close to the blend they were trained on; the uniform average mixes every letter at every step, "
-             "a context this decoder never read. Access to all letters is not what it relies on: the "
-             "choice among them is.",
+        "c": ": reading every letter at once, as a plain average, does worse than reading one letter drawn "
+             "from the trained weights. For this trained decoder, access to all letters is not what it "
+             "relies on: which letters its weights pick is. (Why a random draw does better than the "
+             "average, this measurement does not say; it does not count how often a draw is the "
+             "argmax letter.)",
         "b": ": a uniform average lies between reading the best letter and reading a random draw.",
         "a": ": the choice of letters adds little here; an average of the encoder states carries the word.",
     }[outcome]
