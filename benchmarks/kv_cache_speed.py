@@ -9,8 +9,11 @@ of sources with ``attnbook.decoding.greedy_decode`` (one position per step, keys
 of earlier positions from the cache) and ``greedy_decode_uncached`` (the whole prefix through
 the model at every step), asserts the tokens are identical, and times the two interleaved
 (one thread by default; the median of the per-pair ratios is the speed-up). Each row also
-carries the count the chapter sets beside it: recomputation runs 1 + 2 + ... + n positions
-through the decoder for T new tokens, the cache T, a ratio of (T + 1) / 2.
+carries a first count: recomputation runs 1 + 2 + ... + T positions through the decoder for T
+new tokens, the cache T, a ratio of (T + 1) / 2. That count covers the decoder only: the
+recomputing loop calls the whole model at every step, so it also re-runs the encoder each time.
+Chapter 5 counts the FLOPs of both loops on this model with ``FlopCounterMode`` and sets those
+ratios beside the measured speed-ups.
 """
 from __future__ import annotations
 

@@ -76,3 +76,35 @@ def test_committed_kv_cache_speedups():
             assert run["position_ratio"] == (run["new_tokens"] + 1) / 2
         # the chapter says the measured speed-up grows with the output length
         assert all(a["speedup"] < b["speedup"] for a, b in zip(runs, runs[1:]))
+
+
+def test_committed_kv_cache_speedups_are_below_the_counted_flop_ratio():
+    """Chapter 5 counts both loops with FlopCounterMode on the benchmark's model: recomputation does more
+    than (T + 1) / 2 times the cached loop's work (it re-runs the encoder every step), the encoder is most of
+    that work at 8 tokens, and every committed speed-up is below the FLOP ratio."""
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    from attnbook.decoding import greedy_decode, greedy_decode_uncached
+    from attnbook.models.transformer import Transformer, TransformerConfig
+
+    def flops(fn):
+        counter = FlopCounterMode(display=False)
+        with counter, torch.no_grad():
+            fn()
+        return counter.get_total_flops()
+
+    runs = load_result("kv_cache_speed.json")["runs"]
+    for T in (8, 64):
+        torch.manual_seed(0)
+        model = Transformer(TransformerConfig(32, 48, d_model=128, num_heads=4, d_ff=512, num_encoder_layers=2,
+                                              num_decoder_layers=2, dropout=0.0, max_len=max(T + 1, 12))).eval()
+        src, lengths = torch.randint(4, 32, (1, 12)), torch.full((1,), 12)
+        cached = flops(lambda: greedy_decode(model, src, lengths, 1, -1, T))
+        recomputed = flops(lambda: greedy_decode_uncached(model, src, lengths, 1, -1, T))
+        encoder = flops(lambda: model.encode(src, lengths))
+        assert recomputed / cached > (T + 1) / 2
+        if T == 8:
+            assert T * encoder / recomputed > 0.5  # re-encoding is most of the recomputing loop's work
+        for run in (r for r in runs if r["new_tokens"] == T):
+            assert run["speedup"] < recomputed / cached, run

@@ -37,10 +37,12 @@ def right_token_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id):
     return right[tgt_out != pad_id].mean().item()
 
 
-def label_smoothed_loss(logits, targets, pad_id, epsilon):
-    logp = torch.log_softmax(logits, dim=-1)  # (B, T, V)
+def label_smoothed_loss(logits, targets, pad_id, epsilon, excluded_ids):
+    logp = torch.log_softmax(logits, dim=-1)  # (B, T, V): the softmax over all V logits
+    allowed = torch.ones(logits.shape[-1], dtype=torch.bool)
+    allowed[excluded_ids] = False  # the n tokens that get ε / n each
     nll = -logp.gather(-1, targets[..., None])[..., 0]  # (B, T)
-    uniform = -logp.mean(-1)  # (B, T): cross-entropy against 1/V everywhere
+    uniform = -logp[..., allowed].mean(-1)  # (B, T): cross-entropy against 1/n on the allowed tokens
     loss = (1 - epsilon) * nll + epsilon * uniform
     real = targets != pad_id
     return loss[real].mean()
@@ -243,16 +245,33 @@ CONFIDENCE_WRONG = [
 
 
 def loss_variant(kind):
-    def fn(logits, targets, pad_id, epsilon):
-        logp = torch.log_softmax(logits, dim=-1)
+    F = torch.nn.functional
+
+    def fn(logits, targets, pad_id, epsilon, excluded_ids):
         V = logits.shape[-1]
+        allowed = torch.ones(V, dtype=torch.bool)
+        allowed[excluded_ids] = False
+        n = int(allowed.sum())
+        scores = logits.masked_fill(~allowed, -1e9) if kind == "renormalise" else logits
+        logp = torch.log_softmax(scores, dim=-1)
         nll = -logp.gather(-1, targets[..., None])[..., 0]
-        if kind == "V-1":
-            smooth = (-logp.sum(-1) - nll) / (V - 1)
-        elif kind == "eps not over V":  # ε on every class: the sum of -log p, not its mean
-            smooth = -logp.sum(-1)
-        else:
+        if kind in ("pytorch", "pytorch no ignore"):
+            flat = logits.reshape(-1, V), targets.reshape(-1)
+            if kind == "pytorch":
+                return F.cross_entropy(*flat, ignore_index=pad_id, label_smoothing=epsilon)
+            return F.cross_entropy(*flat, label_smoothing=epsilon)
+        if kind == "V":  # by hand, but over all V classes
             smooth = -logp.mean(-1)
+        elif kind == "V-1":
+            smooth = (-logp.sum(-1) - nll) / (V - 1)
+        elif kind == "n-1":
+            smooth = (-logp[..., allowed].sum(-1) - nll) / (n - 1)
+        elif kind == "n over V":  # divides by n, sums over every class
+            smooth = -logp.sum(-1) / n
+        elif kind == "eps not over n":  # ε on every allowed class: the sum of -log p, not its mean
+            smooth = -logp[..., allowed].sum(-1)
+        else:
+            smooth = -logp[..., allowed].mean(-1)
         eps = 0.0 if kind == "no eps" else epsilon
         loss = (1 - eps) * nll + eps * smooth
         real = targets != (0 if kind == "pad 0" else pad_id)
@@ -269,19 +288,26 @@ def loss_variant(kind):
         if kind == "one minus only":
             return ((1 - eps) * nll)[real].mean()
         if kind == "kl":  # cross-entropy minus the target's entropy, through PyTorch's kl_div
-            q = torch.full_like(logp, eps / V).scatter(-1, targets[..., None], 1 - eps + eps / V)
-            kl = torch.nn.functional.kl_div(logp, q, reduction="none").sum(-1)
+            q = torch.where(allowed, eps / n, 0.0).expand_as(logp).clone()
+            q.scatter_add_(-1, targets[..., None], torch.full_like(nll[..., None], 1 - eps))
+            kl = F.kl_div(logp, q, reduction="none").sum(-1)
             return kl[real].mean()
         if kind == "mix probabilities":
-            return -torch.log((1 - eps) * torch.exp(-nll) + eps / V)[real].mean()
+            return -torch.log((1 - eps) * torch.exp(-nll) + eps / n)[real].mean()
         return loss[real].mean()
     return fn
 
 
 SMOOTHING_WRONG = [
     (loss_variant("no eps"), "ignores epsilon"),
+    (loss_variant("pytorch"), "PyTorch's label_smoothing"),  # the one-liner the old exercise accepted
+    (loss_variant("V"), "PyTorch's label_smoothing"),
+    (loss_variant("pytorch no ignore"), "PyTorch's label_smoothing, padding counted"),
+    (loss_variant("renormalise"), "excluded from the softmax"),
+    (loss_variant("n over V"), "divided by n, summed over V"),
+    (loss_variant("n-1"), "epsilon over the wrong allowed tokens"),
     (loss_variant("V-1"), "epsilon over V-1"),
-    (loss_variant("eps not over V"), "epsilon not divided by V"),
+    (loss_variant("eps not over n"), "epsilon not divided by n"),
     (loss_variant("per batch"), "divided by the batch size"),
     (loss_variant("pad counted"), "padding counted"),
     (loss_variant("pad 0"), "ignores pad_id"),
@@ -291,8 +317,6 @@ SMOOTHING_WRONG = [
     (loss_variant("one minus only"), "no smoothing term"),
     (loss_variant("kl"), "KL divergence"),
     (loss_variant("mix probabilities"), "mix probabilities"),
-    (lambda lg, t, p, e: torch.nn.functional.cross_entropy(lg.reshape(-1, lg.shape[-1]), t.reshape(-1),
-                                                           label_smoothing=e), "padding counted"),
     (not_done, ""),
 ]
 
@@ -355,7 +379,7 @@ GREEDY_WRONG = [
 
 
 def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos=False,
-                 aside=False, prune_normalised=False):
+                 aside=False, prune_normalised=False, drop=False):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha
@@ -368,11 +392,14 @@ def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos
             candidates = []
             for score, tokens, st, finished in beams:
                 if finished:
-                    candidates.append((score, tokens, st, True))
+                    if not drop:  # the wrong variant loses a finished hypothesis
+                        candidates.append((score, tokens, st, True))
                     continue
                 logits, new_state = step(tokens[-1] if tokens else bos_id, st if thread else first)
                 for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
                     candidates.append((score + lp, tokens + [token], new_state, token == eos_id))
+            if not candidates:
+                break
             candidates.sort(key=rank)
             if aside:
                 done += [c for c in candidates[:K] if c[3]]
@@ -387,6 +414,8 @@ def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos
         def final(c):
             L = len(c[1]) - (0 if count_eos or not c[3] else 1)
             return c[0] / max(L, 1) ** a
+        if not done + beams:
+            return []
         best = max(done + beams, key=final)[1]
         return best if keep_eos or best[-1] != eos_id else best[:-1]
     return fn
@@ -399,6 +428,7 @@ BEAM_WRONG = [
     (beam_variant(count_eos=False), "length without eos"),
     (beam_variant(aside=True), "finished set aside"),
     (beam_variant(keep_eos=True), "keeps eos"),
+    (beam_variant(drop=True), "finished dropped"),
     (beam_variant(prune_normalised=True), "normalised while pruning"),
     (beam_variant(alpha=0.5), "ignores length_penalty"),  # a fixed penalty
     (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), "ignores the initial state"),
@@ -514,11 +544,14 @@ def test_reference_beam_search_matches_the_library_on_many_stand_ins():
             assert got == expected, (seed, K, alpha)
 
 
-def test_label_smoothing_matches_pytorch_convention():
-    logits, targets = torch.randn(2, 3, 5), torch.tensor([[1, 2, 0], [3, 0, 0]])
-    expected = torch.nn.functional.cross_entropy(logits.reshape(-1, 5), targets.reshape(-1), ignore_index=0,
-                                                 label_smoothing=0.2)
-    assert math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2)), float(expected), rel_tol=1e-5)
+def test_label_smoothing_is_pytorchs_only_with_nothing_excluded():
+    """With no excluded ids the exercise's loss is PyTorch's; with <pad> and <bos> excluded it is not, so the
+    one-line F.cross_entropy(..., label_smoothing=ε) cannot solve the exercise."""
+    logits, targets = torch.randn(2, 3, 6), torch.tensor([[2, 3, 0], [4, 0, 0]])
+    pytorch = float(torch.nn.functional.cross_entropy(logits.reshape(-1, 6), targets.reshape(-1), ignore_index=0,
+                                                      label_smoothing=0.2))
+    assert math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2, [])), pytorch, rel_tol=1e-5)
+    assert not math.isclose(float(label_smoothed_loss(logits, targets, 0, 0.2, [0, 1])), pytorch, rel_tol=1e-3)
 
 
 @pytest.mark.parametrize("prefix", ['ENCODER', 'SMOOTHING', 'GREEDY', 'BEAM', 'STEP', 'CONFIDENCE'])

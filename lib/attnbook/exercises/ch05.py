@@ -1,13 +1,14 @@
 """Checkers for Chapter 5 (the Transformer).
 
 Expected answers come from the book's library (``attnbook.layers.EncoderBlock``,
-``attnbook.losses.sequence_cross_entropy``, ``attnbook.decoding``); the stand-in decoders'
+``attnbook.decoding``); the stand-in decoders'
 logits depend on their state (``attnbook.exercises.standins``). Each checker lists the known
 mistakes it can name. ``EXERCISES`` maps the notebook's function names to their checkers.
 Legend: B batch, S source length, T target length, D model width, V vocabulary, K beams.
 """
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import torch
@@ -18,7 +19,6 @@ from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.layers import DecoderBlock, EncoderBlock
 from attnbook.layers.attention import KVCache
 from attnbook.layers.masks import token_mask
-from attnbook.losses import sequence_cross_entropy
 from attnbook.models.transformer import Transformer, TransformerConfig
 
 
@@ -119,95 +119,135 @@ def check_parallel_encoder_layer(fn: Callable) -> CheckResult:
 
 
 # --- the label-smoothed loss ------------------------------------------------------------------------
-def _smoothed(logits, targets, pad_id, epsilon, spread="V", ignore_pad=True, reduce="tokens", form="ce"):
-    logp = torch.log_softmax(logits.double(), dim=-1)  # (B, T, V)
+# The exercise spreads ε over the tokens a target can be, not over the whole vocabulary: the ids in
+# ``excluded_ids`` (padding, <bos>, <unk>: never a target) get no smoothing mass. PyTorch's
+# ``label_smoothing`` spreads ε over all V classes and has no way to leave some out, so the one-line
+# ``F.cross_entropy(..., label_smoothing=ε)`` fails here and is named.
+def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", ignore_pad=True,
+              reduce="tokens", form="ce", renormalise=False):
     V = logits.shape[-1]
+    allowed = torch.ones(V, dtype=torch.bool)
+    allowed[list(excluded)] = False
+    scores = logits.double()
+    if renormalise:  # the excluded tokens removed from the softmax itself
+        scores = scores.masked_fill(~allowed, float("-inf"))
+    logp = torch.log_softmax(scores, dim=-1)  # (B, T, V)
+    logp_allowed = torch.where(allowed, logp, torch.zeros((), dtype=logp.dtype))  # 0 where excluded
+    n = int(allowed.sum())
     nll = -logp.gather(-1, targets.clamp(0, V - 1)[..., None])[..., 0]  # (B, T)
-    if form == "mix probabilities":  # -log((1 - ε) p + ε / V): the mixture inside the log
-        loss = -torch.log((1 - epsilon) * torch.exp(-nll) + epsilon / V)
+    if form == "mix probabilities":  # -log((1 - ε) p + ε / n): the mixture inside the log
+        loss = -torch.log((1 - epsilon) * torch.exp(-nll) + epsilon / n)
     elif form == "no smoothing term":
         loss = (1 - epsilon) * nll
-    elif spread == "all":  # ε (not ε / V) on every class: the target sums to 1 - ε + V·ε
-        loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1))
-    elif spread == "V":
-        smooth = -logp.mean(-1)
-        loss = (1 - epsilon) * nll + epsilon * smooth
-        if form == "kl":  # KL(q || p) = cross-entropy - H(q): the same gradient, a constant lower
-            q_right, q_other = 1 - epsilon + epsilon / V, epsilon / V
-            entropy = -q_right * torch.log(torch.tensor(q_right, dtype=torch.double))
-            if q_other > 0:
-                entropy = entropy - (V - 1) * q_other * torch.log(torch.tensor(q_other, dtype=torch.double))
-            loss = loss - entropy
-    else:  # epsilon / (V - 1) on every wrong class
-        wrong = (-logp.sum(-1) - nll) / (V - 1)
-        loss = (1 - epsilon) * nll + epsilon * wrong
+    elif spread == "allowed":  # the right answer: ε / n on each of the n allowed tokens
+        loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) / n)
+        if form == "kl" and epsilon > 0:  # KL(q || p) = cross-entropy - H(q): the same gradient, lower
+            q_right, q_other = 1 - epsilon + epsilon / n, epsilon / n
+            loss = loss + q_right * math.log(q_right) + (n - 1) * q_other * math.log(q_other)
+    elif spread == "V":  # PyTorch's label_smoothing: ε / V on every one of the V classes
+        loss = (1 - epsilon) * nll + epsilon * (-logp.mean(-1))
+    elif spread == "all":  # ε (not ε / n) on every allowed class: the target sums to more than 1
+        loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1))
+    elif spread == "n over V":  # ε / n, but on all V classes: the target sums to more than 1
+        loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1) / n)
+    elif spread == "V-1":  # ε / (V - 1) on every wrong class
+        loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1) - nll) / (V - 1)
+    else:  # "allowed-1": ε / (n - 1) on every allowed wrong class
+        loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) - nll) / (n - 1)
     real = (targets != pad_id) if ignore_pad else torch.ones_like(targets, dtype=torch.bool)
+    loss = torch.where(real, loss, torch.zeros((), dtype=loss.dtype))
     if reduce == "sum":
-        return float((loss * real).sum())
+        return float(loss.sum())
     if reduce == "batch":  # the sum over real tokens divided by the number of sequences B
-        return float((loss * real).sum() / targets.shape[0])
+        return float(loss.sum() / targets.shape[0])
     if reduce == "rows":
-        return float(((loss * real).sum(-1) / real.sum(-1).clamp(min=1)).mean())
-    return float((loss * real).sum() / real.sum())
+        return float((loss.sum(-1) / real.sum(-1).clamp(min=1)).mean())
+    return float(loss.sum() / real.sum())
 
 
 SMOOTHING_MISTAKES = [
     Mistake("ignores epsilon", "your loss is plain cross-entropy: mix (1 - ε) of it with ε times the "
-            "cross-entropy against the uniform distribution.", gives=lambda lg, t, p, e: _smoothed(lg, t, p, 0.0)),
-    Mistake("epsilon over V-1", "you spread ε over the V - 1 wrong classes; here (as in PyTorch's "
-            "label_smoothing) ε is spread over all V classes: target = (1 - ε)·one-hot + ε / V.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, spread="V-1")),
-    Mistake("epsilon not divided by V", "you put ε itself on every class: the smoothed target then sums "
-            "to 1 - ε + V·ε, not 1. Spread ε over the V classes, ε / V each (the mean of -log p over the "
-            "vocabulary, not its sum).", gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, spread="all")),
+            "cross-entropy against the uniform distribution over the allowed tokens.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, 0.0)),
+    Mistake("PyTorch's label_smoothing", "your loss spreads ε over all V classes, the excluded ones too: "
+            "that is what F.cross_entropy(..., label_smoothing=ε) computes, and it cannot leave tokens out. "
+            "Here the target puts ε / n on each of the n tokens NOT in excluded_ids, 0 on the excluded ones.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V")),
+    Mistake("PyTorch's label_smoothing, padding counted", "your loss is F.cross_entropy(..., "
+            "label_smoothing=ε) without ignore_index: it spreads ε over all V classes (the excluded ones too) "
+            "and counts the padding positions. Write the target yourself: ε / n on each of the n tokens not in "
+            "excluded_ids, and average over the positions whose target is not pad_id.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V", ignore_pad=False)),
+    Mistake("excluded from the softmax", "you removed the excluded tokens from the softmax. The model still "
+            "gives them probability (and must learn to give them none): keep the log-softmax over all V "
+            "logits and only give the excluded tokens no TARGET mass.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, renormalise=True)),
+    Mistake("divided by n, summed over V", "you divided ε by the number n of allowed tokens but summed "
+            "-log p over all V classes: the target then sums to more than 1. Sum over the allowed tokens only.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="n over V")),
+    Mistake("epsilon over the wrong allowed tokens", "you spread ε over the n - 1 allowed tokens other than "
+            "the right one; here ε / n goes on every allowed token, the right one included (as in PyTorch).",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="allowed-1")),
+    Mistake("epsilon over V-1", "you spread ε over the V - 1 wrong classes, excluded ones included; "
+            "spread it over the n allowed tokens (those not in excluded_ids), the right one included.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V-1")),
+    Mistake("epsilon not divided by n", "you put ε itself on every allowed class: the smoothed target then "
+            "sums to 1 - ε + n·ε, not 1. Spread ε over the n allowed tokens, ε / n each.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="all")),
     Mistake("KL divergence", "you computed the KL divergence from the smoothed target, which is the "
             "cross-entropy minus the target's own entropy H(q): the same gradients, but a loss lower by a "
-            "constant. The loss asked for (and PyTorch's) is the cross-entropy itself.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, form="kl")),
-    Mistake("mix probabilities", "you mixed the probabilities inside the log, -log((1 - ε)·p + ε/V); "
+            "constant. The loss asked for is the cross-entropy itself.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="kl")),
+    Mistake("mix probabilities", "you mixed the probabilities inside the log, -log((1 - ε)·p + ε/n); "
             "the loss is the cross-entropy against the mixed target, a mixture of log-losses: "
-            "Σ_v q_v·(-log p_v).", gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, form="mix probabilities")),
+            "Σ_v q_v·(-log p_v).",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="mix probabilities")),
     Mistake("no smoothing term", "you scaled the log-loss of the right token by (1 - ε) but left out the "
-            "ε part: the target also puts ε/V on every class, each with its own -log p.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, form="no smoothing term")),
-    Mistake("padding counted", "padding positions count in your loss: ignore every position whose target "
-            "is pad_id (in the sum and in the count).", gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, ignore_pad=False)),
+            "ε part: the target also puts ε/n on every allowed class, each with its own -log p.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="no smoothing term")),
     Mistake("ignores pad_id", "use the pad_id argument: the padding id is not always 0.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, 0, e)),
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, 0, e, x)),
+    Mistake("padding counted", "padding positions count in your loss: ignore every position whose target "
+            "is pad_id (in the sum and in the count).",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, ignore_pad=False)),
     Mistake("sum, not mean", "average over the real target tokens; you summed them.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="sum")),
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="sum")),
     Mistake("divided by the batch size", "you divided the summed loss by the number of sequences B; "
             "the loss is a mean over the real target tokens, so divide by how many there are.",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="batch")),
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="batch")),
     Mistake("mean per sequence", "average over all real tokens of the batch at once, not per sequence and "
             "then over sequences (long sequences weigh more).",
-            gives=lambda lg, t, p, e: _smoothed(lg, t, p, e, reduce="rows")),
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="rows")),
 ]
 
 
 def check_label_smoothed_loss(fn: Callable) -> CheckResult:
-    """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon) -> float`` (or a 0-d tensor): the mean over
-    non-padding positions of the cross-entropy against (1 - ε)·one-hot + ε / V."""
+    """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon, excluded_ids) -> float`` (or a
+    0-d tensor): the mean over non-padding positions of the cross-entropy against (1 - ε)·one-hot + ε / n on
+    each of the n tokens not in ``excluded_ids`` (0 on those)."""
     cases = []
-    for seed, (B, T, V, pad_id, epsilon, lengths) in enumerate([
-        (2, 5, 7, 0, 0.1, [5, 2]), (3, 4, 10, 3, 0.3, [4, 4, 1]), (1, 1, 5, 4, 0.2, [1]),
-        (4, 6, 6, 0, 0.0, [3, 6, 1, 2]), (2, 3, 12, 11, 0.5, [3, 0]),
+    for seed, (B, T, V, pad_id, epsilon, lengths, excluded) in enumerate([
+        (2, 5, 7, 0, 0.1, [5, 2], [0, 1]), (3, 4, 10, 3, 0.3, [4, 4, 1], [3, 0, 9]),
+        (1, 1, 5, 4, 0.2, [1], [4]), (4, 6, 6, 0, 0.0, [3, 6, 1, 2], [0, 1]),
+        (2, 3, 12, 11, 0.5, [3, 0], []), (2, 4, 8, 0, 0.2, [4, 3], [0, 1, 3]),
     ]):
         g = torch.Generator().manual_seed(seed)
         logits = 2.0 * torch.randn(B, T, V, generator=g)
-        targets = torch.randint(0, V, (B, T), generator=g)
-        targets[targets == pad_id] = (pad_id + 1) % V  # a real token never equals pad_id
+        choices = torch.tensor([v for v in range(V) if v != pad_id and v not in excluded])
+        targets = choices[torch.randint(0, len(choices), (B, T), generator=g)]  # never pad, never excluded
         real = torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]  # (B, T)
         targets[~real] = pad_id
-        expected = sequence_cross_entropy(logits, targets, pad_id, label_smoothing=epsilon).item()
+        expected = _smoothed(logits, targets, pad_id, epsilon, excluded)
+        n = V - len(excluded)
         cases.append(Case(
-            f"B={B}, T={T}, V={V}, pad_id={pad_id}, epsilon={epsilon}, real lengths {lengths}",
-            (logits, targets, pad_id, epsilon), expected, atol=1e-5, rtol=1e-5,
-            hint="write the smoothed target distribution q of one position first and check that it sums "
-                 "to 1; the loss of a position is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
-                 "log-softmax. Then decide which positions enter the average, and what it divides by. "
-                 "Likely slips: ε put on every class instead of ε / V, or the sum divided by the batch "
-                 "size B instead of the number of real tokens."))
+            f"B={B}, T={T}, V={V}, pad_id={pad_id}, epsilon={epsilon}, real lengths {lengths}, "
+            f"excluded_ids={excluded} (n = {n} allowed tokens)",
+            (logits, targets, pad_id, epsilon, list(excluded)), expected, atol=1e-5, rtol=1e-5,
+            hint="write the smoothed target distribution q of one position first (1 - ε on the right token, "
+                 "ε / n on each of the n tokens not in excluded_ids, 0 on the excluded ones) and check that it "
+                 "sums to 1; the loss of a position is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
+                 "log-softmax over all V logits. Then decide which positions enter the average, and what it "
+                 "divides by."))
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
 
 
@@ -554,7 +594,7 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
-                  count_eos=True, set_aside=False, prune_normalised=False):
+                  count_eos=True, set_aside=False, prune_normalised=False, drop_finished=False):
     """Beam search for one sequence with one known mistake switched on (all off: the right answer)."""
     first = state
     beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
@@ -563,11 +603,14 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
         candidates = []
         for score, tokens, st, finished in beams:
             if finished:
-                candidates.append((score, tokens, st, True))
+                if not drop_finished:  # the mistake: a finished hypothesis is lost, not kept
+                    candidates.append((score, tokens, st, True))
                 continue
             logits, new = step(tokens[-1] if tokens else bos_id, st if thread else first)
             logp = torch.log_softmax(logits.float(), dim=-1).tolist()
             candidates += [(score + lp, tokens + [v], new, v == eos_id) for v, lp in enumerate(logp)]
+        if not candidates:
+            break
         if prune_normalised:  # ranks by score / n**alpha at every step, not at the end
             candidates.sort(key=lambda c: -c[0] / len(c[1]) ** length_penalty)
         else:
@@ -583,6 +626,8 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
             if all(b[3] for b in beams):
                 break
     pool = done + beams
+    if not pool:
+        return []
 
     def final(c):
         length = len(c[1]) - (1 if (c[3] and not count_eos) else 0)
@@ -611,6 +656,10 @@ BEAM_MISTAKES = [
             "hypothesis. Normalising while pruning lets finished hypotheses and live "
             "ones trade places in the beam.",
             gives=lambda *a: _beam_variant(*a, prune_normalised=True)),
+    Mistake("finished dropped", "a hypothesis that produced <eos> must stay in the beam, its score frozen, "
+            "and compete with the live ones to the end; your search drops it at the next step, so a finished "
+            "hypothesis can only win if it ends at the very last step.",
+            gives=lambda *a: _beam_variant(*a, drop_finished=True)),
     Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
             "the encoded source), not from an empty one.",
             gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
