@@ -66,6 +66,7 @@ def split_step_head_width_over_features(x, num_heads):  # the same step, looped 
 
 
 SPLIT_WRONG = [
+    (lambda x, h: split_heads_strided(x, h).roll(1, 1), "heads rolled"),
     (blocks_split, "blocks of columns"),
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
@@ -87,6 +88,9 @@ SPLIT_WRONG = [
 ]
 
 MERGE_WRONG = [
+    (lambda x: x.permute(2, 0, 3, 1).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
+     "batch and positions swapped"),
+    (lambda x: merge_heads_strided(x).roll(1, -1), "columns off by one"),
     (blocks_merge, "blocks of columns"),
     (lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), "plain reshape"),
     (lambda x: x.mean(1), "averaged heads"),
@@ -237,7 +241,22 @@ def cached_twice(attn, x, cache):  # right output, the new keys appended a secon
     return attn.attend(x, full, causal_mask(x.shape[1], len(full))), full.extend(new.key, new.value)
 
 
+def cached_upper_mask(attn, x, cache):  # PyTorch-like triu(P): the future, not the past
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    T, P = x.shape[1], len(full) - x.shape[1]
+    return attn.attend(x, full, torch.ones(T, P + T, dtype=torch.bool).triu(P)), full
+
+
+def cached_query_projected(attn, x, cache):  # attend projects the query a second time
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    return attn.attend(attn.q_proj(x), full, causal_mask(x.shape[1], len(full))), full
+
+
 CACHED_WRONG = [
+    (cached_upper_mask, "upper-triangle mask"),
+    (cached_query_projected, "query projected twice"),
     (cached_discards_extend, "cache not extended"),
     (cached_returns_old, "returns the old cache"),
     (cached_ignores_cache, "ignores the cache"),

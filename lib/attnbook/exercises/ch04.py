@@ -85,6 +85,11 @@ SPLIT_MISTAKES = [
             gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3)),
     Mistake("heads in reverse order", "the heads come out in reverse order: head h takes columns h, h + H, "
             "..., so head 0 starts at column 0.", gives=lambda x, h: _reference_split(x, h).flip(1)),
+    Mistake("heads rolled", "the heads come out shifted by one (a roll of dimension 1): head h takes the "
+            "columns h, h + H, h + 2H, ..., so head 0 is the one that starts at column 0.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and args[1] > 2
+            and any(got.shape == _reference_split(*args).shape
+                    and torch.equal(got, _reference_split(*args).roll(r, 1)) for r in (1, -1))),
     Mistake("features reversed", "the columns inside each head are reversed: column c of head h is column "
             "c * H + h of x, so c runs upwards.", gives=lambda x, h: _reference_split(x, h).flip(-1)),
     Mistake("heads not moved", "the result is (B, T, H, Dh): the heads must be dimension 1, (B, H, T, Dh); after "
@@ -131,6 +136,15 @@ MERGE_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3 and args[0].numel() > 1
             and any(torch.allclose(got, f(args[0]).flip(-1)) for f in (_reference_merge, _blocks_merge)
                     if got.shape == f(args[0]).shape)),
+    Mistake("batch and positions swapped", "permute(2, 0, 3, 1) puts the positions first, (T, B, Dh, H), "
+            "so the reshape to (B, T, H * Dh) mixes sequences of the batch: the batch must stay in "
+            "dimension 0, permute(0, 2, 3, 1) gives (B, T, Dh, H), then reshape.",
+            gives=lambda x: x.permute(2, 0, 3, 1).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("columns off by one", "the columns are shifted by one place (a roll of the last dimension): "
+            "column c * H + h of the output is column c of head h exactly, starting at column 0.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3 and args[0].numel() > 2
+            and got.shape == _reference_merge(args[0]).shape
+            and any(torch.allclose(got, _reference_merge(args[0]).roll(r, -1)) for r in (1, -1))),
     Mistake("averaged heads", "keep every head's columns: the output has H * Dh columns; do not average "
             "or sum the heads.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3
@@ -222,7 +236,7 @@ def check_heads_measurement(measure: Callable[[], float], prediction: object = N
 
 
 # --- one cached step of causal self-attention ---------------------------------------------------------
-def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=False):
+def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=False, project_query=False):
     kv = attn.project_kv(x, x)  # (B, H, T, Dh) each
     if cache is None:
         full = kv
@@ -240,7 +254,9 @@ def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=Fa
         m = ~causal_mask(T, S)
     elif mask == "strict":
         m = torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)
-    out = attn.attend(x, full, m)
+    elif mask == "upper":  # True from key P + i onwards: PyTorch's upper triangle, True = may attend
+        m = torch.ones(T, S, dtype=torch.bool).triu(S - T)
+    out = attn.attend(attn.q_proj(x) if project_query else x, full, m)
     return out, (cache if return_old and cache is not None else full)
 
 
@@ -255,17 +271,35 @@ CACHED_MISTAKES = [
     Mistake("ignores the cache", "attend to the cached positions as well: extend the cache with the new keys "
             "and values first, then attend to all P + T of them.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, None)),
-    Mistake("output ignores the cache", "you return the extended cache but attend only to the new positions: "
-            "attend to all P + T positions of the extended cache.",
+    Mistake("ignores the cache", "attend to the cached positions as well, with a causal mask: extend the "
+            "cache with the new keys and values first, then attend to all P + T of them with "
+            "causal_mask(T, P + T) (the whole layer on the new positions sees neither).",
+            gives=lambda attn, x, cache: _cached_variant(attn, x, None, mask=None)),
+    Mistake("query projected twice", "attend projects the query itself (q_proj inside): pass it the new "
+            "positions x as they are, not q_proj(x), or the query is projected twice.",
+            gives=lambda attn, x, cache: _cached_variant(attn, x, cache, project_query=True)),
+    Mistake("output ignores the cache", "you return the extended cache but your output attends only to the new positions: "
+            "attend to all P + T positions of the extended cache, with causal_mask(T, P + T) (an "
+            "upper-triangle mask, triu(P), has the same effect with one new position).",
             when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
             and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
             and torch.allclose(got[0], _cached_variant(args[0], args[1], None)[0], atol=1e-5)
+            and not torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)),
+    Mistake("upper-triangle mask", "your mask is an upper triangle (triu): it lets new query i see keys P + i "
+            "and AFTER, the future, and hides the cached past. In this book True means 'may attend', so "
+            "query i may see keys 0 .. P + i: pass causal_mask(T, P + T), a lower triangle ending at "
+            "the last key.", when=lambda args, got: isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
+            and (args[2] is not None or args[1].shape[1] > 1)
+            and torch.allclose(got[0], _cached_variant(*args, mask="upper")[0], atol=1e-5)
             and not torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)),
     Mistake("cache holds only the new positions", "the output is right, but the cache you return holds "
             "only the T new positions (what project_kv gave): return the extended cache of all P + T, "
             "the one you attended to, or the next step forgets the earlier positions.",
             when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
             and isinstance(got[1], KVCache) and len(got[1]) == args[1].shape[1]
+            and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
+            and torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)
             and torch.allclose(got[1].key, args[0].project_kv(args[1], args[1]).key, atol=1e-5)),
     Mistake("new positions added twice", "the cache you return holds the new positions twice "
             "(P + 2T): extend the cache once, attend to that one and return that same cache.",
@@ -330,7 +364,7 @@ def check_cached_self_attention(fn: Callable) -> CheckResult:
     causal self-attention of T new positions after the P cached ones; the new cache holds P + T."""
     cases = []
     for seed, (B, P, T, D, H) in enumerate([
-        (2, 3, 1, 8, 2), (1, 0, 1, 8, 4), (3, 4, 2, 12, 3), (2, 0, 4, 6, 1), (1, 5, 3, 16, 4), (2, 1, 1, 4, 4),
+        (3, 4, 2, 12, 3), (2, 3, 1, 8, 2), (1, 0, 1, 8, 4), (2, 0, 4, 6, 1), (1, 5, 3, 16, 4), (2, 1, 1, 4, 4),
     ]):
         torch.manual_seed(seed)
         attn = MultiHeadAttention(D, H).eval()
