@@ -11,6 +11,12 @@ CH03_RIGHT = '''
 import math
 import torch
 
+def batched_attention(query, key, value):
+    scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
+    scores = scores - scores.amax(-1, keepdim=True)
+    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)
+    return weights @ value
+
 def attention_pool(x, query, lengths):
     real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
     scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, float("-inf"))
@@ -47,7 +53,7 @@ def _write(tmp_path, text, name="answers.py"):
 def test_all_right_exits_0(tmp_path, capsys):
     assert main(["ch03", str(_write(tmp_path, CH03_RIGHT))]) == 0
     out = capsys.readouterr().out
-    assert out.count("✓") == 6 and "ch03: 4 of 4 exercises pass" in out
+    assert out.count("✓") == 7 and "ch03: 5 of 5 exercises pass" in out
     assert "your prediction, 90.0%, is above the measured range" in out
 
 
@@ -56,7 +62,7 @@ def test_a_measurement_without_its_prediction(tmp_path, capsys):
     text = CH03_RIGHT.replace("prediction_position_accuracy = 0.9", "")
     assert main(["ch03", str(_write(tmp_path, text))]) == 1
     out = capsys.readouterr().out
-    assert "write your prediction" in out and "ch03: 3 of 4 exercises pass" in out
+    assert "write your prediction" in out and "ch03: 4 of 5 exercises pass" in out
 
 
 def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
@@ -66,7 +72,7 @@ def test_one_wrong_one_missing_exits_1(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "the scores look unscaled" in out
     assert "✗ pe_similarity: answers.py defines no `pe_similarity`; write `def pe_similarity(...)`" in out
-    assert "ch03: 2 of 4 exercises pass" in out
+    assert "ch03: 3 of 5 exercises pass" in out
 
 
 def test_a_name_that_is_not_a_function(tmp_path, capsys):
