@@ -271,12 +271,15 @@ def test_crossing_prediction(capsys):
     assert 5 <= tol <= 20  # one standard deviation of the seeds' crossings (12 in the committed file)
     assert not check_crossing_prediction(lambda: truth, None)
     assert "not done yet" in capsys.readouterr().out
+    low, high = min(seeds), max(seeds)
     for prediction, passes, says in (
             (64, False, "training length is not where"),
-            (90, False, "holds longer"),  # inside the single seeds' range (one seed crosses at 88), far from the mean
-            (truth - tol - 1, False, "too early"), (truth - tol, True, "within"),
-            (truth, True, "within"), (truth + tol, True, "within"),
-            (truth + tol + 1, False, "too late"), (truth + 40, False, "never trained")):
+            (low - 1, False, "too early"), (low, True, "inside the single seeds"),
+            # new: inside the seeds' range but more than one standard deviation from the mean's
+            # crossing; the old checker (mean +- 12) rejected 100 as "too early"
+            (100, True, "inside the single seeds"), (truth - tol - 1, True, "inside"),
+            (truth, True, "inside"), (high, True, "inside"),
+            (high + 1, False, "too late"), (high + 40, False, "never trained")):
         result = check_crossing_prediction(lambda: truth, prediction)
         assert bool(result) == passes, (prediction, result.message)
         assert says in result.message, result.message
