@@ -15,6 +15,11 @@ measured every tenth of the run. One thread.
 ``python benchmarks/gpt_vs_ngram.py --seed-spread --steps 600 --seeds 1 2`` instead trains the
 chapter's 600-step run again with other seeds (seed s draws the weights and the batches) and
 writes ``gpt_seed_spread.json``: how far the chapter's one-seed perplexity can move by seed.
+
+``python benchmarks/gpt_vs_ngram.py --lr-sweep --steps 600 --lrs 3e-3 2e-2`` trains the
+chapter's 600-step run (seed 0) with other peak learning rates and writes ``gpt_lr_sweep.json``:
+the GPT's side of the tuning (the chapter's own run is the 1e-2 point). Each ``--lrs`` value is
+an independent run; a run with one value merges it into an existing file.
 """
 from __future__ import annotations
 
@@ -54,12 +59,18 @@ def main() -> None:
     parser.add_argument("--seed-spread", action="store_true",
                         help="only train the GPT, once per --seeds, and write gpt_seed_spread.json")
     parser.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    parser.add_argument("--lr-sweep", action="store_true",
+                        help="only train the GPT (seed 0), once per --lrs, and write gpt_lr_sweep.json")
+    parser.add_argument("--lrs", type=float, nargs="+", default=[3e-3, 2e-2])
     args = parser.parse_args()
     torch.set_num_threads(1)
     train, test = streams(args.smoke)
     steps = 20 if args.smoke else args.steps
     if args.seed_spread:
         seed_spread(args, train, test, steps)
+        return
+    if args.lr_sweep:
+        lr_sweep(args, train, test, steps)
         return
     ngrams = {}
     for order in (2, 3, 4, 5):
@@ -95,6 +106,43 @@ def main() -> None:
                     "position_losses": [round(x, 4) for x in position_losses(model, test, WINDOW).tolist()]},
             "kneser_ney": ngrams, "held_out_targets": (len(test) - 1) // WINDOW * WINDOW,
             "machine": common.machine()})
+
+
+def train_once(train: torch.Tensor, test: torch.Tensor, steps: int, seed: int,
+               lr: float) -> tuple[float, float]:
+    """The chapter's GPT and recipe: held-out perplexity and training seconds."""
+    config = GPTConfig(vocab_size=VOCAB, max_len=WINDOW, d_model=64, num_heads=4, d_ff=256,
+                       num_layers=2)
+    torch.manual_seed(seed)
+    model = GPT(config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=lr, betas=(0.9, 0.95), weight_decay=0.01)
+    batches = lm_batches(train, WINDOW, 64, torch.Generator().manual_seed(seed))
+    seconds, _ = common.timed(lambda: fit(
+        model, batches, next_token_loss, optimizer, steps,
+        scheduler=warmup_linear_scheduler(optimizer, steps // 10, steps), progress=False),
+        torch.device("cpu"))
+    return math.exp(model_loss(model, test, WINDOW)), seconds
+
+
+def lr_sweep(args, train: torch.Tensor, test: torch.Tensor, steps: int) -> None:
+    """The chapter's 600-step run (seed 0) at other peak learning rates."""
+    out = common.out_path(args, "gpt_lr_sweep.json")
+    old = json.loads(out.read_text()) if out is not None and out.exists() else None
+    runs = [r for r in (old["runs"] if old else []) if r["lr"] not in args.lrs]
+    commands = old["command"].split(" && ") if old else []
+    for lr in args.lrs:
+        ppl, seconds = train_once(train, test, steps, 0, lr)
+        runs.append({"lr": lr, "seed": 0, "perplexity": round(ppl, 3),
+                     "train_seconds": round(seconds, 1)})
+        print(json.dumps(runs[-1]), flush=True)
+    if out is not None:
+        common.write_result(out, {
+            "description": "Chapter 8: the chapter's GPT and 600-step recipe (seed 0) trained "
+                           "with other peak learning rates (the chapter's run uses 1e-2); "
+                           "held-out perplexity; written by benchmarks/gpt_vs_ngram.py --lr-sweep",
+            "command": " && ".join(commands + [common.command_line()]), "steps": steps,
+            "runs": sorted(runs, key=lambda r: r["lr"]),
+            "held_out_targets": (len(test) - 1) // WINDOW * WINDOW, "machine": common.machine()})
 
 
 def seed_spread(args, train: torch.Tensor, test: torch.Tensor, steps: int) -> None:

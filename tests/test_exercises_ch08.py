@@ -121,6 +121,8 @@ def test_perplexity_wrong_answers(capsys):
     expect_rejected(check_perplexity, lambda ls: 2 ** float(torch.cat(ls).mean()), capsys, "nats")
     expect_rejected(check_perplexity, lambda ls: float(torch.cat(ls).mean()), capsys, "its exp")
     expect_rejected(check_perplexity, lambda ls: math.exp(float(ls[0].mean())), capsys)  # ignores sequences
+    expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).median())), capsys,
+                    "median")
 
     def mutating(ls):
         ls[0].mul_(1.0).add_(0.0)
@@ -573,6 +575,12 @@ def test_top_p_named_mistakes_from_the_review(capsys):
         drop[..., -1:] = False
         return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
 
+    def threshold(logits, p):  # min-p style: within (1 - p) of the most likely token
+        probs = logits.softmax(-1)
+        return logits.masked_fill(probs < (1 - p) * probs.max(-1, keepdim=True).values,
+                                  float("-inf"))
+
+    expect_rejected(check_top_p, threshold, capsys, "min-p")
     expect_rejected(check_top_p, ascending, capsys, "ascending sort")
     expect_rejected(check_top_p, lambda logits, p: top_p(logits, p).log_softmax(-1), capsys,
                     "log-probabilities")

@@ -45,3 +45,19 @@ def test_committed_gpt_vs_ngram_is_complete():
     assert curve[-1]["step"] == result["gpt"]["steps"] and len(curve) == 10
     assert len(result["gpt"]["position_losses"]) == result["gpt"]["max_len"]
     assert result["held_out_targets"] == 88960  # the chapter's held-out targets
+
+
+def test_lr_sweep_smoke_run_merges_runs(tmp_path):
+    out = tmp_path / "sweep.json"
+    _run("gpt_vs_ngram.py", "--smoke", "--lr-sweep", "--lrs", "3e-3", "--out", str(out))
+    _run("gpt_vs_ngram.py", "--smoke", "--lr-sweep", "--lrs", "2e-2", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert [r["lr"] for r in result["runs"]] == [0.003, 0.02]  # the second run kept the first
+    assert result["command"].count("--lr-sweep") == 2
+
+
+def test_committed_lr_sweep_is_complete():
+    result = load_result("gpt_lr_sweep.json")
+    assert [r["lr"] for r in result["runs"]] == [0.003, 0.01, 0.02]
+    assert result["steps"] == 600 and {r["seed"] for r in result["runs"]} == {0}
+    assert result["held_out_targets"] == 88960  # the chapter's held-out targets

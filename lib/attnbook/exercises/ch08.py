@@ -98,6 +98,12 @@ def check_perplexity(fn: Callable) -> CheckResult:
         Mistake("mean of perplexities", "you averaged per-sequence perplexities: average the losses first, then take one exp.", gives=lambda losses: sum(math.exp(float(x.mean())) for x in losses) / len(losses)),
         Mistake("base 2", "the losses are in nats (natural log): use exp, not 2 ** loss.", gives=lambda losses: 2 ** (float(torch.cat(losses).mean()))),
         Mistake("no exp", "that is the mean loss itself: the perplexity is its exp.", gives=lambda losses: float(torch.cat(losses).mean())),
+        Mistake("exp of the median", "you took the median token loss: the perplexity is the exp "
+                "of the *mean* loss over every token (the median ignores how bad the worst "
+                "tokens are).", gives=lambda losses: math.exp(float(torch.cat(losses).median()))),
+        Mistake("exp of the median (averaged middle)", "you took the median token loss: the "
+                "perplexity is the exp of the *mean* loss over every token.",
+                gives=lambda losses: math.exp(float(torch.cat(losses).quantile(0.5)))),
     ]
     if not callable(fn):
         return run_cases("perplexity", fn, cases, mistakes)
@@ -298,6 +304,10 @@ def check_top_p(fn: Callable) -> CheckResult:
         return torch.tensor(rows, dtype=torch.float64).log()
 
     examples = [
+        # first: a threshold filter and a cumsum of logits fail here differently
+        ("probabilities 0.6 0.35 0.05, p=0.5: only the top stays",
+         probs_to_logits([[0.6, 0.35, 0.05]]),
+         0.5),
         ("probabilities 0.5 0.3 0.2, p=0.7", probs_to_logits([[0.5, 0.3, 0.2]]), 0.7),
         ("unsorted row, p=0.65", probs_to_logits([[0.1, 0.6, 0.05, 0.25]]), 0.65),
         ("three tokens, p=0.7", probs_to_logits([[0.2, 0.5, 0.3]]), 0.7),
@@ -359,6 +369,10 @@ def check_top_p(fn: Callable) -> CheckResult:
         drop[..., -1:] = False
         return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
 
+    def threshold(logits, p):  # min-p style: keep tokens within (1 - p) of the top one
+        probs = logits.softmax(-1)
+        return logits.masked_fill(probs < (1 - p) * probs.amax(-1, keepdim=True), float("-inf"))
+
     def log_probs(logits, p):
         return filter_logits(logits, top_p=p).log_softmax(-1)
 
@@ -394,6 +408,10 @@ def check_top_p(fn: Callable) -> CheckResult:
                 gives=ascending),
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
+        Mistake("probability threshold", "you kept every token whose probability is at least "
+                "(1 - p) times the top one (a min-p-style threshold): top-p keeps the most likely "
+                "tokens until their *summed* probability reaches p (sort, cumulative sum).",
+                gives=threshold),
     ]
     return run_cases("top-p filter", _without(fn, ("filter_logits",), _TOP_P_LIBRARY), cases,
                      mistakes)
