@@ -120,6 +120,8 @@ SIZES_WRONG = {
     "tokens without the class token": (lambda s, p, c, d: ((s // p) ** 2, sizes_reference(s, p, c, d)[1]),
                                        "tokens_no_class_token"),
     "no bias": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d), "one_vector_missing"),
+    "class token's position counted twice": (
+        lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + ((s // p) ** 2 + 2) * d), "one_vector_extra"),
     "no channels": (lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + 2 * d + ((s // p) ** 2 + 1) * d), "no_channels"),
     "N not squared": (lambda s, p, c, d: (s // p + 1, c * p * p * d + 2 * d + (s // p + 1) * d), "grid_not_squared"),
     "fixed to one channel-count case": (lambda s, p, c, d: sizes_reference(s, p, 1, d), "no_channels"),

@@ -51,6 +51,10 @@ SIZE_MISTAKES = (
             "D parameters (one token vector) are missing: the projection's bias, the class token "
             "itself, or the class token's position (positions are learned for all 1 + N tokens)",
             gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d)),
+    Mistake("one_vector_extra",
+            "D parameters (one token vector) too many: there are 1 + N positions, one per token, the "
+            "class token's included, and one class token",
+            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + d + ((s // p) ** 2 + 2) * d)),
     Mistake("no_channels",
             "the channels are not counted: a patch holds C * P * P numbers",
             gives=lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + d + d + ((s // p) ** 2 + 1) * d)),
