@@ -120,9 +120,13 @@ SIZES_WRONG = {
     "tokens without the class token": (lambda s, p, c, d: ((s // p) ** 2, sizes_reference(s, p, c, d)[1]),
                                        "tokens_no_class_token"),
     "no bias": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d), "one_vector_missing"),
+    "class token's position counted twice": (
+        lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + ((s // p) ** 2 + 2) * d), "one_vector_extra"),
     "no channels": (lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + 2 * d + ((s // p) ** 2 + 1) * d), "no_channels"),
     "N not squared": (lambda s, p, c, d: (s // p + 1, c * p * p * d + 2 * d + (s // p + 1) * d), "grid_not_squared"),
     "fixed to one channel-count case": (lambda s, p, c, d: sizes_reference(s, p, 1, d), "no_channels"),
+    "N = s^2 / P": (lambda s, p, c, d: (s * s // p + 1, c * p * p * d + 2 * d + (s * s // p + 1) * d),
+                    "area_over_patch"),
     "floats": (lambda s, p, c, d: (float(sizes_reference(s, p, c, d)[0]) + 0.5, sizes_reference(s, p, c, d)[1]), None),
 }
 
@@ -216,6 +220,11 @@ UNPATCHIFY_WRONG = {
     "rows counted from the width": (_rows_from_width, "rows_cols_swapped"),
     "fold divided by (P / stride)^2": (
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s) / (P / s) ** 2, "constant_overlap"),
+    "each patch transposed": (lambda x, P, s, H, W: unpatchify_fold(
+        x.unflatten(2, (-1, P, P)).transpose(-1, -2).flatten(2), P, s, H, W), "patch_transposed"),
+    "divided by sqrt(count)": (
+        lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
+        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).sqrt(), "sqrt_count"),
     "in-place transpose trick": (lambda x, P, s, H, W: unpatchify_fold(x.mul_(1.0).abs_(), P, s, H, W), MUTATION),
 }
 
@@ -261,6 +270,14 @@ def _first_layer_bare(maps, residuals):
     return out
 
 
+def _heads_summed(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.sum(1) + r * torch.eye(T)) @ out
+    return out
+
+
 ROLLOUT_WRONG = {
     "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
     "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
@@ -273,7 +290,10 @@ ROLLOUT_WRONG = {
     "max over heads, renormalised": (lambda maps, rs: _max_heads(maps, rs, True), "max_over_heads"),
     "max over heads": (lambda maps, rs: _max_heads(maps, rs, False), "max_over_heads"),
     "first layer without its residual": (_first_layer_bare, "first_layer_bare"),
-    "fixed 0.5": (lambda maps, rs: rollout_reference(maps, [0.5] * len(maps)), None),
+    "fixed 0.5": (lambda maps, rs: rollout_reference(maps, [0.5] * len(maps)), "fixed_half"),
+    "library call, r = 0.5": (lambda maps, rs: __import__("attnbook.attention_maps", fromlist=["x"])
+                              .attention_rollout(maps), "fixed_half"),
+    "heads summed": (lambda maps, rs: _heads_summed(maps, rs), "heads_summed"),
     "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), None),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
 }
@@ -311,6 +331,11 @@ MEAN_POOL_WRONG = {
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).amax(1)), "max_pool"),
     "class token in the sequence, not in the mean": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, m.embeddings(x)).hidden[:, 1:]).mean(1)), "class_token_not_pooled"),
+    "sum pooling": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).sum(1)), "sum_pool"),
+    "class token's position on every patch": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[0]).hidden).mean(1)),
+        "class_position_everywhere"),
     "token 0 read": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden)[:, 0]), "first_patch"),
     "trains the model": (lambda m, x: [p.data.mul_(1.01) for p in m.parameters()] and mean_pool_reference(m, x),

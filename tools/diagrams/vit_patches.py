@@ -40,13 +40,13 @@ def shade(n: int) -> str:
 
 
 def image(fig: Figure) -> None:
-    """3 x 3 patches, numbered in reading order."""
+    """3 x 3 patches, numbered in reading order from 0, as the chapter's code counts them."""
     for r in range(3):
         for c in range(3):
             n = 3 * r + c
             fig.rect(IX + c * P, IY + r * P, P, P, fill=ROLES["stream"][0], stroke="#FFFFFF",
                      extra=f'fill-opacity="{shade(n)}" stroke-width="2"')
-            fig.text(IX + c * P + P / 2, IY + r * P + P / 2 + 5, str(n + 1), "code", size=12)
+            fig.text(IX + c * P + P / 2, IY + r * P + P / 2 + 5, str(n), "code", size=12)
     fig.shape(IX, IY + 3 * P + 18, "(B, C, H, W)")
     fig.text(IX, IY + 3 * P + 34, "P × P patches, N = 9", "note", anchor="start")
 
@@ -58,12 +58,14 @@ def flattened(fig: Figure) -> None:
     for n in range(9):
         x = SX + n * 22
         fig.rect(x, IY + 30, 16, 72, fill=ROLES["stream"][0], stroke="#FFFFFF", extra=f'fill-opacity="{shade(n)}"')
-        fig.text(x + 8, IY + 24, str(n + 1), "code", size=10)
+        fig.text(x + 8, IY + 24, str(n), "code", size=10)
     fig.shape(SX, IY + 120, "(B, N, C·P·P)")
     end = SX + 9 * 22
     fig.line([(end, IY + 66), (end + 30, IY + 66)], "stream")
-    fig.box(end + 32, IY + 44, 252, 44, "x_{p}^{i} E",
-            sub="E: C·P·P → D (Conv2d, stride P)", kind="math", size=14)
+    # drawn by hand rather than with fig.box: the note sits lower, clear of x_p's subscript
+    fig.rect(end + 32, IY + 36, 252, 60, "module", rx=5)
+    fig.text(end + 158, IY + 60, "x_{p}^{i} E", "math", size=14)
+    fig.text(end + 158, IY + 86, "E: C·P·P → D (Conv2d, stride P)", "note")
     fig.line([(end + 284, IY + 66), (end + 304, IY + 66)], "stream")
     fig.shape(end + 308, IY + 70, "(B, N, D)")
     fig.line([(end + 334, IY + 80), (end + 334, 220), (TX + 1.5 * TW, 220), (TX + 1.5 * TW, TY - 2)], "stream")
@@ -74,7 +76,7 @@ def tokens(fig: Figure) -> None:
     for k in range(10):
         x = TX + k * (TW + 5)
         fig.rect(x, TY, TW, 30, "module", rx=4)
-        fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k}}}E", "math", size=12)
+        fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k - 1}}}E", "math", size=12)
         fig.text(x + TW / 2, TY + 48, "+", size=14)
         fig.rect(x, TY + 56, TW, 30, "module", rx=4)
         fig.text(x + TW / 2, TY + 76, f"row {k}", "note", size=11)

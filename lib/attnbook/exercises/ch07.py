@@ -51,6 +51,10 @@ SIZE_MISTAKES = (
             "D parameters (one token vector) are missing: the projection's bias, the class token "
             "itself, or the class token's position (positions are learned for all 1 + N tokens)",
             gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d)),
+    Mistake("one_vector_extra",
+            "D parameters (one token vector) too many: there are 1 + N positions, one per token, the "
+            "class token's included, and one class token",
+            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + d + ((s // p) ** 2 + 2) * d)),
     Mistake("no_channels",
             "the channels are not counted: a patch holds C * P * P numbers",
             gives=lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + d + d + ((s // p) ** 2 + 1) * d)),
@@ -58,12 +62,16 @@ SIZE_MISTAKES = (
             "N was computed as image_size / patch_size; the patches form a grid, N = (image_size / "
             "patch_size)^2",
             gives=lambda s, p, c, d: (s // p + 1, c * p * p * d + d + d + (s // p + 1) * d)),
+    Mistake("area_over_patch",
+            "N was computed as image_size^2 / patch_size: the patch's area is patch_size^2, so "
+            "N = (image_size / patch_size)^2 = image_size^2 / patch_size^2",
+            gives=lambda s, p, c, d: (s * s // p + 1, c * p * p * d + d + d + (s * s // p + 1) * d)),
 )
 
 
 def check_vit_sizes(fn: Callable) -> CheckResult:
     """``fn(image_size, patch_size, channels, d_model) -> (tokens, embedding_parameters)``."""
-    settings = [(8, 2, 1, 64), (8, 4, 1, 64), (224, 16, 3, 768), (32, 4, 3, 192), (28, 7, 1, 16), (6, 1, 2, 8)]
+    settings = [(8, 2, 1, 32), (8, 4, 1, 64), (224, 16, 3, 768), (32, 4, 3, 192), (28, 7, 1, 16), (6, 1, 2, 8)]
     cases = [
         Case(f"image {s}x{s}, patch {p}, {c} channel(s), D = {d}", (s, p, c, d), _sizes(s, p, c, d),
              hint="tokens = N + 1 with N = (image_size / patch_size)^2; parameters = the projection's "
@@ -256,6 +264,18 @@ def _unpatchify_column_major(patches, P, stride, H, W):
     return _unpatchify(row_major, P, stride, H, W)
 
 
+def _unpatchify_patch_transposed(patches, P, stride, H, W):
+    B, N, CPP = patches.shape
+    transposed = patches.reshape(B, N, CPP // (P * P), P, P).transpose(-1, -2).reshape(B, N, CPP)
+    return _unpatchify(transposed, P, stride, H, W)
+
+
+def _unpatchify_sqrt_count(patches, P, stride, H, W):
+    ones = torch.ones_like(patches[:1]).transpose(1, 2)  # (1, C*P*P, N)
+    count = torch.nn.functional.fold(ones, (H, W), P, stride=stride)
+    return _unpatchify_sum(patches, P, stride, H, W) / count.sqrt()
+
+
 def _unpatchify_constant_overlap(patches, P, stride, H, W):
     return _unpatchify_sum(patches, P, stride, H, W) / (P / stride) ** 2
 
@@ -322,6 +342,14 @@ UNPATCHIFY_MISTAKES = (
     Mistake("first_wins",
             "only the first window's copy of each pixel was kept; average all the copies",
             gives=_unpatchify_first_wins),
+    Mistake("sqrt_count",
+            "each pixel's sum was divided by the square root of its count; the mean divides by the "
+            "count itself",
+            gives=_unpatchify_sqrt_count),
+    Mistake("patch_transposed",
+            "each patch was put back transposed (its rows as columns): a flattened patch is (C, P, P) "
+            "with the row index before the column index, as F.unfold flattens it",
+            gives=_unpatchify_patch_transposed),
     Mistake("channel_last",
             "each patch was read channel-last (P, P, C); the patches are channel-first (C, P, P), the "
             "layout of F.unfold and of a Conv2d weight",
@@ -389,6 +417,18 @@ def _rollout_per_head(maps, residuals):
     return out.mean(1)
 
 
+def _rollout_fixed_half(maps, residuals):
+    return _rollout(maps, [0.5] * len(maps))
+
+
+def _rollout_heads_summed(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.sum(1) + r * torch.eye(T)) @ out
+    return out
+
+
 def _rollout_swapped(maps, residuals):
     return _rollout(maps, [1 - r for r in residuals])
 
@@ -447,6 +487,14 @@ ROLLOUT_MISTAKES = (
     Mistake("swapped",
             "the weights of the attention and the identity are swapped: (1 - r) * A + r * I",
             gives=_rollout_swapped),
+    Mistake("fixed_half",
+            "every layer used r = 0.5, the library's attention_rollout default: use residuals[l] "
+            "for layer l",
+            gives=_rollout_fixed_half),
+    Mistake("heads_summed",
+            "the heads were summed; average them (mean over the head dimension), or the rows no "
+            "longer sum to 1",
+            gives=_rollout_heads_summed),
     Mistake("per_head",
             "each head was rolled out on its own and averaged at the end; average the heads in each "
             "layer first",
@@ -515,6 +563,16 @@ def _mean_pool_class_token_not_pooled(model, images):
     return model.readout(model.final_norm(x[:, 1:]).mean(dim=1))
 
 
+def _sum_pool(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).sum(dim=1))
+
+
+def _class_position_everywhere(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[0]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
+
+
 def _max_pool(model, images):
     x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).amax(dim=1))
@@ -534,6 +592,13 @@ MEAN_POOL_MISTAKES = (
     Mistake("max_pool",
             "the patches' outputs were max-pooled; take their mean",
             gives=_max_pool),
+    Mistake("sum_pool",
+            "the patches' outputs were summed; take their mean (divide by N)",
+            gives=_sum_pool),
+    Mistake("class_position_everywhere",
+            "every patch got the class token's position (row 0); patch i gets row 1 + i, "
+            "position_embeddings[1:]",
+            gives=_class_position_everywhere),
     Mistake("first_patch",
             "token 0 was read, as for the class token; without one, token 0 is the top-left patch: "
             "average all N patches' outputs",
