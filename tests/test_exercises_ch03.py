@@ -4,12 +4,14 @@ import math
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from attnbook.exercises.ch03 import (
     LENGTH_TRANSFER_RANGE, chapter_model, check_attention_pool, check_length_prediction,
     check_length_transfer, check_pe_similarity, check_position_accuracy,
     check_scaled_dot_product_attention, check_window_causal_mask,
 )
+from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import causal_mask, key_mask, token_mask
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
@@ -19,7 +21,7 @@ from conftest import assert_rejected
 # --- reference solutions (they live here, not in the library) --------------------------------
 def attention(q, k, v):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    return torch.softmax(scores, dim=-1) @ v
+    return own_softmax(scores, dim=-1) @ v
 
 
 def attention_pool(x, query, lengths):
@@ -60,16 +62,22 @@ def not_done(*args):
 
 
 # --- wrong answers, each with the diagnosis it must get -----------------------------------------
+def own_softmax(scores, dim=-1):
+    """The exercise's softmax, written by hand (PyTorch's is off limits there)."""
+    shifted = (scores - scores.amax(dim=dim, keepdim=True)).exp()
+    return shifted / shifted.sum(dim=dim, keepdim=True)
+
+
 def sdpa(divisor=None, dim=-1):
     def fn(q, k, v):
         d = math.sqrt(q.shape[-1]) if divisor is None else divisor(q, k)
-        return torch.softmax(q @ k.transpose(-2, -1) / d, dim=dim) @ v
+        return own_softmax(q @ k.transpose(-2, -1) / d, dim=dim) @ v
     return fn
 
 
 def sdpa_in_place(q, k, v):
     q /= math.sqrt(q.shape[-1])  # scales the caller's query
-    return torch.softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+    return own_softmax(q @ k.transpose(-2, -1), dim=-1) @ v
 
 
 def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum subtracted
@@ -78,7 +86,7 @@ def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum su
 
 
 def sdpa_key_untransposed(q, k, v):
-    return torch.softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
+    return own_softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
 
 
 SDPA_WRONG = [
@@ -88,7 +96,7 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: math.sqrt(k.shape[-2])), "scaled by length"),
     (sdpa(lambda q, k: q.shape[-1]), "scaled by d_k"),
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
-    (lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1), "returns weights"),
+    (lambda q, k, v: own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])), "returns weights"),
     (sdpa_in_place, MUTATION),
     (sdpa_own_softmax_unshifted, "softmax overflowed"),
     (sdpa_key_untransposed, ""),
@@ -537,3 +545,20 @@ def test_length_prediction_is_on_the_command_line(tmp_path, capsys):
     answers.write_text(source)  # no prediction: not done
     check_file("ch03", answers)
     assert "not done yet: write your prediction" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("ready_made", [
+    lambda q, k, v: torch.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1) @ v,
+    lambda q, k, v: F.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1) @ v,
+    lambda q, k, v: (q @ k.mT / math.sqrt(q.shape[-1])).softmax(-1) @ v,
+    lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
+    lambda q, k, v: scaled_dot_product_attention(q, k, v)[0],
+])
+def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
+    """The exercise asks for the reader's own softmax: each of PyTorch's (and the library's
+    attention) is refused while the answer runs, and works again afterwards."""
+    out = assert_rejected(check_scaled_dot_product_attention, ready_made, "", capsys)
+    assert "off limits" in out
+    x = torch.randn(2, 3)
+    assert torch.allclose(torch.softmax(x, -1), x.softmax(-1))
+    assert torch.allclose(F.softmax(x, -1), own_softmax(x))

@@ -74,7 +74,45 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
             hint="scores = Q Kᵀ / √d_k with d_k = query.shape[-1]; softmax over the keys (the last "
                  "dimension of the scores); then weights @ V.",
         ))
-    return run_cases("scaled dot-product attention", fn, cases, SDPA_MISTAKES)
+    return run_cases("scaled dot-product attention", _without_softmax(fn), cases, SDPA_MISTAKES)
+
+
+class _LibrarySoftmax(RuntimeError):
+    pass
+
+
+def _without_softmax(fn: Callable) -> Callable:
+    """``fn`` with PyTorch's softmax and every ready-made attention out of reach: while it runs,
+    ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``, ``F.scaled_dot_product_attention`` and
+    the library's ``scaled_dot_product_attention`` raise, and are put back afterwards."""
+    import attnbook.layers as layers
+    import attnbook.layers.attention as attention
+    import torch.nn.functional as F  # noqa: N812 - PyTorch's own name
+
+    def refuse(*args, **kwargs):
+        raise _LibrarySoftmax("the exercise asks for your own softmax: torch.softmax, F.softmax, "
+                              "Tensor.softmax and ready-made attention are off limits here; "
+                              "subtract each row's largest score, exponentiate, divide by the sum.")
+    hidden = _hiding(fn, {torch.softmax, F.softmax, F.scaled_dot_product_attention,
+                          attention.scaled_dot_product_attention},
+                     [vars(torch), vars(F), vars(attention), vars(layers)], refuse)
+    if not callable(fn):
+        return fn
+
+    def wrapped(*args, **kwargs):
+        had_own = "softmax" in vars(torch.Tensor)
+        saved = vars(torch.Tensor).get("softmax")
+        torch.Tensor.softmax = refuse  # the method form, x.softmax(-1)
+        try:
+            return hidden(*args, **kwargs)
+        finally:
+            if had_own:
+                torch.Tensor.softmax = saved
+            else:
+                del torch.Tensor.softmax
+
+    wrapped.__wrapped__ = fn
+    return wrapped
 
 
 # --- attention pooling: one query summarises a padded sequence ------------------------------------
