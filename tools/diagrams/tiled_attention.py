@@ -14,7 +14,8 @@ DESC = (
     "j, compute the tile of scores E = Q_i K_j^T / sqrt(Dh), raise m to the tile's row maximum, "
     "rescale l and u by exp(m_old - m), add the tile's exp(E - m) sums to l and exp(E - m) V_j to u. "
     "After the last tile the output is u / l and the log-sum-exp lse = m + log l is what the backward "
-    "pass keeps. Memory: a few tiles plus m, l, u, never the whole (T, T) matrix."
+    "pass keeps. Memory: a few tiles plus m and l (T numbers each) and u (T by Dh), never the whole "
+    "(T, T) matrix."
 )
 W, H = 1000, 345
 N, TILE, X0, Y0 = 4, 52, 130, 70
@@ -53,8 +54,8 @@ def draw() -> Figure:
     for k, (indent, label, cls) in enumerate(steps):
         fig.text(x + indent, 92 + 30 * k, label, cls, anchor="start", size=13)
     fig.text(x + 300, 92 + 30 * 2, "(one tile of scores)", "note", anchor="start", size=11)
-    fig.text(x, 92 + 30 * len(steps) + 14, "held at once: a few tiles and m, ℓ, u (T numbers each), "
-             "never the (T, T) matrix", "note", anchor="start", size=11)
+    fig.text(x, 92 + 30 * len(steps) + 14, "held at once: a few tiles, m and ℓ (T numbers each), "
+             "u (T, D_{h}); never the (T, T) matrix", "note", anchor="start", size=11)
     fig.text(20, 332, "orange outline: the query block i;  blue: the key/value tiles it visits, left to right",
              "note", anchor="start", size=11)
     return fig
