@@ -51,7 +51,7 @@ def bpe_merges(pieces, first_id, min_count, *, once_per_piece=False, weighted=Tr
 def top_p(logits, p):
     if p >= 1.0:  # in float32 the running sum can reach 1.0 before the tail
         return logits.clone()
-    probs, order = logits.softmax(-1).sort(-1, descending=True)
+    probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
     drop_sorted = probs.cumsum(-1) - probs >= p
     drop = torch.zeros_like(drop_sorted).scatter(-1, order, drop_sorted)
     return logits.masked_fill(drop, float("-inf"))
@@ -377,9 +377,10 @@ def test_greedy_cached_wrong_answers(capsys):
                     "cache twice")
     expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, feed="first"), capsys,
                     "chosen *last*")
-    # one step too many: the last token chosen goes through the model; overflows max_len
+    # one step too many: the last token chosen goes through the model (right tokens, but the
+    # step count is refused by name before the last case would overflow max_len)
     expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
-                    "exceed max_len")
+                    "one step too many")
     # the slow way (no cache) and the library's loops are refused by name
     def recomputed(m, x, n):
         for _ in range(n):
@@ -586,3 +587,52 @@ def test_top_p_named_mistakes_from_the_review(capsys):
                     "log-probabilities")
     expect_rejected(check_top_p, lambda logits, p: logits.log_softmax(-1).masked_fill(
         top_p(logits, p) == float("-inf"), float("-inf")), capsys, "log-probabilities")
+
+
+def restarted(m, x, n):
+    """The review's loophole: start re-run on the growing sequence, step never called."""
+    for _ in range(n):
+        logits, _ = m.start(x)
+        x = torch.cat([x, logits.argmax(-1)[:, None]], 1)
+    return x
+
+
+def test_greedy_cached_refuses_start_on_the_growing_sequence(capsys):
+    expect_rejected(check_greedy_cached, restarted, capsys, "re-ran start")
+
+
+def test_greedy_cached_refuses_a_second_start_on_the_prompt(capsys):
+    def started_twice(m, x, n):
+        m.start(x)
+        return greedy_cached(m, x, n)
+
+    expect_rejected(check_greedy_cached, started_twice, capsys, "re-ran start")
+
+
+def test_greedy_cached_counting_ends_with_the_call(capsys):
+    """The counting is switched off once the reader's function returns: the named mistakes
+    (which call start themselves) still run, and the reference still passes twice in a row."""
+    assert check_greedy_cached(greedy_cached)
+    assert check_greedy_cached(greedy_cached)
+    capsys.readouterr()
+    expect_rejected(check_greedy_cached, lambda m, x, n: greedy_cached(m, x, n, feed="first"),
+                    capsys, "chosen *last*")
+
+
+def test_top_p_names_an_unstable_sort(capsys):
+    """PyTorch's default CPU sort reverses equal values in a row of 128: only a stable sort
+    keeps the lower indices (the review's answer without stable=True passed 12 cases)."""
+    x = torch.zeros(1, 128, dtype=torch.float64)
+    if torch.equal(x.sort(dim=-1, descending=True).indices,
+                   x.sort(dim=-1, descending=True, stable=True).indices):
+        pytest.skip("this PyTorch's default sort keeps equal values in order here")
+
+    def unstable(logits, p):
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop),
+                                  float("-inf"))
+
+    expect_rejected(check_top_p, unstable, capsys, "stable=True")

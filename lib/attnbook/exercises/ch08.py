@@ -319,9 +319,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         ("ties: equal probabilities join the nucleus lower index first, p=0.45",
          probs_to_logits([[0.1, 0.2, 0.2, 0.2, 0.3], [0.24, 0.24, 0.24, 0.24, 0.04]]),
          0.45),
-        # exact in binary: the mass before the third of four equal tokens is exactly 0.5
-        ("on the boundary: the mass before a token is exactly p, p=0.5",
-         torch.zeros(2, 4, dtype=torch.float64), 0.5),
+        # exact in binary: the mass before the 65th of 128 equal tokens is exactly 0.5; at
+        # this width PyTorch's default (unstable) CPU sort reverses equal values, so only a
+        # stable sort keeps the lower indices
+        ("on the boundary: the mass before a token is exactly p, 128 equal tokens, p=0.5",
+         torch.zeros(2, 128, dtype=torch.float64), 0.5),
         ("the nucleus sits in the middle of a shuffled row, p=0.6",
          probs_to_logits([[0.05, 0.15, 0.4, 0.1, 0.3]]), 0.6),
         ("float32, 512 tokens, p = 1 keeps every token",
@@ -363,6 +365,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         last = (ordered.cumsum(-1) - ordered < p).sum(-1, keepdim=True) - 1
         return logits.masked_fill(probs < ordered.gather(-1, last), float("-inf"))
 
+    def unstable(logits, p):
+        probs, order = logits.softmax(-1).sort(-1, descending=True)  # stable=False
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
     def ascending(logits, p):  # Hugging Face's top-p warper: sort ascending, drop the low tail
         sorted_logits, order = logits.sort(-1, descending=False)
         drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
@@ -392,6 +399,10 @@ def check_top_p(fn: Callable) -> CheckResult:
                 "unchanged then, or sum in float64).",
                 when=lambda args, got: args[1] >= 1.0 and isinstance(got, torch.Tensor)
                 and bool(torch.isinf(got).any())),
+        Mistake("unstable sort", "on a tie your sort put a higher index first (PyTorch's "
+                "sort is not stable by default, and on CPU it reorders equal values in longer "
+                "rows): sort with stable=True so equally likely tokens join lower index first.",
+                gives=unstable),
         Mistake("keeps every tie",
                 "you kept every token as likely as the one that reaches p: tied tokens "
                 "join the nucleus one at a time, lower index first, and it stops as soon "
@@ -425,12 +436,65 @@ _TOP_P_LIBRARY = ("the exercise asks you to build the top-p filter: filter_logit
 
 class _CachedOnly(GPT):
     """A GPT that only decodes through ``start`` and ``step``: calling it on a whole sequence
-    (recomputing every position, the slow way) raises."""
+    (recomputing every position, the slow way) raises, and while ``counting`` is on, so does
+    a second ``start`` (the slow way through the cache's entry point); ``steps`` counts the
+    calls of ``step``."""
+
+    counting = False
+    starts = steps = 0
 
     def forward(self, tokens, need_weights=False):  # noqa: ARG002 - the signature of GPT's
         raise _LibraryUsed("the exercise asks for the cached way: read the prompt once with "
                            "model.start(prompt), then one model.step(tokens, state) per new "
                            "token; calling model(...) on the whole sequence recomputes it.")
+
+    def start(self, prompt):
+        if self.counting:
+            self.starts += 1
+            if self.starts > 1:
+                raise _LibraryUsed(_RESTARTED)
+        return super().start(prompt)
+
+    def step(self, tokens, state):
+        if self.counting:
+            self.steps += 1
+        return super().step(tokens, state)
+
+
+_RESTARTED = ("you re-ran start on the whole sequence: that is the slow way through the "
+              "cache's entry point (it recomputes every position). Call model.start(prompt) "
+              "once, then model.step(token, state) for each new token.")
+
+
+def _counting_calls(fn: Callable) -> Callable:
+    """``fn(model, prompt, num_new)`` with the model's calls counted: a second ``start``
+    raises, and an answer that gives the right tokens with a number of ``step`` calls other
+    than ``num_new - 1`` is refused by name (a wrong answer is left to the named mistakes)."""
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(model, prompt, num_new, *args, **kwargs):
+        if not isinstance(model, _CachedOnly):
+            return fn(model, prompt, num_new, *args, **kwargs)
+        model.counting, model.starts, model.steps = True, 0, 0
+        try:
+            got = fn(model, prompt, num_new, *args, **kwargs)
+        finally:
+            model.counting = False
+        steps = model.steps
+        if steps != num_new - 1 and isinstance(got, torch.Tensor):
+            right = _greedy(model, prompt, num_new)
+            if got.shape == right.shape and torch.equal(got, right):
+                raise _LibraryUsed(
+                    f"the tokens are right, but step was called {steps} times for "
+                    f"{num_new} new tokens: start(prompt)'s logits give the first new token "
+                    f"and the last one chosen is never fed back, so num_new - 1 = "
+                    f"{num_new - 1} calls of step" + (" (one step too many feeds a token "
+                    "whose logits nobody uses)." if steps > num_new - 1 else "."))
+        return got
+
+    return wrapped
 
 
 def _decoder(vocab: int, max_len: int, seed: int) -> GPT:
@@ -517,7 +581,7 @@ def check_greedy_cached(fn: Callable) -> CheckResult:
         Mistake("same token fed", "give step the token chosen *last*, a new one each time.",
                 gives=same_token_fed),
     ]
-    guarded = _without(fn, ("generate", "generate_uncached"), _GREEDY_LIBRARY)
+    guarded = _counting_calls(_without(fn, ("generate", "generate_uncached"), _GREEDY_LIBRARY))
     return run_cases("greedy decoding with the cache", no_grad(guarded) if callable(fn) else fn,
                      cases, mistakes)
 
