@@ -20,8 +20,8 @@ from attnbook.train import evaluating
 def repeated_segments(batch_size: int, length: int, vocab_size: int, min_segment: int, max_segment: int,
                       generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """tokens ``(B, length)`` and segment lengths ``(B,)``: each row is a random segment of
-    L tokens (L drawn from ``[min_segment, max_segment]``), the same segment again, then random
-    tokens up to ``length``. L varies, so the copy cannot be found by position alone."""
+    r tokens (r drawn from ``[min_segment, max_segment]``), the same segment again, then random
+    tokens up to ``length``. r varies, so the copy cannot be found by position alone."""
     if not 2 <= min_segment <= max_segment or 2 * max_segment > length:
         raise ValueError(f"need 2 <= min_segment <= max_segment <= length / 2, got {min_segment}, "
                          f"{max_segment}, length {length}")
