@@ -315,7 +315,7 @@ CACHED_MISTAKES = [
             "and the T new queries are the last T of them: the mask is (T, P + T) "
             "(the library refused the (T, T) one).",
             when=lambda args, got: isinstance(got, _SquareMaskRefused)),
-    Mistake("no causal mask", "with several new positions, each must not see the ones after it: pass "
+    Mistake("no causal mask", "with several new positions, each must not see the ones after it: give "
             "attend a (T, P + T) causal mask.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
     Mistake("own key hidden", "each new query must see its own key too: the mask is True for keys 0 .. "
             "P + i (diagonal included).",
