@@ -9,6 +9,7 @@ from attnbook.exercises.ch04 import (
 )
 from attnbook.exercises.core import MUTATION
 from attnbook.layers import KVCache, causal_mask
+from attnbook.layers.blocks import causal_self_attention
 from conftest import assert_rejected
 
 
@@ -33,10 +34,14 @@ def blocks_merge(x):
     return x.transpose(1, 2).contiguous().view(B, T, H * Dh)
 
 
+def offset_mask(T, S):  # (T, S): new query i sits at position S - T + i, sees keys j <= it
+    return torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None]
+
+
 def cached_self_attention(attn, x, cache):
     kv = attn.project_kv(x, x)  # (B, H, T, Dh) each
     full = kv if cache is None else cache.extend(kv.key, kv.value)  # (B, H, P+T, Dh)
-    mask = causal_mask(x.shape[1], len(full))  # (T, P+T): the new queries are the last T positions
+    mask = offset_mask(x.shape[1], len(full))  # (T, P+T): the new queries are the last T positions
     return attn.attend(x, full, mask), full
 
 
@@ -86,6 +91,7 @@ SPLIT_WRONG = [
      "positions reversed"),
     (not_done, ""),
 ]
+
 
 MERGE_WRONG = [
     (lambda x: x.permute(2, 0, 3, 1).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
@@ -179,7 +185,7 @@ def cached_ignores_cache(attn, x, cache):
 def cached_new_first(attn, x, cache):
     kv = attn.project_kv(x, x)
     full = kv if cache is None else KVCache(torch.cat([kv.key, cache.key], -2), torch.cat([kv.value, cache.value], -2))
-    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), full
+    return attn.attend(x, full, offset_mask(x.shape[1], len(full))), full
 
 
 def cached_no_mask(attn, x, cache):
@@ -216,7 +222,7 @@ def cached_strict_mask(attn, x, cache):  # each new query cannot see its own key
 def cached_inverted_mask(attn, x, cache):  # PyTorch's convention: True = blocked
     kv = attn.project_kv(x, x)
     full = kv if cache is None else cache.extend(kv.key, kv.value)
-    return attn.attend(x, full, ~causal_mask(x.shape[1], len(full))), full
+    return attn.attend(x, full, ~offset_mask(x.shape[1], len(full))), full
 
 
 def cached_chapter3_mask(attn, x, cache):  # the square (T, T) mask of Chapter 3
@@ -232,13 +238,13 @@ def cached_bad_shape(attn, x, cache):  # another error is reported as it was rai
 def cached_only_new(attn, x, cache):  # right output, but the cache of the new positions only
     new = attn.project_kv(x, x)
     full = new if cache is None else cache.extend(new.key, new.value)
-    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), new
+    return attn.attend(x, full, offset_mask(x.shape[1], len(full))), new
 
 
 def cached_twice(attn, x, cache):  # right output, the new keys appended a second time
     new = attn.project_kv(x, x)
     full = new if cache is None else cache.extend(new.key, new.value)
-    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), full.extend(new.key, new.value)
+    return attn.attend(x, full, offset_mask(x.shape[1], len(full))), full.extend(new.key, new.value)
 
 
 def cached_upper_mask(attn, x, cache):  # PyTorch-like triu(P): the future, not the past
@@ -251,7 +257,7 @@ def cached_upper_mask(attn, x, cache):  # PyTorch-like triu(P): the future, not 
 def cached_query_projected(attn, x, cache):  # attend projects the query a second time
     kv = attn.project_kv(x, x)
     full = kv if cache is None else cache.extend(kv.key, kv.value)
-    return attn.attend(attn.q_proj(x), full, causal_mask(x.shape[1], len(full))), full
+    return attn.attend(attn.q_proj(x), full, offset_mask(x.shape[1], len(full))), full
 
 
 CACHED_WRONG = [
@@ -276,6 +282,29 @@ CACHED_WRONG = [
     (cached_twice, "new positions added twice"),
     (not_done, ""),
 ]
+
+
+def cached_library_mask(attn, x, cache):  # right, but with the library's offset mask
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    return attn.attend(x, full, causal_mask(x.shape[1], len(full))), full
+
+
+def cached_library_step(attn, x, cache):  # right, but the library's whole step
+    out, present, _ = causal_self_attention(attn, x, cache, need_weights=False)
+    return out, present
+
+
+@pytest.mark.parametrize("ready_made", [cached_library_mask, cached_library_step])
+def test_cached_refuses_the_ready_made_mask_and_puts_it_back(ready_made, capsys):
+    """The old checker passed both; the offset mask is the exercise's work."""
+    out = assert_rejected(check_cached_self_attention, ready_made, "", capsys)
+    assert "off limits" in out and "causal_mask(T, P + T)" not in out
+    import attnbook.layers.blocks as blocks
+    import attnbook.layers.masks as masks
+    assert causal_mask is masks.causal_mask and blocks.causal_mask is masks.causal_mask
+    assert torch.equal(causal_mask(2, 4), offset_mask(2, 4))
+    assert check_cached_self_attention(cached_self_attention)
 
 
 @pytest.mark.parametrize(("checker", "reference"), [
@@ -327,10 +356,11 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     assert names == triggered
 
 
-def test_square_mask_message_names_the_fix(capsys):
+def test_square_mask_message_names_the_shape_not_the_library_call(capsys):
     result = check_cached_self_attention(cached_chapter3_mask)
     out = capsys.readouterr().out
-    assert result.diagnosis == "square causal mask" and "causal_mask(T, P + T)" in out
+    assert result.diagnosis == "square causal mask" and "(T, P + T)" in out
+    assert "causal_mask(T, P + T)" not in out
 
 
 def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):

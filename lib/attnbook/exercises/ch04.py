@@ -273,13 +273,13 @@ CACHED_MISTAKES = [
             gives=lambda attn, x, cache: _cached_variant(attn, x, None)),
     Mistake("ignores the cache", "attend to the cached positions as well, with a causal mask: extend the "
             "cache with the new keys and values first, then attend to all P + T of them with "
-            "causal_mask(T, P + T) (the whole layer on the new positions sees neither).",
+            "a (T, P + T) causal mask (the whole layer on the new positions sees neither).",
             gives=lambda attn, x, cache: _cached_variant(attn, x, None, mask=None)),
     Mistake("query projected twice", "attend projects the query itself (q_proj inside): pass it the new "
             "positions x as they are, not q_proj(x), or the query is projected twice.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, project_query=True)),
     Mistake("output ignores the cache", "you return the extended cache but your output attends only to the new positions: "
-            "attend to all P + T positions of the extended cache, with causal_mask(T, P + T) (an "
+            "attend to all P + T positions of the extended cache, with a (T, P + T) causal mask (an "
             "upper-triangle mask, triu(P), has the same effect with one new position).",
             when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
             and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
@@ -287,8 +287,7 @@ CACHED_MISTAKES = [
             and not torch.allclose(got[0], _cached_variant(*args)[0], atol=1e-5)),
     Mistake("upper-triangle mask", "your mask is an upper triangle (triu): it lets new query i see keys P + i "
             "and AFTER, the future, and hides the cached past. In this book True means 'may attend', so "
-            "query i may see keys 0 .. P + i: pass causal_mask(T, P + T), a lower triangle ending at "
-            "the last key.", when=lambda args, got: isinstance(got, tuple) and len(got) == 2
+            "query i may see keys 0 .. P + i: a lower triangle that ends at the last key.", when=lambda args, got: isinstance(got, tuple) and len(got) == 2
             and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
             and (args[2] is not None or args[1].shape[1] > 1)
             and torch.allclose(got[0], _cached_variant(*args, mask="upper")[0], atol=1e-5)
@@ -308,23 +307,23 @@ CACHED_MISTAKES = [
     Mistake("new before old", "the new positions come after the cached ones: extend the cache (old keys first).",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, order="new-old")),
     Mistake("inverted mask", "the mask is inverted: in this book True means 'may attend' (the keys 0 .. "
-            "P + i for new query i), so pass causal_mask(T, P + T) itself; ~mask is the convention of "
+            "P + i for new query i), not its complement; ~mask is the convention of "
             "PyTorch's nn.MultiheadAttention (True = blocked).",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="inverted")),
     Mistake("square causal mask", "causal_mask(T) is Chapter 3's square (T, T) mask, for queries and keys "
             "that are the same T positions; here the keys are the P + T positions of the extended cache, "
-            "and the T new queries are the last T of them: causal_mask(T, P + T) gives that (T, P + T) "
-            "mask (the library refused the (T, T) one).",
+            "and the T new queries are the last T of them: the mask is (T, P + T) "
+            "(the library refused the (T, T) one).",
             when=lambda args, got: isinstance(got, _SquareMaskRefused)),
-    Mistake("no causal mask", "with several new positions, each must not see the ones after it: pass "
-            "causal_mask(T, P + T) to attend.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
+    Mistake("no causal mask", "with several new positions, each must not see the ones after it: give "
+            "attend a (T, P + T) causal mask.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
     Mistake("own key hidden", "each new query must see its own key too: the mask is True for keys 0 .. "
-            "P + i (diagonal included), as causal_mask(T, P + T) gives.",
+            "P + i (diagonal included).",
             when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
             and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
             and torch.allclose(got[0], _cached_variant(*args, mask="strict")[0], atol=1e-5)),
-    Mistake("mask aligned to the first keys", "the T new queries are the LAST T of the P + T positions: use "
-            "causal_mask(T, P + T), not a square lower triangle.",
+    Mistake("mask aligned to the first keys", "the T new queries are the LAST T of the P + T positions: new query i "
+            "sits at position P + i, so its row is not that of a square lower triangle.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="top-left")),
 ]
 
@@ -380,7 +379,41 @@ def check_cached_self_attention(fn: Callable) -> CheckResult:
                  "cache), attend to all P + T of them with a mask in which the T new queries are the "
                  "last T positions, and return the output with the cache you attended to.",
         ))
-    return run_cases("cached self-attention step", no_grad(_square_mask_named(fn)), cases, CACHED_MISTAKES)
+    return run_cases("cached self-attention step", no_grad(_square_mask_named(_own_mask(fn))), cases,
+                     CACHED_MISTAKES)
+
+
+class _LibraryMask(RuntimeError):
+    """Raised when the reader's step calls a ready-made offset mask the exercise asks them to build."""
+
+
+def _own_mask(fn: Callable) -> Callable:
+    """``fn`` with the ready-made offset mask out of reach while it runs: ``causal_mask`` with a
+    number of keys other than the number of queries, and ``causal_self_attention`` (the whole
+    step), raise wherever the reader's code finds them (its globals, ``attnbook.layers``,
+    ``attnbook.layers.masks``, ``attnbook.layers.blocks``); the square ``causal_mask(T)`` still
+    works, so that mistake can be named. Everything is put back afterwards."""
+    import attnbook.layers as layers
+    import attnbook.layers.blocks as blocks
+    import attnbook.layers.masks as masks
+    from attnbook.exercises.ch03 import _hiding
+
+    original = masks.causal_mask
+    off_limits = ("the exercise asks you to build the (T, P + T) mask yourself: causal_mask with a "
+                  "number of keys and causal_self_attention are off limits here; compare "
+                  "torch.arange positions instead.")
+
+    def square_only(num_queries, num_keys=None, *args, **kwargs):
+        if num_keys is not None and num_keys != num_queries:
+            raise _LibraryMask(off_limits)
+        return original(num_queries, num_keys, *args, **kwargs)
+
+    def refuse(*args, **kwargs):
+        raise _LibraryMask(off_limits)
+
+    spaces = [vars(masks), vars(layers), vars(blocks), getattr(fn, "__globals__", {})]
+    return _hiding(_hiding(fn, {original}, spaces, square_only),
+                   {blocks.causal_self_attention}, spaces, refuse)
 
 
 EXERCISES = {
