@@ -504,7 +504,7 @@ def test_confidence_prediction_compares_prediction_and_measurement(predicted, me
     if says in ("", "not done yet", "between 0 and 1"):
         assert says in out
     else:
-        assert result.diagnosis == says and f"{measured:.3f}" in out
+        assert result.diagnosis == says and f"{measured:.2f}" in out
         assert ("too high" if says != "too unsure" else "too low") in out
 
 

@@ -561,15 +561,15 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
     measured = float(measure(fn))
     low, high = CONFIDENCE_RANGE
     if not low <= measured <= high:
-        return _finish(name, False, f"the measurement gave {measured:.3f}, outside the {low:.2f}-{high:.2f} that "
+        return _finish(name, False, f"the measurement gave {measured:.2f}, outside the {low:.2f}-{high:.2f} that "
                        "the chapter's trained model gives: measure the chapter's model on the dev words as set up.")
     gap = float(predicted) - measured
-    print(f"   right-token probability on the dev words: {measured:.3f} (expected {low:.2f}-{high:.2f}) ok")
+    print(f"   right-token probability on the dev words: {measured:.2f} (expected {low:.2f}-{high:.2f}) ok")
     if abs(gap) <= PREDICTION_TOLERANCE:
-        return _finish(name, True, f"you predicted {float(predicted):.2f}, the model's average is {measured:.3f}: "
+        return _finish(name, True, f"you predicted {float(predicted):.2f}, the model's average is {measured:.2f}: "
                        f"within {PREDICTION_TOLERANCE:.2f}.")
     direction = "too high" if gap > 0 else "too low"
-    said = (f"you predicted {float(predicted):.2f}, the model's average is {measured:.3f}: your prediction is "
+    said = (f"you predicted {float(predicted):.2f}, the model's average is {measured:.2f}: your prediction is "
             f"{direction} by {abs(gap):.2f} (a pass is within {PREDICTION_TOLERANCE:.2f}); a model that fit the "
             f"smoothed targets exactly would give {SMOOTHING_OPTIMUM:.3f} at every position")
     if float(predicted) > SMOOTHING_OPTIMUM:
