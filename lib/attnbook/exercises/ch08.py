@@ -119,11 +119,12 @@ def check_perplexity(fn: Callable) -> CheckResult:
     return run_cases("perplexity", as_asked, cases, mistakes)
 
 
-class _TensorAnswer:
-    """A tensor returned where a float was asked; equal to nothing."""
+class _Unacceptable:
+    """An answer of the wrong kind (``what`` it is), wrapped so that it equals nothing and a
+    named mistake can recognise it."""
 
-    def __init__(self, value: torch.Tensor) -> None:
-        self.value = value
+    def __init__(self, value: torch.Tensor, what: str) -> None:
+        self.value, self.what = value, what
 
     def __eq__(self, other: object) -> bool:
         return False
@@ -131,7 +132,14 @@ class _TensorAnswer:
     __hash__ = None
 
     def __repr__(self) -> str:
-        return f"a tensor: {self.value!r}"
+        return f"{self.what}: {self.value!r}"
+
+
+class _TensorAnswer(_Unacceptable):
+    """A tensor returned where a float was asked."""
+
+    def __init__(self, value: torch.Tensor) -> None:
+        super().__init__(value, "a tensor")
 
 
 # --- 2. BPE merges down to a minimum count --------------------------------------------------
@@ -680,19 +688,11 @@ _LM_LOSS_LIBRARY = ("the exercise asks you to write the shift and the cross-entr
                     "and are off limits here (use the model and F.cross_entropy).")
 
 
-class _Detached:
-    """A loss returned without a gradient; equal to nothing."""
+class _Detached(_Unacceptable):
+    """A loss returned without a gradient."""
 
     def __init__(self, value: torch.Tensor) -> None:
-        self.value = value
-
-    def __eq__(self, other: object) -> bool:
-        return False
-
-    __hash__ = None
-
-    def __repr__(self) -> str:
-        return f"a tensor without a gradient: {self.value!r}"
+        super().__init__(value, "a tensor without a gradient")
 
 
 # --- 6. predict, then measure: temperature and invented words -----------------------------------
