@@ -139,3 +139,23 @@ def test_an_earlier_chapters_exercise_repeated_is_caught():
     (variant,) = vis.findings_across(_notebook("y = 2", VARIANT), "yy",
                                      vis.earlier_sources([earlier], ["xx"]))
     assert variant.score < vis.THRESHOLD, variant.line()
+
+
+def _with_earlier():
+    books = [vis.load(path) for path in CHAPTERS]
+    for number, (path, nb) in enumerate(zip(CHAPTERS, books)):
+        if number:
+            labels = [p.stem[:2] for p in CHAPTERS[:number]]
+            yield pytest.param(path, nb, vis.earlier_sources(books[:number], labels),
+                               id=path.stem[:2])
+
+
+@pytest.mark.parametrize("path, nb, earlier", list(_with_earlier()))
+def test_no_solution_repeats_an_earlier_chapter(path, nb, earlier):
+    """A reader arrives at a chapter having run every earlier one: an exercise whose answer an
+    earlier chapter showed, or asked for, teaches nothing new."""
+    repeated = [f.line() for f in vis.findings_across(nb, path.stem[:2], earlier)
+                if f.score > vis.THRESHOLD]
+    assert not repeated, ("solutions an earlier chapter already shows or asks for (score = "
+                          "share of the solution's tokens in one earlier source):\n"
+                          + "\n".join(repeated))
