@@ -22,7 +22,8 @@ moves the same patches to new positions, so this isolates what the position tabl
 ``vit_noaug`` and ``cnn_noaug``, both models trained with no augmentation (no rotation, scaling
 or shift), so that neither has seen any shift; ``vit_rerun`` and ``cnn_rerun``, the chapter's two
 models at 100% again (for a results file whose main grid was written by an older version of the
-library: the comparison with ``vit_nopos`` then uses one version). ``--controls`` picks the
+library: the comparison with ``vit_nopos`` then uses one version; the committed file instead holds
+this library's 100% runs in its main grid, and its note says which rows are older). ``--controls`` picks the
 control kinds the file holds (default: all but the reruns), ``--note`` stores where the runs
 come from. ``--models`` runs only some kinds; the results
 file is written once every run of the grid is done (with ``--resume`` and earlier logs).
