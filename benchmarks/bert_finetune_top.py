@@ -37,7 +37,7 @@ from attnbook.tasks import text_classification as tc
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--lrs", nargs="+", type=float, default=[3e-5, 1e-4, 3e-4])
+    p.add_argument("--lrs", nargs="+", type=float, default=[3e-5, 1e-4, 3e-4, 1e-3])
     p.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2])
     p.add_argument("--blocks", type=int, default=1)
     p.add_argument("--epochs", type=int, default=10)
