@@ -4,59 +4,81 @@ import torch
 
 from torch import nn
 
+from attnbook.data.wordpiece import WordPieceTokenizer, wordpiece_split
 from attnbook.exercises.ch06 import (
-    CLS_MISTAKES, EXERCISES, TYPE_MISTAKES, check_accuracy_by_type, check_cls_probe, check_frozen_classifier,
-    check_masking, check_mean_pool, check_wordpiece,
+    EXERCISES, MAX_POOL_MISTAKES, SEP_MISTAKES, TYPE_MISTAKES, WORDPIECE_MISTAKES, check_accuracy_by_type,
+    check_frozen_classifier, check_masking, check_max_pool, check_sep_probe, check_wordpiece,
 )
 from attnbook.tasks import masked_lm
 from attnbook.models.bert import mean_pool
 from attnbook.exercises.core import MUTATION
 
 
-# ----------------------------------------------------------------------------- mean pooling
-def pool_reference(hidden, token_mask):
-    w = token_mask.float().unsqueeze(-1)
-    return (hidden * w).sum(1) / w.sum(1)
+# ----------------------------------------------------------------------------- max pooling
+def max_reference(hidden, token_mask):
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).max(1).values
 
 
-def pool_all(hidden, token_mask):
-    return hidden.mean(1)
+def max_large_negative_fill(hidden, token_mask):  # -1e9 instead of -inf: also right
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).amax(1)
 
 
-def pool_divides_by_length(hidden, token_mask):
-    return (hidden * token_mask.unsqueeze(-1)).sum(1) / hidden.shape[1]
+def max_with_padding(hidden, token_mask):
+    return hidden.max(1).values
 
 
-def pool_sum(hidden, token_mask):
-    return (hidden * token_mask.unsqueeze(-1)).sum(1)
+def max_zero_filled(hidden, token_mask):
+    return (hidden * token_mask.unsqueeze(-1)).max(1).values
 
 
-def pool_cls(hidden, token_mask):
+def max_zero_filled_where(hidden, token_mask):
+    return torch.where(token_mask.unsqueeze(-1), hidden, torch.zeros(())).amax(1)
+
+
+def max_mean(hidden, token_mask):
+    return mean_pool(hidden, token_mask)
+
+
+def max_cls(hidden, token_mask):
     return hidden[:, 0]
 
 
-def pool_in_place(hidden, token_mask):
-    hidden.mul_(token_mask.unsqueeze(-1))
-    return hidden.sum(1) / token_mask.sum(1, keepdim=True)
+def max_indices(hidden, token_mask):
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).max(1).indices.float()
 
 
-def pool_max(hidden, token_mask):
-    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).max(1).values
+def max_in_place(hidden, token_mask):
+    hidden.masked_fill_(~token_mask.unsqueeze(-1), float("-inf"))
+    return hidden.amax(1)
 
 
-@pytest.mark.parametrize("wrong, diagnosis", [
-    (pool_all, "padding averaged"), (pool_divides_by_length, "divided by S"),
-    (pool_sum, "sum not mean"), (pool_cls, "[CLS] vector"), (pool_in_place, MUTATION), (pool_max, "max pooling"),
-    (lambda h, m: h.max(1).values, ""),
-    (mean_pool, "library function"), (lambda h, m: mean_pool(h, m), "library function"),
-    (lambda h, m: mean_pool(h.clone(), m.clone()) + 0, "library function"),
-])
-def test_mean_pool_checker(wrong, diagnosis, capsys):
-    assert check_mean_pool(pool_reference)
+def max_over_features(hidden, token_mask):  # max over D instead of S: shape (B, S)
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).amax(-1)
+
+
+def max_min(hidden, token_mask):
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), float("inf")).amin(1)
+
+
+MAX_WRONG = [
+    (max_with_padding, "padding included"), (max_zero_filled, "padding zeroed"),
+    (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
+    (max_indices, "positions, not values"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
+]
+
+
+@pytest.mark.parametrize("wrong, diagnosis", MAX_WRONG)
+def test_max_pool_checker(wrong, diagnosis, capsys):
+    assert check_max_pool(max_reference)
+    assert check_max_pool(max_large_negative_fill)
     capsys.readouterr()
-    result = check_mean_pool(wrong)
+    result = check_max_pool(wrong)
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_every_max_pool_mistake_is_triggered():
+    assert {m.name for m in MAX_POOL_MISTAKES} == {d for _, d in MAX_WRONG} - {"", MUTATION}
 
 
 # ----------------------------------------------------------------------------- accuracy by position type
@@ -103,6 +125,18 @@ def types_random_by_inequality(predicted, targets, chosen, seen, mask_id):  # ra
                          (chosen & (seen == mask_id), chosen & (seen != targets), chosen & (seen == targets))])
 
 
+def types_all_positions(predicted, targets, chosen, seen, mask_id):  # seed 003's denominator, B x S
+    right = predicted == targets
+    return torch.stack([(right & w).sum() / chosen.numel() for w in _groups(chosen, seen, targets, mask_id)]).float()
+
+
+def types_random_includes_unchanged(predicted, targets, chosen, seen, mask_id):  # random = chosen, not [MASK]
+    is_mask = chosen & (seen == mask_id)
+    random, unchanged = chosen & ~is_mask, chosen & ~is_mask & (seen == targets)
+    right = predicted == targets
+    return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
+
+
 def types_by_library(predicted, targets, chosen, seen, mask_id):
     table = masked_lm.accuracy_by_position_type(predicted, masked_lm.MaskedInputs(seen, targets, chosen), mask_id)
     return torch.tensor([r / n for r, n in list(table.values())[:3]])
@@ -117,7 +151,8 @@ TYPES_WRONG = [
     (types_counts, "count instead of share"), (types_all_chosen, "all-chosen denominator"),
     (types_unchosen_unchanged, "unchosen counted as unchanged"), (types_against_input, "scored against the input"),
     (types_wrong_order, "order"), (types_random_by_inequality, ""), (types_naive, ""),
-    (types_by_library, "library function"),
+    (types_by_library, "library function"), (types_all_positions, "all-positions denominator"),
+    (types_random_includes_unchanged, "random overlaps unchanged"),
 ]
 
 
@@ -195,6 +230,51 @@ def wordpiece_off_by_one_max(word, vocab, max_chars):
     return wordpiece_reference(word, vocab, max_chars - 1)
 
 
+def wordpiece_hash_ignored(word, vocab, max_chars):  # '##' not part of the lookup
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end]
+            if piece in vocab or "##" + piece in vocab:
+                pieces.append(piece if start == 0 else "##" + piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_bare_lookup(word, vocab, max_chars):  # looked up bare, '##' added to the output only
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            if word[start:end] in vocab:
+                pieces.append(word[start:end] if start == 0 else "##" + word[start:end])
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_by_library(word, vocab, max_chars):  # the reviewer's one-liner
+    return ["[UNK]"] if len(word) > max_chars else wordpiece_split(word, set(vocab))
+
+
+def wordpiece_by_library_keyword(word, vocab, max_chars):
+    return wordpiece_split(word, {piece: 0 for piece in vocab}, max_chars_per_word=max_chars)
+
+
+def wordpiece_by_tokenizer(word, vocab, max_chars):
+    tokenizer = WordPieceTokenizer(sorted(vocab | {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"}),
+                                   max_chars_per_word=max_chars)
+    return tokenizer.tokenize(word)
+
+
 def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a frozenset: this raises
     vocab.add("[UNK]")
     return wordpiece_reference(word, vocab, max_chars)
@@ -204,6 +284,9 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
     (wordpiece_shortest, "shortest first"), (wordpiece_no_hashes, "no ## prefix"),
     (wordpiece_partial_unk, "partial [UNK]"), (wordpiece_no_max, "max_chars ignored"),
     (wordpiece_off_by_one_max, ""), (wordpiece_mutates_vocab, ""),
+    (wordpiece_hash_ignored, "## ignored in lookup"), (wordpiece_bare_lookup, "## ignored in lookup"),
+    (wordpiece_by_library, "library function"), (wordpiece_by_library_keyword, "library function"),
+    (wordpiece_by_tokenizer, "library function"),
 ])
 def test_wordpiece_checker(wrong, diagnosis, capsys):
     assert check_wordpiece(wordpiece_reference)
@@ -211,6 +294,11 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
     result = check_wordpiece(wrong)
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_every_wordpiece_mistake_is_named_by_a_row():
+    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "## ignored in lookup"}
+    assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
 # ----------------------------------------------------------------------------- masking
@@ -354,6 +442,17 @@ def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
 
 
+def masking_by_library(input_ids, maskable, mask_id, vocab_size, generator):  # the reviewer's one-liner
+    m = masked_lm.mask_tokens(input_ids, maskable, mask_id, vocab_size, generator)
+    return m.input_ids, m.chosen
+
+
+def masking_by_library_renamed(input_ids, maskable, mask_id, vocab_size, generator):
+    corrupt = masked_lm.mask_tokens
+    m = corrupt(input_ids.clone(), maskable.clone(), mask_id, vocab_size, generator, select_prob=0.15)
+    return m.input_ids.clone(), m.chosen.clone()
+
+
 MASKING_WRONG = [
     (masking_ignores_maskable, "unmaskable chosen"), (masking_all_mask, "mask share"),
     (masking_seed003, "unmaskable chosen"), (masking_fifteen_percent_of_all, "selection rate"),
@@ -365,6 +464,7 @@ MASKING_WRONG = [
     (masking_independent_draws_after, "independent draws"),
     (masking_reseeds, "global RNG reseeded"),
     (masking_reseeds_from_generator, "global RNG reseeded"),
+    (masking_by_library, "library function"), (masking_by_library_renamed, "library function"),
 ]
 
 
@@ -383,7 +483,7 @@ def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
     names |= {p[0] for patterns in ch06._MASKING_PATTERNS.values() for p in patterns}
     # "unchanged share" fails first only when [MASK] and random both sit near their limits
     names -= {MUTATION, "unchanged share"}
-    assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION}
+    assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION, "library function"}
 
 
 def test_masking_accepts_an_exact_count_per_row(capsys):
@@ -393,15 +493,15 @@ def test_masking_accepts_an_exact_count_per_row(capsys):
 def test_stubs_are_reported_as_not_done(capsys):
     def stub(*args):
         raise NotImplementedError
-    for checker in (check_mean_pool, check_accuracy_by_type, check_wordpiece, check_masking, check_frozen_classifier,
-                    check_cls_probe):
+    for checker in (check_max_pool, check_accuracy_by_type, check_wordpiece, check_masking, check_frozen_classifier,
+                    check_sep_probe):
         assert not checker(stub)
         assert "not done yet" in capsys.readouterr().out
 
 
 def test_exercises_map_the_notebook_names():
-    assert set(EXERCISES) == {"mean_pool", "accuracy_by_type", "wordpiece", "mask_tokens", "frozen_classifier",
-                              "cls_vectors"}
+    assert set(EXERCISES) == {"max_pool", "accuracy_by_type", "wordpiece", "mask_tokens", "frozen_classifier",
+                              "sep_vectors"}
 
 
 # ----------------------------------------------------------------------------- a head on a frozen encoder
@@ -451,37 +551,53 @@ def test_frozen_classifier_checker(switches, diagnosis, capsys):
     assert result.diagnosis == diagnosis, result.message
 
 
-# ----------------------------------------------------------------------------- [CLS] vectors (predict, then measure)
-CLS_WRONG = [
-    (lambda m, i, s, t: mean_pool(m(i, s, t), t), "mean pooling"),
-    (lambda m, i, s, t: torch.nn.functional.normalize(mean_pool(m(i, s, t), t), dim=-1), "mean pooling"),
-    (lambda m, i, s, t: m.pool(m(i, s, t)), "pooler"),
-    (lambda m, i, s, t: torch.nn.functional.normalize(m(i, s, t)[:, 0], dim=-1), "normalised"),
+# ----------------------------------------------------------------------------- [SEP] vectors (predict, then measure)
+def sep_reference(m, i, s, t):
+    hidden = m(i, s, t)
+    return hidden[torch.arange(hidden.shape[0]), t.sum(1) - 1]
+
+
+def sep_by_gather(m, i, s, t):  # another right answer: gather along S
+    hidden = m(i, s, t)
+    index = (t.sum(1) - 1)[:, None, None].expand(-1, 1, hidden.shape[-1])
+    return hidden.gather(1, index)[:, 0]
+
+
+def _last_real(hidden, t, offset=1):
+    return hidden[torch.arange(hidden.shape[0]), (t.sum(1) - offset).clamp(0, hidden.shape[1] - 1)]
+
+
+SEP_WRONG = [
     (lambda m, i, s, t: m(i, s, t)[:, -1], "last position"),
-    (lambda m, i, s, t: m.embeddings(i, s)[:, 0], "embedding layer"),
-    (lambda m, i, s, t: m(i, s, None)[:, 0], ""),
+    (lambda m, i, s, t: _last_real(m(i, s, t), t, 0), "one past [SEP]"),
+    (lambda m, i, s, t: m(i, s, t)[:, 0], "[CLS] vector"),
+    (lambda m, i, s, t: mean_pool(m(i, s, t), t), "mean pooling"),
+    (lambda m, i, s, t: _last_real(m.embeddings(i, s), t), "embedding layer"),
+    (lambda m, i, s, t: _last_real(m(i, s, None), t), "no token mask"),
+    (lambda m, i, s, t: _last_real(m(i, s, t), t, 2), ""),  # the token before [SEP]
+    (lambda m, i, s, t: torch.nn.functional.normalize(sep_reference(m, i, s, t), dim=-1), ""),
 ]
 
 
-@pytest.mark.parametrize("wrong, diagnosis", CLS_WRONG)
-def test_cls_vectors_checker(wrong, diagnosis, capsys):
-    assert check_cls_probe(lambda m, i, s, t: m(i, s, t)[:, 0])  # no model given: the function is checked only
+@pytest.mark.parametrize("wrong, diagnosis", SEP_WRONG)
+def test_sep_vectors_checker(wrong, diagnosis, capsys):
+    assert check_sep_probe(sep_reference)  # no model given: the function is checked only
+    assert check_sep_probe(sep_by_gather)
     capsys.readouterr()
-    result = check_cls_probe(wrong, 40.0)
+    result = check_sep_probe(wrong, 40.0)
     assert not result
     assert result.diagnosis == diagnosis, result.message
 
 
-def test_cls_probe_asks_for_a_prediction_before_measuring(capsys):
-    right = lambda m, i, s, t: m(i, s, t)[:, 0]
+def test_sep_probe_asks_for_a_prediction_before_measuring(capsys):
     # the prediction is judged before the model, tokenizer or texts are touched
     for prediction, diagnosis in ((None, "no prediction"), (0.35, "prediction not a percentage"),
                                   (140, "prediction not a percentage"),
                                   ("35", "prediction not a percentage")):
-        result = check_cls_probe(right, prediction, model=object())
+        result = check_sep_probe(sep_reference, prediction, model=object())
         assert not result
         assert result.diagnosis == diagnosis, result.message
 
 
-def test_every_cls_mistake_is_triggered():
-    assert {m.name for m in CLS_MISTAKES} == {d for _, d in CLS_WRONG} - {""}
+def test_every_sep_mistake_is_triggered():
+    assert {m.name for m in SEP_MISTAKES} == {d for _, d in SEP_WRONG} - {""}

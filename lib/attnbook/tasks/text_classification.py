@@ -13,9 +13,12 @@ show how much of a difference is noise. Legend: N examples, D feature width, C c
 
 :func:`fine_tune` trains the whole encoder with a head (``BertForSequenceClassification``) on the
 same splits: the other way to use a pretrained encoder, at a much higher cost per example.
+:func:`fine_tune_top` is its affordable form: the last blocks and a head trained on hidden states
+cached below them (:func:`cached_states`).
 """
 from __future__ import annotations
 
+import copy
 import random
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -26,6 +29,7 @@ from torch import nn
 
 from attnbook.data.bible import Verse
 from attnbook.data.wordpiece import WordPieceTokenizer
+from attnbook.layers import key_mask
 from attnbook.models.bert import Bert, BertForSequenceClassification, mean_pool, sentence_embeddings
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.train import evaluating, fit
@@ -240,3 +244,92 @@ def naive_bayes_accuracies(counts: torch.Tensor, labels: torch.Tensor, train_per
         predicted = (counts[test] @ log_p.T).argmax(-1)
         results.append(float((predicted == labels[test]).float().mean()))
     return results
+
+
+# --- fine-tuning the top of the encoder on cached states ------------------------------------------
+@torch.no_grad()
+def cached_states(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], depth: int,
+                  batch_size: int = 64, device: torch.device | str = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+    """The hidden states after the first ``depth`` blocks, ``(N, S, D)``, and the token mask
+    ``(N, S)``, every text padded to the longest: computed once, so that training the blocks above
+    ``depth`` never runs the frozen ones again."""
+    if not 0 <= depth <= len(model.blocks):
+        raise ValueError(f"depth must be in [0, {len(model.blocks)}], got {depth}")
+    inputs = tokenizer.encode_batch(list(texts))
+    states = []
+    with evaluating(model):
+        for start in range(0, len(texts), batch_size):
+            ids = inputs.input_ids[start:start + batch_size].to(device)
+            mask = inputs.token_mask[start:start + batch_size].to(device)
+            x = model.embeddings(ids, inputs.segment_ids[start:start + batch_size].to(device))  # (B, S, D)
+            for block in model.blocks[:depth]:
+                x = block(x, key_mask(mask)).hidden
+            states.append(x.cpu())
+    return torch.cat(states), inputs.token_mask
+
+
+class TopBlocksClassifier(nn.Module):
+    """Copies of an encoder's last blocks, then dropout and a linear head on the mean of the real
+    tokens: ``forward(states (B, S, D), token_mask (B, S)) -> (B, C)`` logits, reading the states
+    :func:`cached_states` computed below those blocks. Padding columns that no row of the batch
+    uses are dropped first (they change nothing, and cost time)."""
+
+    def __init__(self, blocks: Sequence[nn.Module], d_model: int, num_classes: int, dropout: float = 0.1) -> None:
+        super().__init__()
+        self.blocks = nn.ModuleList(copy.deepcopy(list(blocks)))
+        self.dropout = nn.Dropout(dropout)
+        self.head = nn.Linear(d_model, num_classes)
+
+    def forward(self, states: torch.Tensor, token_mask: torch.Tensor) -> torch.Tensor:
+        used = int(token_mask.sum(1).max())
+        x, token_mask = states[:, :used], token_mask[:, :used]  # (B, S', D), (B, S')
+        for block in self.blocks:
+            x = block(x, key_mask(token_mask)).hidden
+        return self.head(self.dropout(mean_pool(x, token_mask)))  # (B, C)
+
+
+@dataclass(frozen=True)
+class TopFineTuneResult:
+    """Accuracy on the evaluated rows, the training loss of each epoch (mean over its batches, in
+    train mode) and the final training loss in eval mode (no dropout) on every training row."""
+
+    accuracy: float
+    epoch_losses: tuple[float, ...]
+    final_train_loss: float
+
+
+def fine_tune_top(model: Bert, states: torch.Tensor, token_mask: torch.Tensor, labels: torch.Tensor,
+                  train: torch.Tensor, evaluate: torch.Tensor, num_blocks: int, lr: float, epochs: int,
+                  batch_size: int = 16, seed: int = 0) -> TopFineTuneResult:
+    """Train copies of ``model``'s last ``num_blocks`` blocks and a new head (every one of their
+    weights; the blocks below stay frozen, their output cached in ``states``) on the ``train`` rows:
+    cross-entropy, AdamW (weight decay 0.01), 10% linear warm-up then linear decay, gradients
+    clipped to 1, ``epochs`` passes in a seeded order; then the accuracy on the ``evaluate`` rows."""
+    if epochs < 1 or batch_size < 1 or not 1 <= num_blocks <= len(model.blocks):
+        raise ValueError(f"need epochs >= 1, batch_size >= 1 and 1 <= num_blocks <= {len(model.blocks)}; got "
+                         f"{epochs}, {batch_size}, {num_blocks}")
+    torch.manual_seed(seed)
+    net = TopBlocksClassifier(model.blocks[len(model.blocks) - num_blocks:], model.config.d_model,
+                              int(labels.max()) + 1).to(states.device).train()
+    g = torch.Generator().manual_seed(seed)
+    steps_per_epoch = -(-len(train) // batch_size)
+    optimizer = torch.optim.AdamW(net.parameters(), lr=lr, weight_decay=0.01)
+    scheduler = warmup_linear_scheduler(optimizer, max(1, epochs * steps_per_epoch // 10), epochs * steps_per_epoch)
+    losses = []
+    for _ in range(epochs):
+        order, total = train[torch.randperm(len(train), generator=g)], 0.0
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            loss = F.cross_entropy(net(states[rows], token_mask[rows]), labels[rows])
+            optimizer.zero_grad()
+            loss.backward()
+            nn.utils.clip_grad_norm_(net.parameters(), 1.0)
+            optimizer.step()
+            scheduler.step()
+            total += float(loss.detach()) * len(rows)
+        losses.append(total / len(train))
+    net.eval()
+    with torch.no_grad():
+        right = (net(states[evaluate], token_mask[evaluate]).argmax(-1) == labels[evaluate]).float().mean()
+        train_loss = F.cross_entropy(net(states[train], token_mask[train]), labels[train])
+    return TopFineTuneResult(float(right), tuple(losses), float(train_loss))
