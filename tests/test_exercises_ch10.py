@@ -11,6 +11,7 @@ from attnbook.exercises.ch10 import (
     check_trained_buckets,
 )
 from attnbook.models.t5 import T5
+from attnbook.tasks.span_corruption import noise_mask
 
 
 # --- reference solutions ---
@@ -740,3 +741,93 @@ def test_cli_passes_the_prediction(tmp_path, capsys):
     assert _prediction(check_span_spread, "span_length_spread", namespace) == {"prediction": 16.5}
     assert _prediction(check_trained_buckets, "trained_buckets", namespace) == {"prediction": 3}
     assert _prediction(check_bucket_range, "bucket_range", namespace) == {}
+
+
+# --- rows added after the 2026-11-26 review: each wrong answer passed the checkers before ---
+
+def bucket_zero_in_upper_half(bucket, bidirectional, n, d):
+    """Offset 0 counted with the keys after the query: bucket 0 empty, bucket n // 2 holds 0."""
+    if bidirectional and bucket == 0:
+        return None
+    if bidirectional and bucket == n // 2:
+        return (0, 0)
+    return bucket_range(bucket, bidirectional, n, d)
+
+
+def bucket_reversed(bucket, bidirectional, n, d):
+    """The negative side written (high, low)."""
+    low, high = bucket_range(bucket, bidirectional, n, d)
+    return (high, low) if low is not None and high is not None and low < 0 else (low, high)
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (bucket_zero_in_upper_half, "offset 0 in the upper half"),
+    (bucket_reversed, "reversed (high, low)"),
+])
+def test_bucket_range_names_review_mistakes(wrong, diagnosis):
+    result = check_bucket_range(wrong)
+    assert not result and result.diagnosis == diagnosis
+
+
+def fill_spans_with(inputs, target, eos_id, is_sentinel, on_repeat="append"):
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if is_sentinel(token):
+            if token in spans and on_repeat == "reset":
+                spans[token] = current = []
+            elif token in spans and on_repeat == "ignore":
+                current = None
+            else:
+                current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if is_sentinel(token) else [token])
+    return out
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (lambda i, t, e: fill_spans_with(i, t, e, lambda x: x >= 995), "sentinel range too narrow"),
+    (lambda i, t, e: fill_spans_with(i, t, e, lambda x: x >= 990), "sentinel range too narrow"),
+    (lambda i, t, e: fill_spans_with(i, t, e, lambda x: x > 900, "reset"), "repeated sentinel resets"),
+    (lambda i, t, e: fill_spans_with(i, t, e, lambda x: x > 900, "ignore"), "repeated sentinel ignored"),
+])
+def test_fill_spans_names_review_mistakes(wrong, diagnosis):
+    result = check_fill_spans(wrong)
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_fill_spans_reference_with_the_wide_range_passes():
+    assert check_fill_spans(lambda i, t, e: fill_spans_with(i, t, e, lambda x: x > 900))
+
+
+def span_spread_final_run_open(length, sequences, noise_density, mean_span_length):
+    """The run of True that reaches the end of a mask is never closed (so never counted)."""
+    g = torch.Generator().manual_seed(0)
+    spans = []
+    for _ in range(sequences):
+        run = 0
+        for hidden in noise_mask(length, noise_density, mean_span_length, generator=g).tolist():
+            if hidden:
+                run += 1
+            elif run:
+                spans.append(run)
+                run = 0
+    return statistics.mean(spans), statistics.pstdev(spans)
+
+
+def test_span_spread_names_the_unclosed_final_run():
+    result = check_span_spread(span_spread_final_run_open, 16)
+    assert not result and result.diagnosis == "final span not counted"
+
+
+def test_span_spread_accepts_a_float32_mean():
+    def float32(n, k, d, m):
+        mean, sd = span_length_spread(n, k, d, m)
+        return torch.tensor([mean, sd], dtype=torch.float32)
+    assert check_span_spread(float32, 16)

@@ -99,3 +99,21 @@ def test_diagnosis_smoke_parts_and_committed_results(tmp_path):
     committed_probe = next(r for r in committed if r.get("kind") == "probe")
     # the probe's own-input loss is the one the mismatch part scores again, on the same windows
     assert abs(committed_mismatch["own input"]["nats_per_token"] - committed_probe["model_nats_per_token"]) < 1e-3
+
+
+def test_encoder_use_smoke_and_committed_results(tmp_path):
+    """benchmarks/t5_encoder_use.py runs in smoke mode; the committed files hold a gap track and runs."""
+    script = str(ROOT / "benchmarks" / "t5_encoder_use.py")
+    out = tmp_path / "use.json"
+    subprocess.run([sys.executable, script, "--smoke", "--corpus", "spellings", "--out", str(out)],
+                   check=True, capture_output=True, text=True, timeout=300)
+    written = json.loads(out.read_text())
+    track = written["pretrain"]["gap_track"]
+    assert [row[0] for row in track] == [0, 10, 20]
+    assert all(abs(gap - (wrong - own)) < 2e-4 for _, own, wrong, gap in track)
+    assert written["final_mismatch"]["kind"] == "mismatch" and len(written["runs"]) == 1
+    for corpus in ("bible", "spellings"):
+        committed = load_result(f"t5_encoder_use_{corpus}.json")
+        assert committed["pretrain"]["corpus"] == corpus
+        assert committed["pretrain"]["gap_track"][-1][0] == committed["pretrain"]["steps"]
+        assert {r["seed"] for r in committed["runs"]} <= {0, 1, 2} and committed["runs"]

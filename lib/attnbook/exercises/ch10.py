@@ -95,6 +95,22 @@ def _no_halving(bucket, bidirectional, num_buckets, max_distance):
     return _bucket_range(bucket, False, num_buckets, max_distance)
 
 
+def _reversed_pair(args, got) -> bool:
+    """The right two ends in the wrong order: (high, low)."""
+    expected = _bucket_range(*args)
+    return (isinstance(got, (tuple, list)) and len(got) == 2 and expected is not None
+            and None not in expected and expected[0] != expected[1] and tuple(got) == expected[::-1])
+
+
+def _zero_in_upper_half(args, got) -> bool:
+    """Bidirectional bucket 0 read as empty, or shifted one offset left, as when offset 0 is
+    counted with the keys after the query."""
+    bucket, bidirectional = args[0], args[1]
+    if not bidirectional or bucket != 0:
+        return False
+    return got is None or (isinstance(got, (tuple, list)) and len(got) == 2 and tuple(got) == (-1, -1))
+
+
 def check_bucket_range(fn: Callable) -> CheckResult:
     """``fn(bucket, bidirectional, num_buckets, max_distance) -> (low, high)``: the smallest and
     largest offset ``key - query`` that fall in ``bucket`` (None on an unbounded side)."""
@@ -111,6 +127,12 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                                        "floor(max_exact + log(d / max_exact) / log(max_distance / max_exact) "
                                        "* (per_side - max_exact)) first reaches the bucket"))
     mistakes = [
+        Mistake("reversed (high, low)", "return (low, high) with low <= high: on the negative side the "
+                "farthest key is the *lowest* offset, so bucket -5..-8 is (-8, -5), not (-5, -8).",
+                when=_reversed_pair),
+        Mistake("offset 0 in the upper half", "bidirectional: offset 0 (the key is the query) belongs to the "
+                "*lower* half, bucket 0; only keys strictly after the query (offset > 0) go to the upper "
+                "half, so bucket num_buckets // 2 holds nothing.", when=_zero_in_upper_half),
         Mistake("halves swapped", "bidirectional: the lower half of the buckets holds keys at or *before* the "
                 "query (offset <= 0), the upper half keys after it.", gives=_halves_swapped),
         Mistake("no per-side halving", "bidirectional: the buckets are split in two, num_buckets // 2 per "
@@ -286,10 +308,61 @@ def _past_eos(inputs, target, eos_id):
     return _fill_spans(inputs, [t for t in target if t != eos_id], eos_id)
 
 
+def _fill_spans_from(inputs, target, eos_id, lowest: int):
+    """``_fill_spans`` with only the ids >= ``lowest`` read as sentinels (the others as text)."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token >= lowest:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    out = []
+    for token in inputs:
+        if token == eos_id:
+            break
+        out.extend(spans.get(token, []) if token >= lowest else [token])
+    return out
+
+
+def _narrow_sentinel_range(args, got) -> bool:
+    """Only the first few sentinels recognised (ids >= 1000 - k for some k from 1 to 14)."""
+    return any(got == _fill_spans_from(*args, SENTINEL_BASE - k) for k in range(1, 15))
+
+
+def _repeat_resets(inputs, target, eos_id):
+    """A repeated sentinel starts its span again: the last occurrence's tokens win."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token > SENTINEL_BASE - 100:
+            spans[token] = current = []
+        elif current is not None:
+            current.append(token)
+    return _fill_spans(inputs, [t for k, v in spans.items() for t in (k, *v)] + [eos_id], eos_id)
+
+
+def _repeat_ignored(inputs, target, eos_id):
+    """A repeated sentinel's tokens dropped: only the first occurrence's span is kept."""
+    spans, current = {}, None
+    for token in target:
+        if token == eos_id:
+            break
+        if token > SENTINEL_BASE - 100:
+            current = spans.setdefault(token, []) if token not in spans else None
+        elif current is not None:
+            current.append(token)
+    return _fill_spans(inputs, [t for k, v in spans.items() for t in (k, *v)] + [eos_id], eos_id)
+
+
 def check_fill_spans(fn: Callable) -> CheckResult:
     """``fn(inputs, target, eos_id) -> list``: the text put back together from a span-corrupted
     input and a (model-written) target, without sentinels or ``</s>``. Sentinel ``i`` is
-    ``1000 - i``; a sentinel missing from the target hides nothing; the target ends at ``</s>``."""
+    ``1000 - i`` (up to 16 sentinels: 1000 down to 985; every id above 900 is a sentinel); a
+    sentinel missing from the target hides nothing; a sentinel written twice in the target keeps
+    both spans, joined in the order written; the target ends at ``</s>``."""
     s = [SENTINEL_BASE - i for i in range(4)]
     raw = [
         ("the chapter's layout", [5, 6, s[0], 9, 10, s[1], 1], [s[0], 7, 8, s[1], 11, 1], 1),
@@ -301,11 +374,26 @@ def check_fill_spans(fn: Callable) -> CheckResult:
         ("the model skipped sentinel 0", [5, s[0], 6, s[1], 7, 1], [s[1], 40, 41, 1], 1),
         ("four spans, only the last written", [s[0], 5, s[1], 6, s[2], 7, s[3], 4],
          [s[3], 60, 61, 4], 4),
+        ("sentinels 13 to 15 (ids 987 to 985)", [5, 987, 6, 986, 7, 985, 1],
+         [987, 30, 986, 31, 32, 985, 33, 1], 1),
+        ("sentinel 9 written twice: both spans, in order", [5, 991, 6, 990, 7, 1],
+         [991, 40, 990, 50, 991, 41, 42, 1], 1),
+        ("sentinel 0 written twice, the second time last", [s[0], 5, s[1], 6, 2],
+         [s[0], 20, s[1], 21, s[0], 22, 2], 2),
     ]
     cases = [Case(name, (inp, tgt, eos), _fill_spans(inp, tgt, eos),
                   hint="collect each sentinel's span from the target (up to </s>), then replace each "
                        "sentinel of the input by its span") for name, inp, tgt, eos in raw]
     mistakes = [
+        Mistake("sentinel range too narrow", "sentinel i is 1000 - i for every i the vocabulary has (here down "
+                "to 1000 - 15 = 985, and further in a real vocabulary): test for the whole range of sentinel "
+                "ids (here every id above 900), not only the first few.", when=_narrow_sentinel_range),
+        Mistake("repeated sentinel resets", "a sentinel the target writes twice keeps *both* spans, joined in "
+                "the order written: the second occurrence appends to the first, it does not start the span "
+                "again.", gives=_repeat_resets),
+        Mistake("repeated sentinel ignored", "a sentinel the target writes twice keeps both spans, joined in "
+                "the order written: the tokens after the second occurrence belong to it too.",
+                gives=_repeat_ignored),
         Mistake("sentinels kept", "replace each sentinel by its span: the sentinels themselves are not text.",
                 gives=_keep_sentinels),
         Mistake("unfilled sentinel kept", "a sentinel that the model never wrote in its target hides nothing: "
@@ -826,20 +914,28 @@ def _pair(values) -> torch.Tensor:
     return torch.tensor([float(v) for v in values], dtype=torch.float64)
 
 
+def _mean_close_not_exact(args, got) -> bool:
+    """A mean within 5% of the exact hidden / spans, but not equal to it (a mean-only case)."""
+    hidden, spans = _counts(args[0], args[2], args[3])
+    return isinstance(got, float) and abs(got - hidden / spans) <= 0.05 * hidden / spans
+
+
 def _as_pair(fn: Callable) -> Callable:
-    """The reader's ``(mean, sd)`` as a float64 tensor of two, so that it compares within a tolerance."""
+    """The reader's ``(mean, sd)`` as a float64 tensor of two, so that it compares within a
+    tolerance; with ``part="mean"``, the mean alone, as a float."""
     if not callable(fn):
         return fn
 
-    def wrapped(*args):
+    def wrapped(*args, part: str | None = None):
         got = fn(*args)
         if isinstance(got, torch.Tensor):
             got = got.tolist()
         if isinstance(got, (tuple, list)) and len(got) == 2:
             try:
-                return _pair(got)
+                pair = _pair(got)
             except (TypeError, ValueError):
                 return got
+            return float(pair[0]) if part == "mean" else pair
         return got
 
     return functools.wraps(fn)(wrapped)
@@ -854,13 +950,23 @@ def check_span_spread(fn: Callable, prediction: float | None = None) -> CheckRes
     # sd of sd/expected over 8 generator seeds: 1.3%, 1.3%, 2.0%, 1.9%, 1.1%, 2.6%)
     settings = ((64, 1000, 0.15, 3.0, 0.05), (512, 150, 0.15, 3.0, 0.055), (1024, 400, 0.15, 20.0, 0.08),
                 (300, 150, 0.3, 5.0, 0.075), (200, 400, 0.5, 8.0, 0.045), (100, 120, 0.1, 1.5, 0.10))
-    cases = [Case(f"n = {n}, {k} sequences, {d:.0%} hidden, mean span {m:g}", (n, k, d, m),
-                  _pair(_spread(n, k, d, m)), atol=0.0, rtol=rtol,
-                  hint="draw each mask with noise_mask(length, noise_density, mean_span_length, "
-                       "generator=g) from one generator g seeded once, collect the length of every run of "
-                       "True in every mask, and return their mean and standard deviation")
-             for n, k, d, m, rtol in settings]
+    hint = ("draw each mask with noise_mask(length, noise_density, mean_span_length, generator=g) from "
+            "one generator g seeded once, collect the length of every run of True in every mask (the "
+            "last run too), and return their mean and standard deviation")
+    cases = []
+    for n, k, d, m, rtol in settings:
+        where = f"n = {n}, {k} sequences, {d:.0%} hidden, mean span {m:g}"
+        cases.append(Case(where, (n, k, d, m), _pair(_spread(n, k, d, m)), atol=0.0, rtol=rtol, hint=hint))
+        # noise_mask fixes the hidden tokens and the spans of every mask, so the pooled mean is
+        # exactly hidden / spans whatever the draws: it is checked to rounding error
+        hidden, spans = _counts(n, d, m)
+        cases.append(Case(where + ": the mean exactly", (n, k, d, m), hidden / spans, atol=0.0, rtol=1e-6,
+                          hint=hint, kwargs={"part": "mean"}))
     mistakes = [
+        Mistake("final span not counted", "noise_mask fixes each mask's hidden tokens and spans, so the pooled "
+                "mean is exactly hidden / spans for any draws; yours is close but not exact, so some spans "
+                "were lost: most often the last run of True, which reaches the end of the mask, is never "
+                "closed. Close the run after the loop too.", when=_mean_close_not_exact),
         Mistake("defaults used", "pass noise_density and mean_span_length on to noise_mask: its defaults "
                 "(15%, 3) are T5's, not the ones asked for.",
                 gives=lambda n, k, d, m: _pair(_spread(n, k, 0.15, 3.0))),
