@@ -11,7 +11,8 @@ decay 0.01, batch 64 windows of 64 tokens, 10% warm-up then linear decay to 0, g
 at norm 1, seed 0): only ``--steps``, ``--d-model`` (heads stay 4, d_ff = 4 d_model) and
 ``--lr`` change. The held-out perplexity is measured every tenth of the run, and the results
 file is rewritten at each measurement (``"complete": false`` until the end), so a run cut short
-still leaves its curve. At the end it adds the mean held-out loss at each of the 64 positions of
+still leaves its curve (the committed ``gpt_scale_up_wide.json`` is such a run: stopped by hand
+after its step-960 measurement, see its log). At the end it adds the mean held-out loss at each of the 64 positions of
 a window (``position_losses``: entry t is predicted from t + 1 tokens of context). One thread.
 """
 from __future__ import annotations
