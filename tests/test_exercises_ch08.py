@@ -380,7 +380,7 @@ def test_greedy_cached_wrong_answers(capsys):
     # one step too many: the last token chosen goes through the model (right tokens, but the
     # step count is refused by name before the last case would overflow max_len)
     expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
-                    "one step too many")
+                    "each extra step")
     # the slow way (no cache) and the library's loops are refused by name
     def recomputed(m, x, n):
         for _ in range(n):
@@ -636,3 +636,42 @@ def test_top_p_names_an_unstable_sort(capsys):
                                   float("-inf"))
 
     expect_rejected(check_top_p, unstable, capsys, "stable=True")
+
+
+def held_back(m, x, n):
+    """start on all but the prompt's last token, then num_new steps, the first fed that token:
+    the same tokens for the same work (the review's pattern)."""
+    out, (_, state) = [x], m.start(x[:, :-1])
+    token = x[:, -1]
+    for _ in range(n):
+        logits, state = m.step(token, state)
+        token = logits.argmax(-1)
+        out.append(token[:, None])
+    return torch.cat(out, 1)
+
+
+def test_greedy_cached_accepts_holding_back_the_prompts_last_token(capsys):
+    """Accepted on every prompt of two tokens or more; a one-token prompt leaves start an empty
+    prompt, refused by name (not as a wrong step count)."""
+    expect_rejected(check_greedy_cached, held_back, capsys)
+    out = capsys.readouterr().out
+    check_greedy_cached(held_back)
+    out = capsys.readouterr().out
+    assert "empty prompt" in out and "step was called" not in out, out
+    assert "prompt 1," in out  # the one failing case is the one-token prompt
+
+
+def test_perplexity_names_a_skipped_first_token(capsys):
+    expect_rejected(check_perplexity, lambda ls: perplexity([x[1:] for x in ls]), capsys,
+                    "first of each sequence")
+    # dropping only the very first loss is named the same (the first case is one sequence)
+    expect_rejected(check_perplexity, lambda ls: perplexity([torch.cat(ls)[1:]]), capsys,
+                    "first of each sequence")
+
+
+def test_lm_loss_names_a_sum_over_positions(capsys):
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")
+                    / x.shape[0], capsys, "summed each row")
+    # the sum over everything keeps its own name
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum"),
+                    capsys, "not the sum")

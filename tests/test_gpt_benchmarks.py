@@ -61,3 +61,23 @@ def test_committed_lr_sweep_is_complete():
     assert [r["lr"] for r in result["runs"]] == [0.003, 0.01, 0.02]
     assert result["steps"] == 600 and {r["seed"] for r in result["runs"]} == {0}
     assert result["held_out_targets"] == 88960  # the chapter's held-out targets
+
+
+def test_scale_up_smoke_run_writes_its_curve_and_positions(tmp_path):
+    out = tmp_path / "wide.json"
+    _run("gpt_scale_up.py", "--smoke", "--name", "wide", "--d-model", "32", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert result["complete"] and result["gpt"]["d_model"] == 32
+    assert [p["step"] for p in result["gpt"]["curve"]] == list(range(2, 21, 2))
+    assert len(result["position_losses"]) == result["gpt"]["max_len"]
+
+
+def test_committed_scale_up_run_is_a_prefix_of_its_schedule():
+    """The committed wide run may have been stopped early (complete false): its curve is then
+    the measurements made so far, every tenth of its schedule, on the chapter's targets."""
+    result = load_result("gpt_scale_up_wide.json")
+    run = result["gpt"]
+    every = run["steps"] // 10
+    assert [p["step"] for p in run["curve"]] == [every * (i + 1) for i in range(len(run["curve"]))]
+    assert result["complete"] == (len(run["curve"]) == 10)
+    assert result["held_out_targets"] == 88960

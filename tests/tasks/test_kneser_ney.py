@@ -60,3 +60,29 @@ def test_next_token_probs_match_prob(order):
                              for row in contexts[:, :width].tolist()], dtype=torch.float64)
         torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
         torch.testing.assert_close(got.sum(-1), torch.ones(3, dtype=torch.float64))
+
+
+@pytest.mark.parametrize("order", [2, 3, 4])
+def test_raw_at_start_matches_prob_and_the_lower_order_model(order):
+    stream = torch.randint(6, (400,), generator=torch.Generator().manual_seed(order))
+    kn = KneserNey(stream[:300], 6, order=order, discount=0.7, raw_at_start=True)
+    contexts = torch.cat([stream[300:310].reshape(2, 5), torch.tensor([[5, 5, 5, 5, 5]])])
+    for width in range(0, 6):
+        got = kn.next_token_probs(contexts[:, :width] if width else contexts[:, :0])
+        want = torch.tensor([[kn.prob(tuple(row), w) for w in range(6)]
+                             for row in contexts[:, :width].tolist()], dtype=torch.float64)
+        torch.testing.assert_close(got, want, rtol=1e-12, atol=1e-12)
+        torch.testing.assert_close(got.sum(-1), torch.ones(3, dtype=torch.float64))
+    # a context cut short to n - 1 tokens is scored as the n-gram model scores it (exactly
+    # up to order 3; from order 4 the continuation counts differ at the stream's edges)
+    for n in range(1, min(order, 3)):
+        lower = KneserNey(stream[:300], 6, order=n, discount=0.7)
+        context = tuple(stream[300 : 300 + n - 1].tolist())
+        for w in range(6):
+            assert math.isclose(kn.prob(context, w), lower.prob(context, w), rel_tol=1e-12)
+    # and a full context is unchanged
+    plain = KneserNey(stream[:300], 6, order=order, discount=0.7)
+    full = tuple(stream[300 : 300 + order - 1].tolist())
+    assert kn.prob(full, 3) == plain.prob(full, 3)
+    short = tuple(stream[300 : 300 + min(1, order - 2)].tolist())  # raw counts at the top
+    assert any(kn.prob(short, w) != plain.prob(short, w) for w in range(6))

@@ -98,6 +98,10 @@ def check_perplexity(fn: Callable) -> CheckResult:
         Mistake("mean of perplexities", "you averaged per-sequence perplexities: average the losses first, then take one exp.", gives=lambda losses: sum(math.exp(float(x.mean())) for x in losses) / len(losses)),
         Mistake("base 2", "the losses are in nats (natural log): use exp, not 2 ** loss.", gives=lambda losses: 2 ** (float(torch.cat(losses).mean()))),
         Mistake("no exp", "that is the mean loss itself: the perplexity is its exp.", gives=lambda losses: float(torch.cat(losses).mean())),
+        Mistake("first token of each sequence skipped", "every loss given counts, the first "
+                "of each sequence too: the losses are already one per predicted token (the "
+                "shift is done), so do not drop x[0].",
+                gives=lambda losses: _perplexity([x[1:] for x in losses])),
         Mistake("exp of the median", "you took the median token loss: the perplexity is the exp "
                 "of the *mean* loss over every token (the median ignores how bad the worst "
                 "tokens are).", gives=lambda losses: math.exp(float(torch.cat(losses).median()))),
@@ -449,7 +453,7 @@ class _CachedOnly(GPT):
     calls of ``step``."""
 
     counting = False
-    starts = steps = 0
+    starts = steps = start_length = 0
 
     def forward(self, tokens, need_weights=False):  # noqa: ARG002 - the signature of GPT's
         raise _LibraryUsed("the exercise asks for the cached way: read the prompt once with "
@@ -461,6 +465,9 @@ class _CachedOnly(GPT):
             self.starts += 1
             if self.starts > 1:
                 raise _LibraryUsed(_RESTARTED)
+            self.start_length = prompt.shape[1]
+            if prompt.shape[1] == 0:
+                raise _LibraryUsed(_EMPTY_START)
         return super().start(prompt)
 
     def step(self, tokens, state):
@@ -468,6 +475,10 @@ class _CachedOnly(GPT):
             self.steps += 1
         return super().step(tokens, state)
 
+
+_EMPTY_START = ("start was given an empty prompt: with a one-token prompt, prompt[:, :-1] has "
+                "no tokens. start(prompt) reads the whole prompt and its logits already give "
+                "the first new token, so no token needs to be held back for step.")
 
 _RESTARTED = ("you re-ran start on the whole sequence: that is the slow way through the "
               "cache's entry point (it recomputes every position). Call model.start(prompt) "
@@ -477,7 +488,10 @@ _RESTARTED = ("you re-ran start on the whole sequence: that is the slow way thro
 def _counting_calls(fn: Callable) -> Callable:
     """``fn(model, prompt, num_new)`` with the model's calls counted: a second ``start``
     raises, and an answer that gives the right tokens with a number of ``step`` calls other
-    than ``num_new - 1`` is refused by name (a wrong answer is left to the named mistakes)."""
+    than ``num_new - 1`` is refused by name (a wrong answer is left to the named mistakes).
+    One other pattern does the same work and is accepted: ``start(prompt[:, :-1])``, then
+    ``num_new`` steps, the first fed the prompt's last token (an empty prompt is refused by
+    name, so it fails on a one-token prompt)."""
     if not callable(fn):
         return fn
 
@@ -491,15 +505,17 @@ def _counting_calls(fn: Callable) -> Callable:
         finally:
             model.counting = False
         steps = model.steps
-        if steps != num_new - 1 and isinstance(got, torch.Tensor):
+        held_back = model.start_length == prompt.shape[1] - 1 and steps == num_new
+        if steps != num_new - 1 and not held_back and isinstance(got, torch.Tensor):
             right = _greedy(model, prompt, num_new)
             if got.shape == right.shape and torch.equal(got, right):
                 raise _LibraryUsed(
                     f"the tokens are right, but step was called {steps} times for "
                     f"{num_new} new tokens: start(prompt)'s logits give the first new token "
                     f"and the last one chosen is never fed back, so num_new - 1 = "
-                    f"{num_new - 1} calls of step" + (" (one step too many feeds a token "
-                    "whose logits nobody uses)." if steps > num_new - 1 else "."))
+                    f"{num_new - 1} calls of step" + (" (each extra step feeds the model a "
+                    "token it has already read, or the last token chosen, whose logits nobody "
+                    "uses)." if steps > num_new - 1 else "."))
         return got
 
     return wrapped
@@ -659,6 +675,10 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("divided by T", "a row of T tokens gives T - 1 targets, and the mean is over "
                 "every row too: divide the sum by B * (T - 1) (or take the mean).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.shape[1]),
+        Mistake("summed over positions", "you summed each row's losses over its positions and "
+                "averaged over the batch: the loss is the *mean* over every target, so a longer "
+                "window does not give a larger loss (and a larger gradient).",
+                gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum") / x.shape[0]),
         Mistake("summed", "the loss is the *mean* over every target, not the sum.",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum")),
         Mistake("softmax first", "F.cross_entropy takes logits and applies log-softmax itself: "

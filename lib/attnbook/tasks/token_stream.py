@@ -134,14 +134,18 @@ class KneserNey:
     a token that follows many contexts gets more of the backed-off mass than one that is frequent
     after a single context. The recursion ends at the uniform ``1 / V``; a context never seen
     passes its lower order's probability through unchanged. A context shorter than ``order - 1``
-    tokens (the first tokens of a window) starts at its own length.
+    tokens (the first tokens of a window) starts at its own length; with ``raw_at_start`` its
+    highest order then uses *raw* counts, as Kneser-Ney's highest order does (an ``n``-gram model
+    for a context of ``n - 1`` tokens), instead of the continuation counts built for backing off.
     """
 
-    def __init__(self, stream: torch.Tensor, vocab_size: int, order: int, discount: float = 0.75) -> None:
+    def __init__(self, stream: torch.Tensor, vocab_size: int, order: int, discount: float = 0.75,
+                 *, raw_at_start: bool = False) -> None:
         if order < 1 or not 0.0 < discount < 1.0:
             raise ValueError(f"order must be >= 1 and discount in (0, 1), got {order} and {discount}")
         tokens = stream.tolist()
         self.order, self.discount, self.vocab_size = order, discount, vocab_size
+        self.raw_at_start = raw_at_start
         grams: dict[int, dict[tuple, int]] = {order: {}}
         top = grams[order]
         for i in range(len(tokens) - order + 1):
@@ -160,18 +164,39 @@ class KneserNey:
             for g, c in table.items():
                 totals[g[:-1]] = totals.get(g[:-1], 0) + c
                 types[g[:-1]] = types.get(g[:-1], 0) + 1
+        # raw counts of the shorter n-grams, for a context cut short by the window's start
+        self.raw: dict[int, tuple[dict, dict, dict]] = {}
+        for n in range(1, order) if raw_at_start else ():
+            table: dict[tuple, int] = {}
+            for i in range(len(tokens) - n + 1):
+                g = tuple(tokens[i : i + n])
+                table[g] = table.get(g, 0) + 1
+            totals, types = {}, {}
+            for g, c in table.items():
+                totals[g[:-1]] = totals.get(g[:-1], 0) + c
+                types[g[:-1]] = types.get(g[:-1], 0) + 1
+            self.raw[n] = table, totals, types
+
+    def _tables(self, n: int, top: int) -> tuple[dict, dict, dict]:
+        """(n-gram counts, context totals, context types) for order ``n`` when ``top`` is the
+        highest order the context allows: raw counts at the top of a cut-short context."""
+        if n == top and n in self.raw:
+            return self.raw[n]
+        return self.grams[n], self.context_total[n], self.context_types[n]
 
     def prob(self, context: tuple[int, ...], token: int) -> float:
         """P(token | the last ``order - 1`` tokens of ``context``)."""
         context = tuple(context)[max(0, len(context) - (self.order - 1)):] if self.order > 1 else ()
         p = 1.0 / self.vocab_size
-        for n in range(1, len(context) + 2):
+        top = len(context) + 1
+        for n in range(1, top + 1):
             h = context[len(context) - (n - 1):] if n > 1 else ()
-            total = self.context_total[n].get(h, 0)
+            grams, totals, types = self._tables(n, top)
+            total = totals.get(h, 0)
             if total == 0:
                 continue
-            count = self.grams[n].get(h + (token,), 0)
-            p = max(count - self.discount, 0) / total + self.discount * self.context_types[n][h] / total * p
+            count = grams.get(h + (token,), 0)
+            p = max(count - self.discount, 0) / total + self.discount * types[h] / total * p
         return p
 
     def held_out_loss(self, stream: torch.Tensor, window: int) -> float:
@@ -198,13 +223,19 @@ class KneserNey:
     @functools.cached_property
     def _sorted_grams(self) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
         """order n -> (sorted keys of its n-grams, their counts, the counts' running sum)."""
-        out = {}
-        for n, table in self.grams.items():
-            grams = torch.tensor(list(table), dtype=torch.int64).reshape(len(table), n)
-            keys, order = (grams * self.vocab_size ** torch.arange(n - 1, -1, -1)).sum(-1).sort()
-            counts = torch.tensor(list(table.values()), dtype=torch.float64)[order]
-            out[n] = keys, counts, torch.cat([torch.zeros(1, dtype=torch.float64), counts.cumsum(0)])
-        return out
+        return {n: self._sort_table(table, n) for n, table in self.grams.items()}
+
+    @functools.cached_property
+    def _sorted_raw(self) -> dict[int, tuple[torch.Tensor, torch.Tensor, torch.Tensor]]:
+        """As ``_sorted_grams``, for the raw counts of ``raw_at_start``."""
+        return {n: self._sort_table(table, n) for n, (table, _, _) in self.raw.items()}
+
+    def _sort_table(self, table: dict[tuple, int], n: int
+                    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        grams = torch.tensor(list(table), dtype=torch.int64).reshape(len(table), n)
+        keys, order = (grams * self.vocab_size ** torch.arange(n - 1, -1, -1)).sum(-1).sort()
+        counts = torch.tensor(list(table.values()), dtype=torch.float64)[order]
+        return keys, counts, torch.cat([torch.zeros(1, dtype=torch.float64), counts.cumsum(0)])
 
     def next_token_probs(self, contexts: torch.Tensor) -> torch.Tensor:
         """``(B, V)`` float64: ``prob(row, w)`` for every row of ``contexts`` ``(B, T)`` and every
@@ -218,7 +249,8 @@ class KneserNey:
         k = min(contexts.shape[1], self.order - 1)
         p = torch.full((len(contexts), V), 1.0 / V, dtype=torch.float64)
         for n in range(1, k + 2):
-            keys, counts, cumulative = self._sorted_grams[n]
+            raw = n == k + 1 and n in self.raw  # the top of a cut-short context
+            keys, counts, cumulative = (self._sorted_raw if raw else self._sorted_grams)[n]
             h = contexts[:, contexts.shape[1] - n + 1:] if n > 1 else contexts[:, :0]  # (B, n-1)
             base = (h * V ** torch.arange(n - 2, -1, -1)).sum(-1) * V  # (B,)
             lo, hi = torch.searchsorted(keys, base), torch.searchsorted(keys, base + V)
@@ -233,13 +265,15 @@ class KneserNey:
 
 
 def fit_kneser_ney(train: torch.Tensor, vocab_size: int, order: int,
-                   grid: tuple[float, ...] = (0.6, 0.75, 0.9), window: int = 64
-                   ) -> tuple[KneserNey, float]:
+                   grid: tuple[float, ...] = (0.6, 0.75, 0.9), window: int = 64,
+                   *, raw_at_start: bool = False) -> tuple[KneserNey, float]:
     """Choose the discount on the last tenth of the *training* stream (counts from the first
     nine tenths, scored on its windows of ``window``), then count on all of it:
-    ``(model, discount)``. The held-out text is never used to tune."""
+    ``(model, discount)``. The held-out text is never used to tune. ``raw_at_start``: see
+    ``KneserNey``."""
     cut = len(train) * 9 // 10
-    losses = {d: KneserNey(train[:cut], vocab_size, order, d).held_out_loss(train[cut:], window)
+    losses = {d: KneserNey(train[:cut], vocab_size, order, d, raw_at_start=raw_at_start
+                           ).held_out_loss(train[cut:], window)
               for d in grid}
     best = min(losses, key=losses.get)
-    return KneserNey(train, vocab_size, order, best), best
+    return KneserNey(train, vocab_size, order, best, raw_at_start=raw_at_start), best
