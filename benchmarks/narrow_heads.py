@@ -2,6 +2,8 @@
 
 Usage (from the repository root):
 ``python benchmarks/narrow_heads.py [--heads 64 32] [--seeds 0 1] [--steps 2400] [--jobs 2]``
+``python benchmarks/narrow_heads.py --heads 64 --seeds 2 3 4 5 --steps 2400 --jobs 2 --add``
+(more seeds into the same results file: its six H = 64 seeds are exercise ex-ch04-heads's range)
 ``python benchmarks/narrow_heads.py --hidden 64 --heads 1 2 --seeds 0 1 --steps 3600 \
 --eval-every 600 --out lib/attnbook/results/mlp_readout.json`` (section 4.6's MLP read-outs)
 
@@ -71,15 +73,31 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--hidden", type=int, default=None, help="MLP read-outs of this width")
     p.add_argument("--out", default=str(common.RESULTS / "narrow_heads.json"))
+    p.add_argument("--add", action="store_true",
+                   help="keep the runs already in --out (a run of the same heads, seed and read-out "
+                        "is replaced) and add these; the file's command then names both")
     args = p.parse_args(argv)
     jobs = [(h, s, args.steps, args.eval_every, args.hidden) for h in args.heads for s in args.seeds]
     rows = common.run_jobs(run, jobs, args.jobs)
-    common.write_result(common.Path(args.out), {
-        "description": __doc__.splitlines()[0],
-        "machine": common.machine(args.jobs if args.jobs > 1 else None),
-        "runs": rows,
-    })
+    out = common.Path(args.out)
+    result = {"description": __doc__.splitlines()[0],
+              "machine": common.machine(args.jobs if args.jobs > 1 else None), "runs": rows}
+    if args.add and out.is_file():
+        result = merged(json.loads(out.read_text()), result, common.command_line())
+    common.write_result(out, result)
     return 0
+
+
+def merged(old: dict, new: dict, command: str) -> dict:
+    """``old``'s runs with ``new``'s added (the same heads, seed and read-out: ``new`` wins), sorted
+    by heads (most first), read-out and seed; the command names both runs."""
+    key = lambda r: (r["heads"], r["seed"], r.get("readout", "linear"))
+    runs = {key(r): {**r, "readout": r.get("readout", "linear")} for r in old["runs"]}
+    runs.update({key(r): r for r in new["runs"]})
+    order = sorted(runs, key=lambda k: (-k[0], k[2], k[1]))
+    machines = dict.fromkeys([old.get("machine"), new["machine"]])
+    return {"description": new["description"], "command": f"{old['command']}; then {command}",
+            "machine": "; ".join(m for m in machines if m), "runs": [runs[k] for k in order]}
 
 
 if __name__ == "__main__":

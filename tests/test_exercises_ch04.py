@@ -150,18 +150,60 @@ def test_heads_prediction_rejected(prediction, measured, diagnosis, capsys):
 
 
 def test_heads_range_keeps_its_margin():
-    """The range holds every recorded 600-step run with a margin, and is narrow enough that a
-    constant guessed from "about a third" or "about half" does not pass by luck."""
+    """The range holds every committed 600-step run (six seeds, results/narrow_heads.json) with a
+    margin, and is narrow enough that a constant guessed from "about a third" or "about half"
+    does not pass by luck."""
     from attnbook.results import load_result
     low, high = HEADS_RANGE
-    runs = (0.3539, 0.3939, 0.3401, 0.3993, 0.378, 0.3676)  # seeds 0-5, see the checker
-    committed = [r["both_right"]["600"] for r in load_result("narrow_heads.json")["runs"]
-                 if r["heads"] == 64]
-    assert committed and all(r in runs for r in committed)
+    committed = {r["seed"]: r["both_right"]["600"] for r in load_result("narrow_heads.json")["runs"]
+                 if r["heads"] == 64}
+    assert sorted(committed) == [0, 1, 2, 3, 4, 5]  # the six seeds the checker's comment quotes
+    runs = list(committed.values())
     spread = max(runs) - min(runs)
     assert min(runs) - low >= 0.6 * spread and high - max(runs) >= 0.6 * spread
     assert high - low <= 0.16  # the old (0.22, 0.52) let a third of all constants through
     assert low > 0.25 and high < 0.5
+
+
+def _tagger(num_heads, trained=True):
+    """The chapter's neighbours model; ``trained`` nudges its weights as a training step would."""
+    from attnbook.models.tagger import SelfAttentionTagger
+    model = SelfAttentionTagger(16, 64, num_heads, 12, positional="sinusoidal", num_outputs=2)
+    if trained:
+        with torch.no_grad():
+            model.readout.weight.add_(0.01)
+    return model
+
+
+@pytest.fixture
+def scored_037(monkeypatch):
+    """Every trained tagger scores 0.37 on the chapter's test set (no 600-step run in a test)."""
+    from attnbook.exercises import ch04
+    monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.37)
+
+
+@pytest.mark.parametrize(("measure", "diagnosis"), [
+    (lambda: 0.37, "no 64-head model trained"),  # a constant, nothing trained
+    (lambda: (_tagger(64, trained=False), 0.37)[1], "no 64-head model trained"),  # built only
+    (lambda: (_tagger(32), 0.37)[1], "no 64-head model trained"),  # 32 heads trained, not 64
+    (lambda: (_tagger(64), 0.40)[1], "not the trained model's score"),  # trained, number made up
+])
+def test_heads_measurement_needs_the_64_head_run(measure, diagnosis, scored_037, capsys):
+    result = check_heads_measurement(measure, prediction=0.5)
+    assert not result and result.diagnosis == diagnosis
+    assert capsys.readouterr().out.startswith("✗")
+
+
+def test_heads_measurement_passes_the_trained_models_score(scored_037):
+    assert check_heads_measurement(lambda: (_tagger(64), 0.37)[1], prediction=0.5)
+
+
+def test_heads_measurement_scores_on_the_chapters_test_set():
+    """The checker's own score is the chapter's interior_both_right: an untrained model names
+    letters about at random, far below the range."""
+    from attnbook.exercises.ch04 import _interior_score
+    torch.manual_seed(0)
+    assert 0.0 <= _interior_score(_tagger(64, trained=False)) < 0.05
 
 
 def cached_discards_extend(attn, x, cache):  # the mutable-cache habit: extend() "in place"
@@ -363,7 +405,7 @@ def test_square_mask_message_names_the_shape_not_the_library_call(capsys):
     assert "causal_mask(T, P + T)" not in out
 
 
-def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
+def test_heads_measurement_is_on_the_command_line(tmp_path, capsys, scored_037):
     """The predict-then-measure exercise runs from a .py file too: the file's measure_64_heads()
     is called only once a prediction is written."""
     from attnbook.exercises.__main__ import check_file
@@ -372,7 +414,7 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
 
     def measure():
         calls.append(1)
-        return 0.37
+        return (_tagger(64), 0.37)[1]  # a trained 64-head model whose score is 0.37 (scored_037)
 
     assert not check_heads_measurement(measure)  # no prediction: not done, nothing trained
     assert not check_heads_measurement(measure, prediction=37)  # a percentage, nothing trained
@@ -387,8 +429,12 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys):
     assert not check_heads_measurement(lambda: 1.0, prediction=0.9)  # H = 2 .. 32, not 64
     capsys.readouterr()
     answers = tmp_path / "answers.py"
-    answers.write_text("prediction_measure_64_heads = 0.4\n"
-                       "def measure_64_heads():\n    return 0.37\n")
+    answers.write_text("from attnbook.models.tagger import SelfAttentionTagger\n"
+                       "prediction_measure_64_heads = 0.4\n"
+                       "def measure_64_heads():\n"
+                       "    model = SelfAttentionTagger(16, 64, 64, 12, num_outputs=2)\n"
+                       "    model.readout.weight.data += 0.01  # stands for training\n"
+                       "    return 0.37\n")
     from attnbook.exercises import ch04
     saved = dict(ch04.EXERCISES)
     try:  # only this exercise: the others need their functions
