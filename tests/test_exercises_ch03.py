@@ -89,7 +89,26 @@ def sdpa_key_untransposed(q, k, v):
     return own_softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
 
 
+def sdpa_global_max(q, k, v):  # one maximum for the whole tensor: far-below rows underflow
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    e = (scores - scores.max()).exp()
+    return (e / e.sum(-1, keepdim=True)) @ v
+
+
+def sdpa_key_dot_t(q, k, v):  # key.T: reverses every dimension of a batched key
+    scores = q @ k.T / math.sqrt(q.shape[-1])
+    return own_softmax(scores, dim=-1) @ v
+
+
+def sdpa_key_dot_t_on_scores(q, k, v):  # .T applied after a batched product, shape mangled
+    scores = (k @ q.transpose(-2, -1)).T / math.sqrt(q.shape[-1])
+    return own_softmax(scores, dim=-1) @ v
+
+
 SDPA_WRONG = [
+    (sdpa_global_max, "global max subtracted"),
+    (sdpa_key_dot_t, "key.T"),
+    (sdpa_key_dot_t_on_scores, "key.T"),
     (sdpa(lambda q, k: 1.0), "unscaled"),
     (sdpa(dim=-2), "wrong axis"),
     (sdpa(lambda q, k: math.sqrt(q.shape[-2])), "scaled by length"),
@@ -256,7 +275,13 @@ def window_without_cache(t, s, w):  # the window right, but the cached keys bloc
     return (key <= position) & (key > position - w) & (key >= s - t)
 
 
+def window_from_query_index(t, s, w):  # causal limit at S - T + i, window from i
+    j = torch.arange(s)[None, :]
+    return (j <= s - t + torch.arange(t)[:, None]) & (j > torch.arange(t)[:, None] - w)
+
+
 WINDOW_MASK_WRONG = [
+    (window_from_query_index, "window from the query index"),
     (window_from_first_query, "window from the first query"),
     (window_without_cache, "cached keys hidden"),
     (lambda t, s, w: torch.ones(t, s, dtype=torch.bool).tril(s - t), "no window"),
@@ -401,6 +426,16 @@ def test_length_prediction_explains_each_side(prediction, side, capsys):
     assert check_length_prediction(prediction, 0.125)
     out = capsys.readouterr().out
     assert "(expected 11.3%–13.5%) ok" in out and f"is {side} the measured range" in out
+
+
+@pytest.mark.parametrize("prediction", [1 / 7, 0.14, 0.15])
+def test_length_prediction_of_a_guess_among_seven_is_answered(prediction, capsys):
+    """Predicting about 1/7 (guessing among the other 7 letters) gets its own explanation."""
+    assert check_length_prediction(prediction, 0.125)
+    out = capsys.readouterr().out
+    assert "guesses among the other 7 letters" in out and "does not guess" in out
+    check_length_prediction(0.9, 0.125)
+    assert "guesses among" not in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(("prediction", "measured", "diagnosis"), [

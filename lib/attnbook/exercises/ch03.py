@@ -7,6 +7,7 @@ Legend: B batch, T query length, S key length, Dk query/key width, Dv value widt
 """
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 from collections.abc import Callable
@@ -35,6 +36,72 @@ def _sdpa(q, k, v, divisor=None, dim=-1):
     return torch.softmax(scores, dim=dim) @ v
 
 
+def _sdpa_global_max(q, k, v):
+    """The softmax shifted by the largest score of the whole tensor, not of each row."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
+    e = (scores - scores.max()).exp()
+    return (e / e.sum(-1, keepdim=True)) @ v
+
+
+def _same_with_nan(got: torch.Tensor, wrong: torch.Tensor) -> bool:
+    return bool(torch.equal(got.isnan(), wrong.isnan())
+                and torch.allclose(got.nan_to_num(0.0), wrong.nan_to_num(0.0), atol=1e-4, rtol=1e-4))
+
+
+class _KeyTransposedAll:
+    """What the checker sees when the answer called ``key.T`` on a key of 3 or more dimensions."""
+
+    def __init__(self, error: object):
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"key.T on a batched key ({self.error})"
+
+
+def _key_t_named(fn: Callable) -> Callable:
+    """``fn``, but when it calls ``.T`` on a tensor of 3 or more dimensions (PyTorch warns) and
+    then raises or returns a wrongly shaped answer, the checker gets a ``_KeyTransposedAll``."""
+    import warnings
+
+    if not callable(fn):
+        return fn
+
+    @functools.wraps(fn)
+    def wrapped(query, key, value, *args, **kwargs):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                got = fn(query, key, value, *args, **kwargs)
+            except NotImplementedError:
+                raise
+            except Exception as err:  # noqa: BLE001 - named below when key.T caused it
+                if key.dim() >= 3 and (_warned_t(caught) or _uses_dot_t(fn)):
+                    return _KeyTransposedAll(f"{type(err).__name__}: {err}")
+                raise
+        for w in caught:  # let the reader still see their warnings
+            warnings.showwarning(w.message, w.category, w.filename, w.lineno)
+        wrong_shape = not isinstance(got, torch.Tensor) or got.shape != (*query.shape[:-1], value.shape[-1])
+        if key.dim() >= 3 and _warned_t(caught) and wrong_shape:
+            return _KeyTransposedAll(f"output shape {getattr(got, 'shape', None)}")
+        return got
+
+    return wrapped
+
+
+def _warned_t(caught) -> bool:
+    return any("x.T" in str(w.message) for w in caught)
+
+
+def _uses_dot_t(fn: Callable) -> bool:
+    import inspect
+    import re
+    try:
+        source = inspect.getsource(getattr(fn, "__wrapped__", fn))
+    except (OSError, TypeError):
+        return False
+    return re.search(r"\.T\b", source) is not None
+
+
 SDPA_MISTAKES = [
     Mistake("unscaled", "the scores look unscaled: divide Q Kᵀ by √d_k.", gives=lambda q, k, v: _sdpa(q, k, v, 1.0)),
     Mistake("wrong axis", "the softmax runs over the wrong axis: each query's weights over the keys must sum "
@@ -49,6 +116,16 @@ SDPA_MISTAKES = [
             gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
     Mistake("multiplied by √d_k", "you multiplied the scores by √d_k: divide by it, to bring their "
             "variance back to 1.", gives=lambda q, k, v: _sdpa(q, k, v, 1 / math.sqrt(q.shape[-1]))),
+    Mistake("key.T", "`key.T` reverses ALL the dimensions of a tensor: a (B, S, Dk) key becomes (Dk, S, B), "
+            "not (B, Dk, S). Swap only the last two: key.mT or key.transpose(-2, -1).",
+            when=lambda args, got: isinstance(got, _KeyTransposedAll)),
+    Mistake("global max subtracted", "your output holds nan where some rows' scores are far below the "
+            "largest score of the whole tensor: you subtracted ONE maximum for everything, so every "
+            "exponential of such a row underflows to 0 and 0 / 0 is nan. Subtract each row's own "
+            "largest score (amax over the last dimension, keepdim=True).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _sdpa(*args).shape
+            and _same_with_nan(got, _sdpa_global_max(*args))
+            and not bool(torch.isfinite(got).all())),
     Mistake("softmax overflowed", "your output holds inf or nan where the scores are large: exp of a "
             "score above about 88 is inf in float32, and inf / inf is nan. Subtract each row's largest "
             "score before the exponential; the weights do not change.",
@@ -74,7 +151,8 @@ def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
             hint="scores = Q Kᵀ / √d_k with d_k = query.shape[-1]; softmax over the keys (the last "
                  "dimension of the scores); then weights @ V.",
         ))
-    return run_cases("scaled dot-product attention", _without_softmax(fn), cases, SDPA_MISTAKES)
+    return run_cases("scaled dot-product attention", _key_t_named(_without_softmax(fn)), cases,
+                     SDPA_MISTAKES)
 
 
 class _LibrarySoftmax(RuntimeError):
@@ -283,6 +361,11 @@ WINDOW_MASK_MISTAKES = [
             "per key, cached ones included.",
             when=lambda args, got: isinstance(got, torch.Tensor) and args[0] != args[1]
             and got.shape[-1] != args[1]),
+    Mistake("window from the query index", "your window counts back from the query's index i, but the "
+            "query sits at position S - T + i (your causal limit already uses that): keep keys "
+            "position - window < j <= position, with position = S - T + i for both limits.",
+            gives=lambda t, s, w: _window_mask(t, s, s)
+            & (torch.arange(s)[None, :] > torch.arange(t)[:, None] - w)),
     Mistake("no window", "that is the plain causal mask: each query may see only the last `window` "
             "positions, itself included (keys position - window < j <= position).",
             gives=lambda t, s, w: _window_mask(t, s, s)),
@@ -327,7 +410,7 @@ def check_window_causal_mask(fn: Callable) -> CheckResult:
              (t, s, w), _window_mask(t, s, w),
              hint="query i is position S - T + i; it may attend to keys j with "
                   "position - window < j <= position (itself included).")
-        for t, s, w in ((3, 3, 3), (2, 5, 3), (1, 5, 3), (1, 1, 1), (4, 6, 1), (5, 7, 3), (3, 4, 10),
+        for t, s, w in ((3, 3, 3), (4, 9, 2), (2, 5, 3), (1, 5, 3), (1, 1, 1), (4, 6, 1), (5, 7, 3), (3, 4, 10),
                         (6, 6, 2))
     ]
     return run_cases("sliding-window causal mask", _without_library_masks(fn), cases, WINDOW_MASK_MISTAKES)
@@ -544,7 +627,20 @@ LENGTH_OUTCOME = Outcome(
 
 def check_length_prediction(prediction: object, measured: object) -> CheckResult:
     """The reader's predicted accuracy on length 8, then a measured one (a fraction)."""
+    guess = prediction.item() if isinstance(prediction, torch.Tensor) and prediction.numel() == 1 else prediction
+    if (isinstance(guess, (int, float)) and not isinstance(guess, bool)
+            and NO_POSITIONS_RANGE[0] <= guess <= NO_POSITIONS_RANGE[1]):
+        return check_prediction(dataclasses.replace(LENGTH_OUTCOME, above=_GUESSING_PREDICTED),
+                                prediction, measured)
     return check_prediction(LENGTH_OUTCOME, prediction, measured)
+
+
+_GUESSING_PREDICTED = (
+    "About 1/7 is what a model that guesses among the other 7 letters scores (the model without "
+    "positions, which at length 8 does exactly that). The sinusoidal model does not guess: it keeps "
+    "the rule it learned at length 10, position i looks at position 9 - i, and at length 8 that is "
+    "the mirror only for position 0 (whose 9 is clamped to the last key, 7): 1 of 8, a little "
+    "below 1/7.")
 
 
 # --- exercise 4 in full: per-position accuracy, then the prediction ------------------------------
