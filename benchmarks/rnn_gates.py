@@ -1,5 +1,5 @@
 """Chapter 1's gates experiment, tuned: a plain RNN and a GRU recalling the first of S random
-symbols, each at four learning rates, five seeds.
+symbols, each at five learning rates, five seeds.
 
 Usage: ``python benchmarks/rnn_gates.py [--jobs 2]`` (writes
 ``lib/attnbook/results/rnn_gates.json``, which the chapter reads), or
@@ -9,7 +9,9 @@ The task, model and training are the chapter's ``remember_first`` exactly (8 sym
 embeddings of 16, batches of 64, 300 steps of Adam, gradients clipped to norm 1; the seed fixes
 the initial weights and the batches; accuracy on 1,000 fresh sequences). What varies: the
 network (``nn.RNN`` of width 32, ``nn.GRU`` of width 32, ``nn.RNN`` of width 61, which has as
-many recurrent parameters as the GRU), the learning rate (1e-3, 3e-3, 1e-2, 3e-2) and the length S
+many recurrent parameters as the GRU, and ``nn.RNN`` of width 32 whose recurrent matrix U starts
+orthogonal, so that U alone neither shrinks nor stretches the state), the learning rate (1e-3,
+3e-3, 1e-2, 3e-2, 1e-1) and the length S
 (10, 15, 20, 30). Each run also records the gradient reach at the task's distance,
 ``||dh_S / dh_1||`` (matrix 2-norm, median over 16 random sequences), at the initial weights
 and after training. CPU, one thread per run.
@@ -23,8 +25,9 @@ from torch import nn
 
 import common
 
-NETWORKS = {"plain RNN": (nn.RNN, 32), "GRU": (nn.GRU, 32), "plain RNN, width 61": (nn.RNN, 61)}
-LRS = (1e-3, 3e-3, 1e-2, 3e-2)
+NETWORKS = {"plain RNN": (nn.RNN, 32), "GRU": (nn.GRU, 32), "plain RNN, width 61": (nn.RNN, 61),
+            "plain RNN, orthogonal start": (nn.RNN, 32)}
+LRS = (1e-3, 3e-3, 1e-2, 3e-2, 1e-1)
 LENGTHS = (10, 15, 20, 30)
 SEEDS = (0, 1, 2, 3, 4)
 SOLVED = 0.9  # a run solves the task when it recalls at least 90%
@@ -57,6 +60,8 @@ def run_one(network: str, lr: float, length: int, seed: int, steps: int) -> dict
     embed = nn.Embedding(symbols, 16)
     rnn = recurrent(16, width, batch_first=True)
     readout = nn.Linear(width, symbols)
+    if network.endswith("orthogonal start"):  # U starts orthogonal: no shrinking from U itself
+        nn.init.orthogonal_(rnn.weight_hh_l0)
     reach_before = gradient_reach(embed, rnn, length)
     params = [*embed.parameters(), *rnn.parameters(), *readout.parameters()]
     optimizer = torch.optim.Adam(params, lr=lr)
@@ -121,7 +126,7 @@ def main() -> None:
     if out is not None:
         common.write_result(out, {
             "description": "Chapter 1: recalling the first of S random symbols (8 symbols), "
-                           "plain RNN and GRU, learning rates 1e-3/3e-3/1e-2/3e-2, 5 seeds, "
+                           "plain RNN and GRU, learning rates 1e-3/3e-3/1e-2/3e-2/1e-1, 5 seeds, "
                            f"{steps} steps; a run solves the task at >= 90% recall; written by "
                            "benchmarks/rnn_gates.py",
             "networks": {n: {"kind": NETWORKS[n][0].__name__, "width": NETWORKS[n][1]}

@@ -431,3 +431,62 @@ def test_measure_swapped_context_swaps_contexts():
         assert partial["ceiling"] == measured["ceiling"] > 0
     with pytest.raises(ValueError, match="part"):
         measure_swapped_context(model, pairs, src_vocab, tgt_vocab, part="hidden")
+
+
+# --- predict, then measure: what C holds of a 10-letter word ------------------------------------
+from attnbook.exercises.ch01 import check_probe_middle, measure_probe  # noqa: E402
+
+PROBED = {"accuracy": [1.0, 0.96, 0.83, 0.72, 0.62, 0.59, 0.67, 0.72, 0.91, 0.99],
+          "majority": [0.12, 0.14, 0.10, 0.13, 0.15, 0.10, 0.11, 0.20, 0.19, 0.23]}  # the chapter's model
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (0.59, True, ""), (0.5, True, ""), (0.68, True, ""),
+    (1.0, False, "too optimistic"), (0.9, False, "too optimistic"), (0.7, False, "too optimistic"),
+    (0.12, False, "too pessimistic"), (0.3, False, "too pessimistic"), (0.0, False, "too pessimistic"),
+    (59, False, "percent"), ("0.6", False, "not a number"), (True, False, "not a number"),
+])
+def test_probe_middle_prediction(predicted, passed, diagnosis, capsys):
+    result = check_probe_middle(predicted, lambda: {k: list(v) for k, v in PROBED.items()})
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("measured", [
+    {"accuracy": [1.0] * 10, "majority": PROBED["majority"]},  # a probe scored on its training words
+    {"accuracy": [0.16, 0.26, 0.21, 0.25, 0.35, 0.49, 0.72, 0.88, 0.96, 1.0],
+     "majority": PROBED["majority"]},  # an untrained one-directional encoder
+    {"accuracy": PROBED["accuracy"][:8], "majority": PROBED["majority"][:8]},  # 8-letter words
+    {"accuracy": PROBED["accuracy"]},  # no majority floor
+    0.59,  # not the dict the measurement returns
+])
+def test_probe_middle_rejects_a_wrong_measurement(measured, capsys):
+    result = check_probe_middle(0.59, lambda: measured)
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_probe_middle_not_done(capsys):
+    assert not check_probe_middle(None, lambda: dict(PROBED))
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_measure_probe_reads_letters_a_context_holds():
+    """A context that is the word's own one-hot letters gives a perfect probe; majority is a floor."""
+    src_vocab, tgt_vocab = Vocab("abcd"), Vocab(["A"])
+
+    class OneHotEncoder(torch.nn.Module):  # C = the one-hot letters of the word, flattened
+        def forward(self, src, src_lengths):
+            return None, torch.nn.functional.one_hot(src, len(src_vocab)).flatten(1).float()
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.dummy = OneHotEncoder(), torch.nn.Linear(1, 1)
+
+    words = ["".join(w) for w in __import__("itertools").product("abcd", repeat=3)]
+    pairs = [(w, ["A"]) for w in words]
+    measured = measure_probe(Model(), pairs, pairs[1::3], src_vocab, tgt_vocab, length=3)
+    assert measured["accuracy"] == pytest.approx([1.0, 1.0, 1.0])
+    assert all(0 < m < 1 for m in measured["majority"])
+    with pytest.raises(ValueError, match="4 letters"):
+        measure_probe(Model(), pairs, pairs, src_vocab, tgt_vocab, length=4)

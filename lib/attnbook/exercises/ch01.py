@@ -1,9 +1,11 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
-``check_swapped_context`` is a predict-then-measure exercise: the reader predicts the PER of the
+``check_swapped_context`` and ``check_probe_middle`` are predict-then-measure exercises. In the
+first, the reader predicts the PER of the
 trained model when each word keeps its own start state but reads another word's context C at every
 step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
-the gap to the prediction.
+the gap to the prediction. In the second, the reader predicts how well a linear probe
+(``measure_probe``) reads the worst-kept letter of a 10-letter word from the frozen C.
 
 Expected answers come from the library (``attnbook.metrics.edit_distance``,
 ``attnbook.decoding.greedy_decode``) or are built by hand (``sample_decode``); each checker also lists the known
@@ -654,6 +656,104 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                        "nearly does, but not quite: " + meaning, "all the way")
     return _finish(name, False, "you expected more errors than even a perfect copy of the donor word would "
                    "make: " + meaning, "above the ceiling")
+
+
+# --- predict, then measure: what C still holds of a 10-letter word ----------------------------
+
+PROBE_LENGTH = 10  # the word length the exercise asks about (the chapter prints 4, 8 and 12)
+PROBE_RANGE = (0.35, 0.85)  # lowest probe accuracy over the positions of 10-letter words, on
+# Chapter 1's 1,200-step model (benchmarks/rnn_bottleneck.py: 59% on its seed-0 bidirectional model)
+PROBE_TOLERANCE = 0.10  # a prediction this close to the measurement passes
+
+
+def _ridge_probe(x: torch.Tensor, targets: torch.Tensor, classes: int, l2: float = 1.0) -> torch.Tensor:
+    """A linear probe fitted by least squares in closed form: ``x (N, F)`` with a bias column to
+    the one-hot ``targets (N, P)`` of P positions at once; returns the weights ``(F + 1, P * classes)``."""
+    x = torch.cat([x, torch.ones(len(x), 1)], dim=1).double()  # (N, F + 1)
+    y = torch.nn.functional.one_hot(targets, classes).flatten(1).double()  # (N, P * classes)
+    gram = x.T @ x + l2 * torch.eye(x.shape[1], dtype=x.dtype)
+    return torch.linalg.solve(gram, x.T @ y)  # (F + 1, P * classes)
+
+
+@torch.no_grad()
+def _contexts(model: RNNSeq2Seq, words: list[str], src_vocab: Vocab, tgt_vocab: Vocab) -> torch.Tensor:
+    device = next(model.parameters()).device
+    out = []
+    for k in range(0, len(words), 1024):
+        batch = make_batch([(w, ()) for w in words[k:k + 1024]], src_vocab, tgt_vocab).to(device)
+        out.append(model.encoder(batch.src, batch.src_lengths)[1].cpu())  # (B, 2He)
+    return torch.cat(out)
+
+
+def measure_probe(model: RNNSeq2Seq, train_pairs: list, test_pairs: list, src_vocab: Vocab,
+                  tgt_vocab: Vocab, length: int = PROBE_LENGTH) -> dict[str, list[float]]:
+    """For the words of ``length`` letters: the accuracy of a linear probe that reads the letter at
+    each position k (``accuracy``, k = 1..length) from ``model``'s frozen context C (standardised),
+    fitted by least squares on ``train_pairs`` and scored on ``test_pairs``; and (``majority``)
+    the accuracy of always guessing the most common training letter at k."""
+    model.eval()
+    train = [w for w, _ in train_pairs if len(w) == length]
+    test = [w for w, _ in test_pairs if len(w) == length]
+    if not train or not test:
+        raise ValueError(f"no words of {length} letters to fit or to score the probe")
+    x_train, x_test = _contexts(model, train, src_vocab, tgt_vocab), _contexts(model, test, src_vocab, tgt_vocab)
+    mean, std = x_train.mean(0), x_train.std(0) + 1e-6
+    x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
+    y_train = torch.tensor([src_vocab.encode(list(w)) for w in train])  # (N, length)
+    y_test = torch.tensor([src_vocab.encode(list(w)) for w in test])
+    weights = _ridge_probe(x_train, y_train, len(src_vocab))
+    scores = torch.cat([x_test, torch.ones(len(x_test), 1)], dim=1).double() @ weights
+    guess = scores.view(len(test), length, len(src_vocab)).argmax(-1)  # (N_test, length)
+    accuracy = (guess == y_test).double().mean(0).tolist()
+    common = torch.stack([torch.bincount(y_train[:, k], minlength=len(src_vocab)).argmax()
+                          for k in range(length)])
+    majority = (y_test == common).double().mean(0).tolist()
+    return {"accuracy": accuracy, "majority": majority}
+
+
+def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
+    """Compare the reader's predicted lowest probe accuracy (a fraction) over the positions of
+    10-letter words with ``measure()`` (``measure_probe`` on the chapter's model), and explain."""
+    name = "what C holds of a 10-letter word"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_lowest, then run the cell.")
+    if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
+        return _finish(name, False, f"predicted_lowest must be a number (a fraction such as 0.5), got "
+                       f"{type(predicted).__name__}.", "not a number")
+    if 1.5 < predicted <= 150:
+        return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
+                       f"(use {predicted / 100:g}).", "percent")
+    measured = measure()
+    accuracy = measured.get("accuracy") if isinstance(measured, dict) else None
+    majority = measured.get("majority") if isinstance(measured, dict) else None
+    if (not isinstance(accuracy, list) or not isinstance(majority, list)
+            or len(accuracy) != PROBE_LENGTH or len(majority) != PROBE_LENGTH):
+        return _finish(name, False, "run the measurement as given: measure_probe(...) on words of "
+                       f"{PROBE_LENGTH} letters returns a dict with 'accuracy' and 'majority', one value "
+                       "per position.", "measurement")
+    lowest = min(accuracy)
+    where = accuracy.index(lowest) + 1
+    low, high = PROBE_RANGE
+    if not (low <= lowest <= high and min(accuracy[0], accuracy[-1]) >= 0.9):
+        return _finish(name, False, f"the measurement (lowest {_percent(lowest)}, first letter "
+                       f"{_percent(accuracy[0])}, last {_percent(accuracy[-1])}) is not what this chapter's "
+                       f"trained model gives (lowest expected {_percent(low)}-{_percent(high)}, both ends "
+                       "above 90%): run it on the trained model, as given.", "measurement")
+    print("   position k:  " + " ".join(f"{k:>4}" for k in range(1, PROBE_LENGTH + 1)))
+    print("   probe:       " + " ".join(f"{a:4.0%}" for a in accuracy))
+    print("   most common: " + " ".join(f"{m:4.0%}" for m in majority))
+    meaning = (f"the first and last letters come back {_percent(accuracy[0])} and {_percent(accuracy[-1])} "
+               f"of the time, the letter at position {where} only {_percent(lowest)} (compare the 8- and "
+               "12-letter curves of the benchmark). 256 numbers hold a 10-letter word with a hole in its "
+               "middle (a linear probe is a lower bound on what C holds, but the decoder too must get "
+               "the middle from C alone).")
+    if abs(predicted - lowest) <= PROBE_TOLERANCE:
+        return _finish(name, True, f"your prediction is within {100 * PROBE_TOLERANCE:.0f} points of the "
+                       "measurement: " + meaning)
+    if predicted > lowest:
+        return _finish(name, False, "you expected C to hold the middle of the word better than it does: "
+                       + meaning, "too optimistic")
+    return _finish(name, False, "C holds more of the middle than you expected: " + meaning, "too pessimistic")
 
 
 EXERCISES = {

@@ -1,0 +1,49 @@
+"""Chapter 1's bottleneck benchmark runs (smoke mode), resumes, and its committed results hold what
+the chapter reads: the count table's curves and, per encoder, a probe for every length and position."""
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from attnbook.results import load_result
+
+ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = str(ROOT / "benchmarks" / "rnn_bottleneck.py")
+BUCKETS = ["1-4", "5-6", "7-8", "9-10", "11-12", "13+"]
+
+
+def test_smoke_run_then_resume(tmp_path):
+    first = subprocess.run([sys.executable, SCRIPT, "--smoke"], check=True, capture_output=True,
+                           text=True, timeout=600)
+    rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
+    assert [r["encoder"] for r in rows] == ["count table", "bidirectional", "one-directional",
+                                            "one-directional, reversed"]
+    for r in rows[1:]:
+        for table in (r["probe"], r["probe_untrained"]):
+            for L, row in table.items():
+                assert len(row["by_k"]) == int(L)
+                assert all(0 <= c["probe"] <= 1 and 0 <= c["majority"] <= 1 for c in row["by_k"])
+    log = tmp_path / "first.log"
+    log.write_text(first.stdout)
+    out = tmp_path / "merged.json"
+    again = subprocess.run([sys.executable, SCRIPT, "--smoke", "--resume", str(log), "--out", str(out)],
+                           check=True, capture_output=True, text=True, timeout=300)
+    assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing re-run
+    merged = json.loads(out.read_text())
+    assert merged["count_table"] == rows[0] and merged["runs"] == rows[1:]
+
+
+def test_committed_results_hold_what_the_chapter_reads():
+    result = load_result("rnn_bottleneck.json")
+    table = result["count_table"]
+    recipes = load_result("g2p_transformer_recipes.json")["count_table"]["letter window"]
+    assert table["test_wer"] == recipes["test_wer"]  # the same table, fitted again
+    assert list(table["by_length"]) == BUCKETS and len(table["thirds"]["errors"]) == 3
+    assert {r["encoder"] for r in result["runs"]} == {"bidirectional", "one-directional",
+                                                      "one-directional, reversed"}
+    for run in result["runs"]:
+        assert run["steps"] == 1200 and list(run["by_length"]) == BUCKETS
+        for key in ("probe", "probe_untrained"):
+            assert list(run[key]) == [str(L) for L in result["probe_lengths"]]
+            for L, row in run[key].items():
+                assert len(row["by_k"]) == int(L) and row["train_words"] > 0 and row["test_words"] > 0
