@@ -34,7 +34,17 @@ sqrt(Ds) (Ds = 128, the decoder state's width), each trained on single words wit
 360-step recipe, for seeds 0, 1 and 2 (the same initial weights and batches for both scores
 within a seed), scored by test WER and PER, the mean largest weight ("sharpness") and the mean
 spread of the scores over a word's letters on every 12th test word:
-``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes).
+``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes). Its additive
+seeds are the --baselines run's (the same model, recipe and seeds): ``--scores --resume
+lib/attnbook/results/bahdanau_scores.log`` reads them from the rows appended to that log.
+
+``--baselines`` runs §2.7's test of the learned alignment instead and writes
+``lib/attnbook/results/bahdanau_baselines.json``: with the chapter's 360-step recipe on single words,
+seeds 0, 1 and 2, Chapter 1's model ("none"), the attention decoder with uniform weights 1/S trained
+that way ("uniform"), with a parameter-free fixed diagonal band ("band": step i looks at letter
+i * r, r the training words' phonemes per letter, Gaussian sigma 1 letter) trained that way, and with
+learned additive weights ("additive"); test WER, PER and WER by word length:
+``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (about 20 CPU-minutes).
 """
 from __future__ import annotations
 
