@@ -44,7 +44,7 @@ seeds 0, 1 and 2, Chapter 1's model ("none"), the attention decoder with uniform
 that way ("uniform"), with a parameter-free fixed diagonal band ("band": step i looks at letter
 i * r, r the training words' phonemes per letter, Gaussian sigma 1 letter) trained that way, and with
 learned additive weights ("additive"); test WER, PER and WER by word length:
-``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (about 20 CPU-minutes).
+``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (twelve runs of one to two CPU-minutes each).
 """
 from __future__ import annotations
 
