@@ -34,7 +34,17 @@ sqrt(Ds) (Ds = 128, the decoder state's width), each trained on single words wit
 360-step recipe, for seeds 0, 1 and 2 (the same initial weights and batches for both scores
 within a seed), scored by test WER and PER, the mean largest weight ("sharpness") and the mean
 spread of the scores over a word's letters on every 12th test word:
-``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes).
+``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes). Its additive
+seeds are the --baselines run's (the same model, recipe and seeds): ``--scores --resume
+lib/attnbook/results/bahdanau_scores.log`` reads them from the rows appended to that log.
+
+``--baselines`` runs §2.7's test of the learned alignment instead and writes
+``lib/attnbook/results/bahdanau_baselines.json``: with the chapter's 360-step recipe on single words,
+seeds 0, 1 and 2, Chapter 1's model ("none"), the attention decoder with uniform weights 1/S trained
+that way ("uniform"), with a parameter-free fixed diagonal band ("band": step i looks at letter
+i * r, r the training words' phonemes per letter, Gaussian sigma 1 letter) trained that way, and with
+learned additive weights ("additive"); test WER, PER and WER by word length:
+``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (twelve runs of one to two CPU-minutes each).
 """
 from __future__ import annotations
 
@@ -199,7 +209,9 @@ def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, eve
                progress=False)
 
 
-SCORE_KINDS = ("bilinear", "scaled_bilinear")
+SCORE_KINDS = ("additive", "bilinear", "scaled_bilinear")
+BASELINE_KINDS = ("none", "uniform", "band", "additive")  # --baselines: what learned alignment must beat
+BAND_SIGMA = 1.0  # the fixed band's width, in letters
 SCORE_STEPS = 360  # Chapter 2's in-page recipe (batch 128)
 
 
@@ -219,6 +231,57 @@ def scaled_bilinear_model(src_size: int, tgt_size: int, smoke: bool):
     new = ScaledBilinearScore(query_dim=old.query_dim, key_dim=old.key_dim)
     new.load_state_dict(old.state_dict())
     model.decoder.score = new
+    return model
+
+
+class UniformScore(torch.nn.Module):
+    """A parameter-free stand-in score: zeros, so every real letter gets weight 1/S at every step."""
+
+    def prepare(self, keys: torch.Tensor) -> torch.Tensor:
+        return keys
+
+    def score(self, query: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        return query.new_zeros(query.shape[0], query.shape[1], prepared.shape[1])  # (B, T, S)
+
+
+class BandScore(torch.nn.Module):
+    """A parameter-free fixed diagonal band: output step i (from 0) looks at letter i * ratio.
+
+    Scores -(j - i * ratio)^2 / (2 sigma^2): after the softmax, a Gaussian of width sigma letters
+    around the centre (renormalised over the word's real letters). ``ratio`` is the training
+    words' phonemes per letter, so the band runs down the average diagonal. The step counter is
+    reset by ``prepare`` (called once per batch by the decoder's ``start``) and advanced by every
+    ``score`` call: a benchmark-only stand-in, valid because the decoder scores once per step.
+    """
+
+    def __init__(self, ratio: float, sigma: float) -> None:
+        super().__init__()
+        self.ratio, self.sigma, self.t = ratio, sigma, 0
+
+    def prepare(self, keys: torch.Tensor) -> torch.Tensor:
+        self.t = 0
+        return keys
+
+    def score(self, query: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
+        j = torch.arange(prepared.shape[1], dtype=query.dtype, device=query.device)  # (S,)
+        e = -((j - self.t * self.ratio) ** 2) / (2 * self.sigma**2)
+        self.t += 1
+        return e.expand(query.shape[0], query.shape[1], -1).clone()  # (B, T, S)
+
+
+def baseline_model(kind: str, data, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
+    """One of --baselines' models; all but "additive" have Chapter 1's 364,971 parameters."""
+    small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+    if kind == "none":
+        return RNNSeq2Seq(RNNSeq2SeqConfig(src_size, tgt_size, **small))
+    model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, **small))
+    if kind == "uniform":
+        model.decoder.score = UniformScore()
+    elif kind == "band":
+        ratio = sum(len(p) for _, p in data.train) / sum(len(w) for w, _ in data.train)
+        model.decoder.score = BandScore(ratio, BAND_SIGMA)
+    elif kind != "additive":
+        raise ValueError(f"unknown baseline {kind!r}; known: {BASELINE_KINDS}")
     return model
 
 
@@ -254,16 +317,21 @@ def run_score(kind: str, seed: int, smoke: bool) -> dict:
         small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
         model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(len(src_vocab), len(tgt_vocab), score="bilinear",
                                                               **small))
-    else:
+    elif kind == "scaled_bilinear":
         model = scaled_bilinear_model(len(src_vocab), len(tgt_vocab), smoke)
+    else:
+        model = baseline_model(kind, data, len(src_vocab), len(tgt_vocab), smoke)
     steps = 4 if smoke else SCORE_STEPS
     recipe = G2PRecipe(steps=steps, seed=seed)
     seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, progress=False),
                                     torch.device("cpu"))
     test = data.test[:40] if smoke else data.test
     r = evaluate_g2p(model, test, src_vocab, tgt_vocab)
-    row = {"score": kind, "seed": seed, "steps": steps, "test_wer": round(r.wer, 4), "test_per": round(r.per, 4),
-           **score_stats(model, data.test[::12][:20 if smoke else None], src_vocab, tgt_vocab),
+    learned = kind in ("additive", "bilinear", "scaled_bilinear")
+    stats = score_stats(model, data.test[::12][:20 if smoke else None], src_vocab, tgt_vocab) if learned else {}
+    row = {"score": kind, "seed": seed, "steps": steps, "parameters": count_parameters(model),
+           "test_wer": round(r.wer, 4), "test_per": round(r.per, 4),
+           "test_wer_by_length": {k: round(v, 4) for k, v in r.wer_by_length.items()}, **stats,
            "final_loss": round(statistics.mean(history.losses[-50:]), 4), "train_seconds": round(seconds, 1),
            "load_average": os.getloadavg()[0]}
     print(json.dumps(row), flush=True)
@@ -287,6 +355,36 @@ def scores_main(args) -> None:
         "machine": common.machine(args.jobs), "conditions": args.conditions,
         "setup": {"steps": rows[0]["steps"], "batch_size": G2PRecipe().batch_size, "lr": G2PRecipe().lr,
                   "seeds": list(seeds), "stats_words": "every 12th test word"},
+        "runs": rows,
+    })
+
+
+def baselines_main(args) -> None:
+    """--baselines: no attention, uniform weights, a fixed band and learned additive weights, 3 seeds."""
+    done = {(r["score"], r["seed"]): r for r in common.log_rows(args.resume) if "score" in r}
+    seeds = SEEDS[:2] if args.smoke else SEEDS
+    # the baselines first, seed 0's additive and no-attention models (the chapter's own) last
+    order = [(k, s) for s in seeds[1:] for k in ("band", "uniform", "additive")]
+    order = [("band", seeds[0]), ("uniform", seeds[0])] + order + [("none", s) for s in seeds[1:]]
+    order += [("none", seeds[0]), ("additive", seeds[0])]
+    todo = [(k, s) for k, s in order if (k, s) not in done]
+    for r in common.run_jobs(run_score, [(k, s, args.smoke) for k, s in todo], args.jobs):
+        done[(r["score"], r["seed"])] = r
+    rows = [done[(k, s)] for k in BASELINE_KINDS for s in seeds]
+    out = args.out if args.out is not None else (None if args.smoke else common.RESULTS / "bahdanau_baselines.json")
+    if out is None:
+        return
+    common.write_result(out, {
+        "description": "Chapter 2, section 2.7: what learning the alignment adds. Chapter 2's 360-step recipe on "
+                       "single words, seeds 0-2, the same initial weights and batches within a seed: no attention "
+                       "(Chapter 1's model); the attention decoder with uniform weights 1/S, trained that way; "
+                       "with a fixed diagonal band (step i looks at letter i * phonemes-per-letter, Gaussian "
+                       f"sigma {BAND_SIGMA} letter, no parameters), trained that way; with learned additive weights. "
+                       "Written by benchmarks/bahdanau_length.py --baselines",
+        "command": f"python benchmarks/bahdanau_length.py --baselines --jobs {args.jobs}",
+        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "setup": {"steps": rows[0]["steps"], "batch_size": G2PRecipe().batch_size, "lr": G2PRecipe().lr,
+                  "seeds": list(seeds), "band_sigma": BAND_SIGMA},
         "runs": rows,
     })
 
@@ -362,11 +460,17 @@ def main() -> None:
                         help="comma-separated steps: also score one no-attention run (seed 0) at each")
     parser.add_argument("--scores", action="store_true",
                         help="instead: section 2.8's bilinear vs scaled bilinear, three seeds (bahdanau_scores.json)")
+    parser.add_argument("--baselines", action="store_true",
+                        help="instead: section 2.7's no-attention, uniform, band and additive models, three seeds "
+                             "(bahdanau_baselines.json)")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
     if args.scores:
         scores_main(args)
+        return
+    if args.baselines:
+        baselines_main(args)
         return
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
     done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume) if "steps" in row}

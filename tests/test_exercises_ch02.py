@@ -501,8 +501,63 @@ def test_uniform_prediction_rejects_a_wrong_measurement(measured, capsys):
     assert not result and result.diagnosis == "measurement"
 
 
-def test_uniform_prediction_is_on_the_command_line():
-    assert EXERCISES["uniform_attention_wers"] is check_uniform_prediction
+def test_uniform_prediction_is_kept_but_off_the_command_line():
+    assert check_uniform_prediction not in EXERCISES.values()
+
+
+# --- a decoder trained with uniform weights: the chapter's predict-then-measure edition ----------
+from attnbook.exercises.ch02 import (  # noqa: E402
+    baseline_wers, check_trained_uniform_prediction, _trained_uniform_outcome,
+)
+
+TRAINED_MEASURED = {"none": [0.617, 0.612, 0.625], "uniform": [0.618, 0.620, 0.611],
+                    "band": [0.528, 0.530, 0.525], "additive": [0.496, 0.50, 0.49]}
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    ("b", True, ""), (" B ", True, ""),
+    ("a", False, "wrong choice"), ("c", False, "wrong choice"),  # the two plausible wrong predictions
+    ("yes", False, "not a choice"), (0.6, False, "not a choice"), (None, False, ""),
+])
+def test_trained_uniform_prediction(predicted, passed, diagnosis, capsys):
+    result = check_trained_uniform_prediction(lambda: dict(TRAINED_MEASURED), predicted)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+@pytest.mark.parametrize("uniform, right, wrong", [([0.55, 0.56, 0.57], "a", "b"),
+                                                   ([0.66, 0.67, 0.70], "c", "b"),
+                                                   ([0.60, 0.615, 0.64], "b", "a")])
+def test_trained_uniform_prediction_follows_the_measurement(uniform, right, wrong, capsys):
+    """The verdict is computed from the measurement, not stored: other numbers, another answer."""
+    measured = dict(TRAINED_MEASURED, uniform=uniform)
+    assert _trained_uniform_outcome(measured["none"], uniform) == right
+    assert check_trained_uniform_prediction(lambda: measured, right)
+    assert check_trained_uniform_prediction(lambda: measured, wrong).diagnosis == "wrong choice"
+
+
+@pytest.mark.parametrize("measured, diagnosis", [
+    (dict(HARD_MEASURED), "decode-time swap"),  # the earlier edition's decode-time measurement
+    (dict(TRAINED_MEASURED, uniform=TRAINED_MEASURED["none"]), "measurement"),  # one model read twice
+    (dict(TRAINED_MEASURED, uniform=[0.95, 0.96, 0.97]), "measurement"),  # untrained / swapped numbers
+    ({k: v for k, v in TRAINED_MEASURED.items() if k != "none"}, "measurement"),  # a model missing
+    (dict(TRAINED_MEASURED, none=0.617), "measurement"),  # one seed as a float, not a list per seed
+    (0.62, "measurement"),
+])
+def test_trained_uniform_prediction_rejects_a_wrong_measurement(measured, diagnosis, capsys):
+    result = check_trained_uniform_prediction(lambda: measured, "b")
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_trained_uniform_prediction_is_on_the_command_line():
+    assert EXERCISES["trained_uniform_wers"] is check_trained_uniform_prediction
+
+
+def test_baseline_wers_reads_the_committed_file():
+    from attnbook.results import load_result
+    wers = baseline_wers(load_result("bahdanau_baselines.json"))
+    assert set(wers) == {"none", "uniform", "band", "additive"} and all(len(v) == 3 for v in wers.values())
+    assert baseline_wers({"runs": [{"score": "none", "seed": 1, "test_wer": 0.2},
+                                   {"score": "none", "seed": 0, "test_wer": 0.1}]}) == {"none": [0.1, 0.2]}
 
 
 def test_measure_uniform_attention_with_hard_copies_leaves_the_model_alone():

@@ -106,8 +106,33 @@ def test_bahdanau_scores_smoke_run(tmp_path):
     """--scores: both scores for every seed, with the statistics section 2.8 prints."""
     result = _run("bahdanau_length.py", tmp_path / "scores.json", "--scores")
     assert {(r["score"], r["seed"]) for r in result["runs"]} == {
-        (k, s) for k in ("bilinear", "scaled_bilinear") for s in result["setup"]["seeds"]}
+        (k, s) for k in ("additive", "bilinear", "scaled_bilinear") for s in result["setup"]["seeds"]}
     assert all(0 < r["sharpness"] <= 1 and r["score_spread"] >= 0 for r in result["runs"])
+
+
+def test_bahdanau_baselines_smoke_run(tmp_path):
+    """--baselines: the four models for every seed; all but the learned one share Chapter 1's size."""
+    result = _run("bahdanau_length.py", tmp_path / "baselines.json", "--baselines")
+    runs = {(r["score"], r["seed"]): r for r in result["runs"]}
+    assert set(runs) == {(k, s) for k in ("none", "uniform", "band", "additive") for s in result["setup"]["seeds"]}
+    sizes = {k: r["parameters"] for (k, _), r in runs.items()}
+    assert sizes["none"] == sizes["uniform"] == sizes["band"] < sizes["additive"]
+    assert all("13+" in r["test_wer_by_length"] for r in result["runs"])
+
+
+def test_band_score_follows_the_diagonal_and_resets_per_batch():
+    """Step i's largest weight sits on letter round(i * ratio); ``prepare`` restarts the count."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bahdanau_length as script
+    import torch
+    band = script.BandScore(ratio=0.5, sigma=1.0)
+    keys, query = torch.zeros(2, 6, 4), torch.zeros(2, 1, 3)
+    for _ in range(2):  # two batches: the counter restarts
+        prepared = band.prepare(keys)
+        tops = [int(band.score(query, prepared)[0, 0].argmax()) for _ in range(8)]
+        assert tops == [0, 0, 1, 1, 2, 2, 3, 3]  # centres 0, .5, 1, 1.5, ...: ties go to the lower letter
+    uniform = script.UniformScore()
+    assert torch.equal(uniform.score(query, uniform.prepare(keys)), torch.zeros(2, 1, 6))
 
 
 def test_scaled_bilinear_scores_are_the_bilinear_scores_over_sqrt_ds():

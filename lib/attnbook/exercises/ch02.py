@@ -4,9 +4,10 @@ Expected answers come from the book's library (``attnbook.layers.masks``) or fro
 written out below; each checker lists the known mistakes it can name. The chapter's exercises
 are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
-and the predict-then-measure ``check_uniform_prediction`` (a three-way choice: uniform weights
-against hard attention; the command line passes it the file's ``prediction_uniform_attention_wers``);
-``check_uniform_attention``,
+and the predict-then-measure ``check_trained_uniform_prediction`` (a three-way choice: a decoder
+trained with uniform weights against the model without attention, read from the committed
+``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``);
+``check_uniform_prediction``, ``check_uniform_attention``,
 ``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
 ``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
@@ -684,11 +685,90 @@ def check_uniform_prediction(measure: Callable[[], dict], prediction: str | None
                    "wrong choice")
 
 
+# --- predict, then measure: a decoder *trained* with uniform weights (the chapter's edition) --------
+TRAINED_UNIFORM_CHOICES = {
+    "a": "lower than the model without attention in every seed (having every letter's state at hand helps "
+         "even without choosing among them)",
+    "b": "overlapping with the model without attention (over the three seeds, no gain either way)",
+    "c": "higher than the model without attention in every seed",
+}
+TRAINED_RANGES = {"none": (0.45, 0.75), "uniform": (0.40, 0.90)}  # 360-step test WERs (§2.6's recipe)
+
+
+def baseline_wers(result: dict) -> dict[str, list[float]]:
+    """Test WER of each seed, per model, from ``bahdanau_baselines.json`` (``load_result``):
+    ``{"none": [...], "uniform": [...], "band": [...], "additive": [...]}``, seeds in order."""
+    out: dict[str, list[float]] = {}
+    for run in sorted(result["runs"], key=lambda r: r["seed"]):
+        out.setdefault(run["score"], []).append(run["test_wer"])
+    return out
+
+
+def _trained_uniform_outcome(none: list[float], uniform: list[float]) -> str:
+    """(a) every uniform seed below every no-attention seed, (c) every one above, else (b)."""
+    return "a" if max(uniform) < min(none) else "c" if min(uniform) > max(none) else "b"
+
+
+def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: str | None = None) -> CheckResult:
+    """``measure() -> dict``: ``baseline_wers(load_result("bahdanau_baselines.json"))``, the test WERs
+    of the models trained with §2.6's recipe, three seeds each; ``prediction`` (``"a"``, ``"b"`` or
+    ``"c"``, see ``TRAINED_UNIFORM_CHOICES``), written before reading the measurement (the command line
+    passes the file's ``prediction_trained_uniform_wers`` or ``prediction``), is compared with the
+    choice the measurement is."""
+    name = "trained uniform attention"
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into "
+                       "prediction_trained_uniform_wers, then run the cell.")
+    if not isinstance(prediction, str) or prediction.strip().lower() not in TRAINED_UNIFORM_CHOICES:
+        return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {prediction!r}.",
+                       "not a choice")
+    choice = prediction.strip().lower()
+    measured = measure()
+    if isinstance(measured, dict) and "uniform_wer" in measured:
+        return _finish(name, False, "that is the decode-time swap (a trained decoder given uniform weights only "
+                       "when it decodes); this exercise asks about a decoder trained with uniform weights from "
+                       "the start: return baseline_wers(load_result(\"bahdanau_baselines.json\")).",
+                       "decode-time swap")
+    ok = isinstance(measured, dict) and all(
+        isinstance(measured.get(k), list) and len(measured[k]) >= 2
+        and all(isinstance(x, float) for x in measured[k]) for k in TRAINED_RANGES)
+    if not ok:
+        return _finish(name, False, "run the measurement as given: baseline_wers(load_result("
+                       "\"bahdanau_baselines.json\")) returns test WERs per model, one per seed.", "measurement")
+    none, uniform = measured["none"], measured["uniform"]
+    if none == uniform:
+        return _finish(name, False, "the two models' WERs are identical: the same model was read twice.",
+                       "measurement")
+    for label, key in (("no attention", "none"), ("uniform weights, trained", "uniform")):
+        low, high = TRAINED_RANGES[key]
+        if not all(low <= x <= high for x in measured[key]):
+            return _finish(name, False, f"the {label} WERs {measured[key]} are not what the committed runs give "
+                           f"(expected {100 * low:.1f}%-{100 * high:.1f}%): read bahdanau_baselines.json.",
+                           "measurement")
+        shown = ", ".join(f"{100 * x:.1f}%" for x in measured[key])
+        print(f"   test WER, {label}, by seed: {shown} (expected {100 * low:.1f}%–{100 * high:.1f}% each)")
+    outcome = _trained_uniform_outcome(none, uniform)
+    verdict = f"the measurement is ({outcome}), {TRAINED_UNIFORM_CHOICES[outcome]}"
+    meaning = {
+        "b": ": every encoder state at hand, read as a plain average, buys nothing over Chapter 1's single "
+             "summary C. Attention's gain needs the weights to pick letters: access alone is not it.",
+        "a": ": even an unweighted average of the encoder states helps a little; picking letters is not the "
+             "only source of attention's gain.",
+        "c": ": the average of every state is a worse summary than C; attention's gain needs the weights to "
+             "pick letters.",
+    }[outcome]
+    if choice == outcome:
+        return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
+    return _finish(name, False, f"you chose ({choice}), {TRAINED_UNIFORM_CHOICES[choice]}; {verdict}{meaning}",
+                   "wrong choice")
+
+
 EXERCISES = {
     "local_p_attention": check_local_p_attention,
     "coverage_loss": check_coverage_loss,
     "luong_step": check_luong_step,
-    "uniform_attention_wers": check_uniform_prediction,
+    "trained_uniform_wers": check_trained_uniform_prediction,
 }
-# ``check_uniform_attention`` (a three-way choice against the model without attention) is the
-# previous edition's predict-then-measure exercise, kept for its readers.
+# ``check_uniform_prediction`` (uniform weights swapped in at decoding time, against hard attention)
+# and ``check_uniform_attention`` (the same swap against the model without attention) are earlier
+# editions' predict-then-measure exercises, kept for their readers.
