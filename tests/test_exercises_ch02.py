@@ -526,7 +526,12 @@ def test_trained_uniform_prediction(predicted, passed, diagnosis, capsys):
 
 @pytest.mark.parametrize("uniform, right, wrong", [([0.55, 0.56, 0.57], "a", "b"),
                                                    ([0.66, 0.67, 0.70], "c", "b"),
-                                                   ([0.60, 0.615, 0.64], "b", "a")])
+                                                   ([0.60, 0.615, 0.64], "b", "a"),
+                                                   # the committed pattern: seed 0 a word apart,
+                                                   # the mean 2.3 points above
+                                                   ([0.6175, 0.652, 0.642], "c", "b"),
+                                                   # one seed far above, the mean within a point
+                                                   ([0.60, 0.605, 0.66], "b", "c")])
 def test_trained_uniform_prediction_follows_the_measurement(uniform, right, wrong, capsys):
     """The verdict is computed from the measurement, not stored: other numbers, another answer."""
     measured = dict(TRAINED_MEASURED, uniform=uniform)

@@ -11,7 +11,7 @@ DESC = (
     "previous decoder state s_{i-1} (the query, (B, Hd)), adds them, applies tanh and v to get the "
     "scores e_ij, shape (B, 1, S). context_from_scores turns the scores into weights a_ij with masked_softmax "
     "under key_mask, shape (B, 1, S): the padding gets exactly zero. The context C_i = sum_j a_ij h_j "
-    "(B, 2He) and the embedding e(y_{i-1}) (B, E) enter the GRUCell with s_{i-1}; it returns s_i "
+    "(B, 2He) and the embedding emb(y_{i-1}) (B, E) enter the GRUCell with s_{i-1}; it returns s_i "
     "(B, Hd), which the output layer turns into logits (B, V) and which is the query of step i+1."
 )
 X0, Y0, BW, BH = 40, 110, 80, 32  # the memory h_j: one box per position
@@ -107,12 +107,12 @@ def weight_bars(fig: Figure) -> None:
 
 
 def gru_step(fig: Figure) -> None:
-    """C_i, e(y_{i-1}) and s_{i-1} into the GRUCell; s_i through ``out`` to the logits."""
+    """C_i, emb(y_{i-1}) and s_{i-1} into the GRUCell; s_i through ``out`` to the logits."""
     fig.line([(775, 412), (672, 412)], "context")
     fig.text(718, 404, "C_{i}", "math", size=14)
     fig.shape(718, 428, "(B, 2He)", anchor="middle")
     fig.box(510, 390, 160, 44, fig.code("cell: nn.GRUCell", f"{RNN}.AttentionDecoder:cell"))
-    fig.tensor(525, 318, "e(y_{i-1})", "stream", w=130)
+    fig.tensor(525, 318, "emb(y_{i-1})", "stream", w=130)
     fig.line([(590, 346), (590, 388)], "stream")
     fig.shape(598, 372, "(B, E)")
     fig.line([(235, 96), (235, 412), (508, 412)], "stream")
