@@ -2,7 +2,7 @@
 
 Usage (from the repository root):
 ``python benchmarks/heads_seeds.py [--heads 2 4 8] [--seeds 0 1 2] [--jobs 2]``
-(``--smoke``: two heads, 20 steps, nothing written)
+(``--steps 4 --out FILE``: a run of seconds, for the tests)
 
 The set-up is the chapter's section 4.6 exactly (12 letters out of 16, width D = 64, sinusoidal
 positions, one attention layer, two linear read-outs, Adam at 3e-3, batches of 64, 600 steps, the
@@ -119,17 +119,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--scale-heads", type=int, default=8, help="H of the scale controls")
     p.add_argument("--jobs", type=int, default=1)
-    p.add_argument("--smoke", action="store_true", help="H = 2, 20 steps, nothing written")
+    p.add_argument("--steps", type=int, default=STEPS, help=f"training steps (the chapter's: {STEPS})")
     p.add_argument("--out", default=str(common.RESULTS / "heads_seeds.json"))
     args = p.parse_args(argv)
-    steps = 20 if args.smoke else STEPS
-    heads = [2] if args.smoke else args.heads
-    jobs = [(h, s, "sqrt(Dh)", steps) for h in heads for s in args.seeds]
-    scale_heads = 2 if args.smoke else args.scale_heads
-    jobs += [(scale_heads, s, name, steps) for name in list(SCALES)[1:] for s in args.seeds]
+    jobs = [(h, s, "sqrt(Dh)", args.steps) for h in args.heads for s in args.seeds]
+    jobs += [(args.scale_heads, s, name, args.steps) for name in list(SCALES)[1:] for s in args.seeds]
     rows = common.run_jobs(run, jobs, args.jobs)
-    if args.smoke:
-        return 0
     common.write_result(common.Path(args.out), {
         "description": __doc__.splitlines()[0],
         "machine": common.machine(args.jobs if args.jobs > 1 else None), "runs": rows})
