@@ -87,6 +87,8 @@ SPLIT_WRONG = [
     (lambda x, h: x.view(x.shape[0], x.shape[1], h, -1).permute(0, 3, 1, 2),
      "blocks view, then permuted"),
     (lambda x, h: split_heads_strided(x, h).flip(2), "positions reversed"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 3, 2, 1)
+     .reshape(x.shape[0], h, x.shape[1], -1), "positions and features swapped, then reshaped"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3).transpose(2, 3).flip(2),
      "positions reversed"),
     (not_done, ""),

@@ -83,6 +83,12 @@ SPLIT_MISTAKES = [
     Mistake("positions and features swapped", "transpose(1, 3) of the (B, T, Dh, H) view gives (B, H, Dh, T): "
             "the positions must stay in dimension 2 and the features move last, so (B, H, T, Dh).",
             gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3)),
+    Mistake("positions and features swapped, then reshaped", "permute(0, 3, 2, 1) of the (B, T, Dh, H) "
+            "view gives (B, H, Dh, T), and reshaping that to (B, H, T, Dh) only relabels the axes: each "
+            "head's numbers are read in the wrong order (features and positions mixed). Keep the positions "
+            "in dimension 2: permute(0, 3, 1, 2), no reshape needed.",
+            gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 3, 2, 1)
+            .reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
     Mistake("heads in reverse order", "the heads come out in reverse order: head h takes columns h, h + H, "
             "..., so head 0 starts at column 0.", gives=lambda x, h: _reference_split(x, h).flip(1)),
     Mistake("heads rolled", "the heads come out shifted by one (a roll of dimension 1): head h takes the "
