@@ -359,11 +359,11 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
 
 
 LOCAL_P_MISTAKES = [
-    Mistake("padded width", "your centre uses the padded width S for every row: p = (n - 1)·σ(·) with n "
+    Mistake("padded width", "your centre uses the padded width S for every row: p = (n - 1)·sigmoid(·) with n "
             "the row's own length, so that the centre lies on the word's letters.",
             gives=lambda *a: _local_p(*a, use_lengths=False)),
-    Mistake("L instead of L-1", "with 0-based positions 0..n-1 (n letters) the centre is (n - 1)·σ(·), not "
-            "n·σ(·): n·σ can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
+    Mistake("L instead of L-1", "with 0-based positions 0..n-1 (n letters) the centre is (n - 1)·sigmoid(·), not "
+            "n·sigmoid(·): n·sigmoid can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
     Mistake("ignores lengths", "padding got weight: the alignment softmax runs over the real letters only "
             "(the first `length` positions of each row).", gives=lambda *a: _local_p(*a, masked=False)),
     Mistake("mask off by one", "the first padding position got weight: positions count from 0, so the real "
@@ -389,14 +389,14 @@ LOCAL_P_MISTAKES = [
             gives=lambda *a: _local_p(*a, squared=False)),
     Mistake("untransposed", "W_p is (A, Dq): W_p q for a batch of row vectors is `query @ W_p.T`.",
             gives=lambda *a: _local_p(*a, transpose=False)),
-    Mistake("no tanh", "the centre is (n - 1)·σ(v_pᵀ tanh(W_p q)): the tanh is missing.",
+    Mistake("no tanh", "the centre is (n - 1)·sigmoid(v_pᵀ tanh(W_p q)): the tanh is missing.",
             gives=lambda *a: _local_p(*a, tanh=False)),
 ]
 
 
 def check_local_p_attention(fn: Callable) -> CheckResult:
     """``local_p_attention(scores (B, S), lengths (B,), query (B, Dq), W_p (A, Dq), v_p (A,), sigma)
-    -> (weights (B, S), centre (B,))``: Luong's local-p attention, centre p = (n - 1)·σ(v_pᵀ tanh(W_p q)) (n a row's length),
+    -> (weights (B, S), centre (B,))``: Luong's local-p attention, centre p = (n - 1)·sigmoid(v_pᵀ tanh(W_p q)) (n a row's length),
     weights = masked softmax of the scores × exp(-(j - p)² / (2σ²)), not renormalised."""
     cases = []
     for seed, (lengths, S, Dq, A, sigma, scale) in enumerate([
@@ -758,8 +758,9 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
              "summary C. Attention's gain needs the weights to pick letters: access alone is not it.",
         "a": ": even an unweighted average of the encoder states helps a little; picking letters is not the "
              "only source of attention's gain.",
-        "c": ": the average of every state is a worse summary than C; attention's gain needs the weights to "
-             "pick letters.",
+        "c": ": on the mean of the seeds, the average of every state served this decoder worse than C did "
+             "(seed by seed the gap varies: look at them); access to every letter is not attention's gain, "
+             "picking letters is.",
     }[outcome]
     if choice == outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
