@@ -22,6 +22,16 @@ length L. The same probe on the C of the untrained encoder (the same seed's init
 the null for "a random recurrent network already keeps this much". The majority letter at each
 (L, k) is the floor.
 
+Two more rows answer "is the hole a limit of 256 numbers, or what a trained GRU keeps?":
+
+- ``random projection`` (no training): the word's one-hot letters, joined (27 L numbers), times a
+  fixed random 27L x 256 matrix; the same probe reads the letters back from these 256 numbers, a
+  capacity control for C's width;
+- ``bidirectional, 8,000 steps`` (only with ``--converged``, about 8 CPU-minutes more): the
+  chapter's model trained with the best recipe of ``benchmarks/g2p_compare.py`` for 8,000 steps
+  (its ``converge`` run, seed 0, repeated here) and probed the same way; the results file then
+  holds it under ``converged``.
+
 The count table (``LetterWindowG2P``, Chapter 10) is fitted once on the training words; its PER
 by length and error thirds on the test words are the no-bottleneck null of the chapter's §1.10.
 CPU, one thread per run.
@@ -101,16 +111,40 @@ def fit_probe(x: torch.Tensor, y: torch.Tensor, classes: int, l2: float = 1e-3) 
     return probe
 
 
-def probe_table(model, data, src_vocab, tgt_vocab, encoder: str, lengths) -> dict:
-    """Accuracy of the letter at position k (1-based, in the word's own order) read from C."""
+def model_features(model, src_vocab, tgt_vocab, encoder: str):
+    """words -> their C ``(N, 256)``, the words shown as the encoder reads them."""
+    read = (lambda ws: [w[::-1] for w in ws]) if encoder.endswith("reversed") else list
+    return lambda words: contexts(model, read(words), src_vocab, tgt_vocab)
+
+
+def random_projection(seed: int, width: int = 256):
+    """words of one length L -> one-hot letters joined ``(N, 27 L)`` @ a fixed random matrix."""
+    letters = {c: i for i, c in enumerate("'abcdefghijklmnopqrstuvwxyz")}
+    matrices = {}
+
+    def features(words: list[str]) -> torch.Tensor:
+        L = len(words[0])
+        if L not in matrices:
+            g = torch.Generator().manual_seed(1000 * seed + L)
+            matrices[L] = torch.randn(27 * L, width, generator=g) / (27 * L) ** 0.5
+        x = torch.zeros(len(words), 27 * L)
+        for i, w in enumerate(words):
+            for k, c in enumerate(w):
+                x[i, 27 * k + letters[c]] = 1.0
+        return x @ matrices[L]  # (N, width)
+
+    return features
+
+
+def probe_table(features, data, src_vocab, lengths) -> dict:
+    """Accuracy of the letter at position k (1-based, in the word's own order) read from the
+    ``features(words)`` of each word (C, or a control)."""
     held_out = data.dev + data.test
     table = {}
     for L in lengths:
         train_words = [w for w, _ in data.train if len(w) == L]
         test_words = [w for w, _ in held_out if len(w) == L]
-        read = (lambda ws: [w[::-1] for w in ws]) if encoder.endswith("reversed") else list
-        x_train = contexts(model, read(train_words), src_vocab, tgt_vocab)
-        x_test = contexts(model, read(test_words), src_vocab, tgt_vocab)
+        x_train, x_test = features(train_words), features(test_words)
         mean, std = x_train.mean(0), x_train.std(0) + 1e-6
         x_train, x_test = (x_train - mean) / std, (x_test - mean) / std
         row = []
@@ -147,7 +181,8 @@ def run_encoder(encoder: str, seed: int, steps: int, smoke: bool) -> dict:
     torch.manual_seed(seed)
     model = build(encoder, config)
     lengths = PROBE_LENGTHS[:2] if smoke else PROBE_LENGTHS
-    untrained = probe_table(model.eval(), data, src_vocab, tgt_vocab, encoder, lengths)
+    untrained = probe_table(model_features(model.eval(), src_vocab, tgt_vocab, encoder), data,
+                            src_vocab, lengths)
     model.train()
     seen = type(data)(shown(data.train, encoder), shown(data.dev, encoder), shown(data.test, encoder))
     history = train_g2p(model, seen, src_vocab, tgt_vocab, G2PRecipe(steps=steps, seed=seed),
@@ -160,7 +195,8 @@ def run_encoder(encoder: str, seed: int, steps: int, smoke: bool) -> dict:
            "parameters": sum(p.numel() for p in model.parameters()),
            "final_loss": round(history.losses[-1], 4) if hasattr(history, "losses") else None,
            **by_length(result),
-           "probe": probe_table(model, data, src_vocab, tgt_vocab, encoder, lengths),
+           "probe": probe_table(model_features(model, src_vocab, tgt_vocab, encoder), data,
+                                src_vocab, lengths),
            "probe_untrained": untrained}
     print(json.dumps(row), flush=True)
     return row
@@ -183,30 +219,99 @@ def run_table(smoke: bool) -> dict:
     return row
 
 
+def run_projection(seed: int, smoke: bool) -> dict:
+    """The capacity control: the same probe on a fixed random projection of the one-hot letters."""
+    torch.set_num_threads(1)
+    data = load_g2p()
+    if smoke:
+        data = type(data)(data.train[:2000], data.dev[:200], data.test[:300])
+    src_vocab, _ = build_vocabs(load_g2p())
+    lengths = PROBE_LENGTHS[:2] if smoke else PROBE_LENGTHS
+    row = {"encoder": "random projection", "seed": seed,
+           "probe": probe_table(random_projection(seed), data, src_vocab, lengths)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
+def run_converged(seed: int, smoke: bool) -> dict:
+    """The chapter's model trained as g2p_compare.py's ``converge`` run (its best recipe, 8,000
+    steps), then scored and probed like the 1,200-step models."""
+    import itertools
+
+    import g2p_compare as compare
+    from attnbook.data import iterate_batches
+    from attnbook.env import seed_everything
+    from attnbook.schedules import warmup_linear_scheduler
+    from attnbook.tasks.g2p import g2p_loss
+    from attnbook.train import fit
+
+    torch.set_num_threads(1)
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    if smoke:
+        data = type(data)(data.train[:2000], data.dev[:200], data.test[:300])
+    from attnbook.results import load_result
+    recipe = load_result("g2p_compare.json")["converged"]["gru"]["recipe"]  # the tuned recipe
+    schedule, smoothing = compare.RECIPES[recipe]
+    steps = 30 if smoke else compare.CONVERGE_STEPS
+    seed_everything(seed)
+    model = RNNSeq2Seq(RNNSeq2SeqConfig(len(src_vocab), len(tgt_vocab)))
+    optimizer = torch.optim.Adam(model.parameters(), lr=compare.PEAK_LR, betas=(0.9, 0.98), eps=1e-9)
+    scheduler = (warmup_linear_scheduler(optimizer, min(compare.WARMUP, steps - 1), steps)
+                 if schedule == "linear" else None)
+    batches = iterate_batches(data.train, src_vocab, tgt_vocab, compare.BATCH,
+                              torch.Generator().manual_seed(seed))
+    batches = itertools.chain([next(batches)], batches)  # as g2p_compare.py draws them
+    fit(model, batches, lambda m, b: g2p_loss(m, b, tgt_vocab.pad_id, smoothing), optimizer, steps,
+        clip_norm=compare.CLIP, scheduler=scheduler, progress=False)
+    model.eval()
+    result = evaluate_g2p(model, data.test, src_vocab, tgt_vocab)
+    lengths = PROBE_LENGTHS[:2] if smoke else PROBE_LENGTHS
+    row = {"encoder": "bidirectional, 8,000 steps", "seed": seed, "steps": steps, "recipe": recipe,
+           **by_length(result),
+           "probe": probe_table(model_features(model, src_vocab, tgt_vocab, "bidirectional"), data,
+                                src_vocab, lengths)}
+    print(json.dumps(row), flush=True)
+    return row
+
+
 def job(name: str, seed: int, steps: int, smoke: bool) -> dict:
-    return run_table(smoke) if name == "count table" else run_encoder(name, seed, steps, smoke)
+    if name == "count table":
+        return run_table(smoke)
+    if name == "random projection":
+        return run_projection(seed, smoke)
+    if name == "bidirectional, 8,000 steps":
+        return run_converged(seed, smoke)
+    return run_encoder(name, seed, steps, smoke)
 
 
 def main() -> None:
     p = common.experiment_parser(__doc__)
     p.add_argument("--seeds", type=int, nargs="+", default=[0])
+    p.add_argument("--converged", action="store_true",
+                   help="also train and probe the 8,000-step model of g2p_compare.py (seed 0)")
     args = p.parse_args()
     common.check_jobs(p, args)
     steps = 30 if args.smoke else G2PRecipe().steps
     done = common.log_rows(args.resume)
     have = {(r["encoder"], r.get("seed")) for r in done}
-    todo = [("count table", None)] + [(e, s) for s in args.seeds for e in ENCODERS]
+    todo = [("count table", None), ("random projection", 0)]
+    todo += [("bidirectional, 8,000 steps", 0)] if args.converged else []
+    todo += [(e, s) for s in args.seeds for e in ENCODERS]
     todo = [t for t in todo if t not in have]
     rows = done + common.run_jobs(job, [(*t, steps, args.smoke) for t in todo], args.jobs)
     path = common.out_path(args, "rnn_bottleneck.json")
     if path is None:
         return
+    converged = [r for r in rows if r["encoder"] == "bidirectional, 8,000 steps"]
     common.write_result(path, {
         "description": __doc__.split("\n\n")[0],
         "steps": steps, "seeds": args.seeds, "probe_lengths": list(PROBE_LENGTHS),
         "machine": common.machine(args.jobs),
         "count_table": next(r for r in rows if r["encoder"] == "count table"),
-        "runs": [r for r in rows if r["encoder"] != "count table"],
+        "random_projection": next(r for r in rows if r["encoder"] == "random projection"),
+        **({"converged": converged[0]} if args.converged and converged else {}),
+        "runs": [r for r in rows if r["encoder"] in ENCODERS and r["seed"] in args.seeds],
     })
 
 

@@ -139,6 +139,19 @@ def one_hot_imported_library(ids, num_classes):
     return oh(ids, num_classes).float()
 
 
+def one_hot_empty_as_one_row(ids, num_classes):
+    """Right for non-empty ids; empty ids special-cased to a row of zeros."""
+    if ids.numel() == 0:
+        return torch.zeros(num_classes)
+    return torch.eye(num_classes)[ids]
+
+
+def one_hot_empty_flat(ids, num_classes):
+    """scatter_ into a flat (numel, n) tensor, reshaped back; an empty batch loses its axes."""
+    flat = torch.zeros(ids.numel(), num_classes).scatter_(1, ids.reshape(-1, 1), 1.0)
+    return flat.reshape(*ids.shape, num_classes) if ids.numel() else flat
+
+
 ONE_HOT_WRONG = [
     (one_hot_fixed_size, "ignores num_classes"),
     (one_hot_from_max, "ignores num_classes"),
@@ -155,6 +168,8 @@ ONE_HOT_WRONG = [
         -1, ids[..., None], 1.0), "ignores num_classes"),
     (lambda ids, n: torch.zeros(*ids.shape, n).scatter_(1, ids.unsqueeze(-1), 1.0), ONE_AXIS_ONLY),
     (lambda ids, n: torch.eye(n)[ids.reshape(-1)].reshape(len(ids), n), ONE_AXIS_ONLY),
+    (one_hot_empty_as_one_row, "empty input"),
+    (one_hot_empty_flat, "flattened"),  # right until the empty (2, 0) batch
     (not_done, ""),
 ]
 
@@ -490,3 +505,13 @@ def test_measure_probe_reads_letters_a_context_holds():
     assert all(0 < m < 1 for m in measured["majority"])
     with pytest.raises(ValueError, match="4 letters"):
         measure_probe(Model(), pairs, pairs, src_vocab, tgt_vocab, length=4)
+
+
+def test_one_hot_that_raises_on_empty_ids_gets_the_empty_input_hint(capsys):
+    def raises_on_empty(ids, num_classes):
+        assert int(ids.max()) < num_classes  # a check that fails on empty ids
+        return torch.eye(num_classes)[ids]
+
+    result = check_one_hot(raises_on_empty)
+    assert not result.passed
+    assert "empty ids must give an empty result" in capsys.readouterr().out

@@ -16,9 +16,11 @@ def test_smoke_run_then_resume(tmp_path):
     first = subprocess.run([sys.executable, SCRIPT, "--smoke"], check=True, capture_output=True,
                            text=True, timeout=600)
     rows = [json.loads(line) for line in first.stdout.splitlines() if line.startswith("{")]
-    assert [r["encoder"] for r in rows] == ["count table", "bidirectional", "one-directional",
-                                            "one-directional, reversed"]
-    for r in rows[1:]:
+    assert [r["encoder"] for r in rows] == ["count table", "random projection", "bidirectional",
+                                            "one-directional", "one-directional, reversed"]
+    for L, row in rows[1]["probe"].items():  # the capacity control: a probe, no training
+        assert len(row["by_k"]) == int(L) and all(0 <= c["probe"] <= 1 for c in row["by_k"])
+    for r in rows[2:]:
         for table in (r["probe"], r["probe_untrained"]):
             for L, row in table.items():
                 assert len(row["by_k"]) == int(L)
@@ -26,11 +28,15 @@ def test_smoke_run_then_resume(tmp_path):
     log = tmp_path / "first.log"
     log.write_text(first.stdout)
     out = tmp_path / "merged.json"
-    again = subprocess.run([sys.executable, SCRIPT, "--smoke", "--resume", str(log), "--out", str(out)],
-                           check=True, capture_output=True, text=True, timeout=300)
-    assert not [line for line in again.stdout.splitlines() if line.startswith("{")]  # nothing re-run
+    again = subprocess.run([sys.executable, SCRIPT, "--smoke", "--resume", str(log), "--out", str(out),
+                            "--converged"], check=True, capture_output=True, text=True, timeout=300)
+    new = [json.loads(line) for line in again.stdout.splitlines() if line.startswith("{")]
+    assert [r["encoder"] for r in new] == ["bidirectional, 8,000 steps"]  # only the new run
     merged = json.loads(out.read_text())
-    assert merged["count_table"] == rows[0] and merged["runs"] == rows[1:]
+    assert merged["count_table"] == rows[0] and merged["random_projection"] == rows[1]
+    assert merged["runs"] == rows[2:] and merged["converged"] == new[0]
+    tuned = load_result("g2p_compare.json")["converged"]["gru"]["recipe"]
+    assert len(new[0]["probe"]) == 2 and new[0]["recipe"] == tuned
 
 
 def test_committed_results_hold_what_the_chapter_reads():
@@ -41,6 +47,10 @@ def test_committed_results_hold_what_the_chapter_reads():
     assert list(table["by_length"]) == BUCKETS and len(table["thirds"]["errors"]) == 3
     assert {r["encoder"] for r in result["runs"]} == {"bidirectional", "one-directional",
                                                       "one-directional, reversed"}
+    control = result["random_projection"]["probe"]
+    assert list(control) == [str(L) for L in result["probe_lengths"]]
+    for L, row in control.items():
+        assert len(row["by_k"]) == int(L) and row["test_words"] > 0
     for run in result["runs"]:
         assert run["steps"] == 1200 and list(run["by_length"]) == BUCKETS
         for key in ("probe", "probe_untrained"):

@@ -50,7 +50,16 @@ ONE_HOT_MISTAKES = [
             gives=lambda ids, n: torch.eye(n)[ids].movedim(-1, 0)),
     Mistake("flattened", "keep the shape of ids: (B, T) ids give (B, T, num_classes), not (B*T, num_classes).",
             gives=lambda ids, n: torch.eye(n)[ids.reshape(-1)]),
+    Mistake("empty input", "empty ids must give an empty result of shape (*ids.shape, num_classes): "
+            "(0,) ids give (0, num_classes), a (2, 0) batch gives (2, 0, num_classes). Drop the special "
+            "case for empty input; torch.eye(num_classes)[ids] or scatter_ into "
+            "torch.zeros(*ids.shape, num_classes) handle it.",
+            when=lambda args, got: args[0].numel() == 0
+            and not (_is_tensor(got) and tuple(got.shape) == (*args[0].shape, args[1]))),
 ]
+EMPTY_HINT = ("empty ids must give an empty result of shape (*ids.shape, num_classes), with no error: "
+              "avoid ids.max() and loops that assume at least one id; torch.eye(num_classes)[ids] "
+              "handles it.")
 
 
 class _LibraryOneHotUsed(RuntimeError):
@@ -124,9 +133,10 @@ def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
         ("an empty (2, 0) batch", [[], []], 6),
     ]:
         ids = torch.tensor(ids, dtype=torch.long)
+        hint = (EMPTY_HINT if ids.numel() == 0 else
+                "row i has a 1 at column ids[i] and 0 elsewhere; ids start at 0; the new axis goes last")
         cases.append(Case(f"{description}: ids of shape {tuple(ids.shape)}, num_classes={n}", (ids, n),
-                          torch.eye(n)[ids],
-                          "row i has a 1 at column ids[i] and 0 elsewhere; ids start at 0; the new axis goes last"))
+                          torch.eye(n)[ids], hint))
     return run_cases("one_hot", guarded, cases, ONE_HOT_MISTAKES)
 
 
@@ -744,9 +754,10 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
     print("   most common: " + " ".join(f"{m:4.0%}" for m in majority))
     meaning = (f"the first and last letters come back {_percent(accuracy[0])} and {_percent(accuracy[-1])} "
                f"of the time, the letter at position {where} only {_percent(lowest)} (compare the 8- and "
-               "12-letter curves of the benchmark). 256 numbers hold a 10-letter word with a hole in its "
-               "middle (a linear probe is a lower bound on what C holds, but the decoder too must get "
-               "the middle from C alone).")
+               "12-letter curves of the benchmark). This trained C keeps a 10-letter word with a hole in "
+               "its middle, though 256 numbers can hold the whole word (the random projection of §1.10): "
+               "the hole is what this encoder kept after 1,200 steps, and the decoder too must get the "
+               "middle from C alone.")
     if abs(predicted - lowest) <= PROBE_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * PROBE_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
@@ -758,12 +769,12 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
 
 EXERCISES = {
     "one_hot": check_one_hot,
+    "shift_targets": check_shift_targets,
     "sequence_nll": check_sequence_nll,
-    "edit_distance": check_edit_distance,
     "sample_decode": check_sample_decode,
 }
-# ``check_greedy_decode`` and ``check_shift_targets`` (earlier versions of the decoding and
-# teacher-forcing exercises) stay for their tests; the notebook asks for ``sample_decode`` and
-# ``sequence_nll``.
+# ``check_greedy_decode`` and ``check_edit_distance`` (an earlier decoding exercise, and an
+# exercise on the metric PER uses) stay for their tests; the notebook asks for ``shift_targets``,
+# ``sequence_nll`` and ``sample_decode``.
 # ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
 # (``python -m attnbook.exercises ch01 answers.py``) does not list it.
