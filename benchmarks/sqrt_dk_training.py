@@ -18,28 +18,19 @@ from __future__ import annotations
 import json
 import sys
 
-import torch
-
 import common
-from attnbook.data.synthetic import reversal_task, task_batches
-from attnbook.env import seed_everything
-from attnbook.models.tagger import SelfAttentionTagger
-from attnbook.tasks.tagging import tagging_accuracy, tagging_loss
-from attnbook.train import fit
+import ch03_reversal
+from attnbook.tasks.tagging import tagging_accuracy
 
-SEQ_LEN, VOCAB = 10, 20
+
+def _unscaled(model) -> None:
+    model.attention.scale = 1.0  # scores Q Kᵀ, not divided by √d_k
 
 
 def run(scaled: bool, seed: int, steps: int, width: int, lr: float) -> dict:
-    torch.set_num_threads(1)
-    tokens, targets = reversal_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
-    gen = seed_everything(seed)
-    model = SelfAttentionTagger(VOCAB, width, num_heads=1, max_len=SEQ_LEN, positional="learned")
-    if not scaled:
-        model.attention.scale = 1.0  # scores Q Kᵀ, not divided by √d_k
-    optimizer = torch.optim.Adam(model.parameters(), lr=lr)
-    batches = task_batches(reversal_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
-    history = fit(model, batches, tagging_loss, optimizer, steps, progress=False)
+    tokens, targets = ch03_reversal.test_set()
+    model, history = ch03_reversal.train(width, "learned", seed, steps, lr,
+                                         adjust=None if scaled else _unscaled)
     row = {"scaled": scaled, "d_k": width, "lr": lr, "seed": seed,
            "test_accuracy": round(tagging_accuracy(model, tokens, targets)["answer"], 4),
            "losses": [round(x, 4) for x in history.losses]}
