@@ -22,24 +22,16 @@ import torch
 from torch import nn
 
 import common
-from attnbook.data.synthetic import reversal_task, task_batches
-from attnbook.env import seed_everything
-from attnbook.models.tagger import SelfAttentionTagger
-from attnbook.tasks.tagging import tagging_accuracy, tagging_loss
-from attnbook.train import fit
+import ch03_reversal
+from attnbook.tasks.tagging import tagging_accuracy
 
-SEQ_LEN, VOCAB, WIDTH, LR = 10, 20, 32, 3e-3
+SEQ_LEN, WIDTH, LR = ch03_reversal.SEQ_LEN, 32, 3e-3
 
 
 def run(std: float, seed: int, steps: int) -> dict:
-    torch.set_num_threads(1)
-    tokens, targets = reversal_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
-    gen = seed_everything(seed)
-    model = SelfAttentionTagger(VOCAB, WIDTH, num_heads=1, max_len=SEQ_LEN, positional="sinusoidal")
-    nn.init.normal_(model.embedding.weight, std=std)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
-    batches = task_batches(reversal_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
-    fit(model, batches, tagging_loss, optimizer, steps, progress=False)
+    tokens, targets = ch03_reversal.test_set()
+    model, _ = ch03_reversal.train(WIDTH, "sinusoidal", seed, steps, LR,
+                                   adjust=lambda m: nn.init.normal_(m.embedding.weight, std=std))
     mirror = torch.arange(SEQ_LEN - 1, -1, -1).expand(len(tokens), SEQ_LEN)[..., None]  # (B, T, 1)
     with torch.no_grad():
         _, weights = model(tokens, need_weights=True)  # (B, 1, T, T)

@@ -533,6 +533,10 @@ POSITION_WRONG = [
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
     (position_both_flipped, "both dimensions flipped"),
     (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
+    (lambda m, tok: (m(tok).argmax(-2)[..., 0] == tok.flip(1)).float().mean(0),
+     "argmax over the wrong axis"),  # over the one answer slot: every answer is letter 0
+    (lambda m, tok: (m(tok).argmax(1)[..., 0] == tok.flip(1)).float().mean(0),
+     "argmax over the wrong axis"),  # over the positions: one index per sequence
     (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),
      "answer dimension kept"),  # squeezes the wrong dimension, so the (B, T, 1) stays
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)[:, 1:]).float().mean(0), ""),
@@ -553,6 +557,15 @@ def test_position_accuracy_measures_only_position_0_right(capsys):
     assert "accuracy at each position of length 8: 1.00 0.00 0.00 0.00 0.00 0.00 0.00 0.00" in out
     assert "is above the measured range" in out
     assert not check_position_accuracy(position_accuracy)  # no prediction: not done yet
+
+
+def test_a_failing_case_shows_nothing_of_the_measurement(capsys):
+    """The cases run on an untrained stand-in: a wrong answer sees the stand-in's expected shares,
+    never the trained model's 1.00 0.00 ... at length 8, and the measurement is not printed."""
+    assert not check_position_accuracy(lambda m, tok: position_accuracy(m, tok) + 0.01, 0.5)
+    out = capsys.readouterr().out
+    assert "untrained model" in out and "accuracy at each position" not in out
+    assert "1.0000, 0.0000" not in out and "0.9980" not in out
 
 
 def test_one_ninth_is_named_not_accepted(capsys):

@@ -669,6 +669,19 @@ def chapter_model() -> torch.nn.Module:
     return _TRAINED["sinusoidal"]
 
 
+def standin_model() -> torch.nn.Module:
+    """An untrained sinusoidal reversal model (fixed seed, up to 12 positions): the checker's
+    cases run on it, so a failing case's expected answer says nothing about the trained
+    model's accuracy at length 8, which the reader predicts before measuring it."""
+    if "standin" not in _TRAINED:
+        from attnbook.models.tagger import SelfAttentionTagger
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(2024)
+            _TRAINED["standin"] = SelfAttentionTagger(20, 32, num_heads=1, max_len=12,
+                                                      positional="sinusoidal").eval()
+    return _TRAINED["standin"]
+
+
 def _answers(model, tokens):
     with evaluating(model), torch.no_grad():
         return model(tokens).argmax(-1)[..., 0]  # (B, T): the first (only) answer
@@ -677,6 +690,12 @@ def _answers(model, tokens):
 def _position_accuracy(model, tokens, against=None, dim=0):
     gold = tokens.flip(1) if against is None else against
     return (_answers(model, tokens) == gold).float().mean(dim)
+
+
+def _argmax_over(model, tokens, dim):
+    with evaluating(model), torch.no_grad():
+        answers = model(tokens).argmax(dim)[..., 0]  # not a letter: a position or the answer slot
+    return (answers == tokens.flip(1)).float().mean(0)
 
 
 def _right_probability(model, tokens):
@@ -734,6 +753,12 @@ POSITION_MISTAKES = [
             "dimension of its own, so argmax(-1) gives (B, T, 1), which does not line up with the "
             "(B, T) tokens. Take the answer with [..., 0] before comparing.",
             when=lambda args, got: isinstance(got, RaisedError)),
+    Mistake("argmax over the wrong axis", "the answer at a position is the letter with the largest "
+            "logit: the argmax over the vocabulary, the last dimension of the (B, T, 1, V) logits "
+            "(argmax(-1)). An argmax over dimension 1 or 2 (-2) picks a position or the one answer "
+            "slot, an index that is not a letter.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
+            and any(compare(got, _argmax_over(*args, d), 1e-5, 1e-5) is None for d in (1, 2))),
     Mistake("one number", "that is the accuracy over all positions: keep one share per position, "
             "the mean over the batch only (dim 0), shape (T,).",
             when=lambda args, got: isinstance(got, (torch.Tensor, float)) and torch.as_tensor(got).numel() == 1
@@ -768,14 +793,17 @@ POSITION_MISTAKES = [
 
 def check_position_accuracy(fn: Callable, prediction: object = None, model=None) -> CheckResult:
     """``position_accuracy(model, tokens (B, T)) -> (T,)``: the share of the B reversal sequences the
-    model answers right at each position. Then the prediction: the mean at length 8 of the
-    sinusoidal model trained on length 10 (``model``; left out, the checker trains it)."""
+    model answers right at each position, checked on an untrained stand-in model (so that a
+    failing case shows nothing of the measurement). Then the prediction: the mean at length 8 of
+    the sinusoidal model trained on length 10 (``model``; left out, the checker trains it)."""
     import copy
     model = chapter_model() if model is None else copy.deepcopy(model).cpu()  # cases are on the CPU
+    standin = standin_model()  # untrained: its expected answers give nothing away
     cases = []
     for n, (batch, length) in enumerate([(500, 8), (37, 10), (5, 4), (64, 6), (1, 2)]):
         tokens, _ = reversal_task(batch, length, 20, torch.Generator().manual_seed(7 + n))
-        cases.append(Case(f"tokens ({batch}, {length})", (model, tokens), _position_accuracy(model, tokens),
+        cases.append(Case(f"an untrained model, tokens ({batch}, {length})", (standin, tokens),
+                          _position_accuracy(standin, tokens),
                           hint="the answer at position i is the argmax of model(tokens)[:, i, 0]; "
                                "compare it with tokens[:, T - 1 - i] and average over the batch."))
     result = run_cases("per-position accuracy", _diagnosing_answer_dim(fn), cases, POSITION_MISTAKES)
