@@ -10,10 +10,15 @@ Same data, tokenizer, windows and recipe as ``gpt_vs_ngram.py`` (AdamW, betas 0.
 decay 0.01, batch 64 windows of 64 tokens, 10% warm-up then linear decay to 0, gradient clipping
 at norm 1, seed 0): only ``--steps``, ``--d-model`` (heads stay 4, d_ff = 4 d_model) and
 ``--lr`` change (and ``--seed``, which draws the weights and the batches). The held-out
-perplexity is measured every tenth of the run, and the results file is rewritten at each measurement (``"complete": false`` until the end), so a run cut short
-still leaves its curve (the committed ``gpt_scale_up_wide.json`` is such a run: stopped by hand
-after its step-960 measurement, see its log). At the end it adds the mean held-out loss at each of the 64 positions of
-a window (``position_losses``: entry t is predicted from t + 1 tokens of context). One thread.
+perplexity is measured every tenth of the run, and the results file is rewritten at each
+measurement (``"complete": false`` until the end), so a run cut short still leaves its curve.
+At the end it adds the mean held-out loss at each of the 64 positions of a window
+(``position_losses``: entry t is predicted from t + 1 tokens of context). One thread.
+
+The chapter reads five 2400-step runs: ``gpt_vs_ngram.py``'s (d_model 64, lr 1e-2, seed 0) and
+``--name long_seed1 --steps 2400 --seed 1``, ``--name long_seed2 --steps 2400 --seed 2``,
+``--name narrow_lr5e-3 --lr 5e-3 --steps 2400`` and ``--name wide --d-model 128 --lr 5e-3
+--steps 2400`` (one seed: a second was started and stopped for lack of time).
 """
 from __future__ import annotations
 
