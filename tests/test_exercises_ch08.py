@@ -9,10 +9,12 @@ import torch
 import torch.nn.functional as F
 
 from attnbook.exercises.ch08 import (
-    INVENTED_RANGES, check_bpe_merges, check_invented_prediction, check_lm_loss,
-    check_perplexity, check_top_p, check_greedy_cached,
+    INVENTED_RANGES, causal_pairs, check_attention_pairs, check_bpe_merges,
+    check_invented_prediction, check_lm_loss, check_perplexity, check_top_p,
+    check_greedy_cached, decoding_calls,
 )
 from attnbook.tasks.language_modeling import filter_logits, generate, generate_uncached
+from conftest import assert_rejected
 
 
 # --- reference solutions (as in the chapter) ---
@@ -82,10 +84,25 @@ def lm_loss(model, tokens):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), tokens[:, 1:].reshape(-1))
 
 
+def attention_pairs(prompt_len, num_new, *, square=False, positions=False, calls=None,
+                    step_keys="all", cached_calls=None):
+    """The chapter's solution; the keyword arguments write plausible wrong answers."""
+    def per_call(length):  # a call over `length` positions, no cache
+        return length if positions else length * length if square else length * (length + 1) // 2
+
+    recomputed = sum(per_call(prompt_len + i) for i in range(num_new if calls is None else calls))
+    cached = per_call(prompt_len)  # start reads the prompt
+    for i in range(1, num_new if cached_calls is None else cached_calls):  # the steps
+        length = prompt_len + i  # the new query is position `length`
+        cached += (1 if positions or step_keys == "one" else
+                   length - prompt_len + 1 if step_keys == "generated" else length)
+    return recomputed, cached
+
+
 @pytest.mark.parametrize("check, solution", [
     (check_perplexity, perplexity), (check_bpe_merges, bpe_merges),
     (check_top_p, top_p), (check_greedy_cached, greedy_cached),
-    (check_lm_loss, lm_loss),
+    (check_lm_loss, lm_loss), (check_attention_pairs, attention_pairs),
 ])
 def test_reference_passes(check, solution, capsys):
     assert check(solution)
@@ -97,7 +114,8 @@ def not_done(*args):
 
 
 @pytest.mark.parametrize("check", [check_perplexity, check_bpe_merges, check_top_p,
-                                   check_greedy_cached, check_lm_loss])
+                                   check_greedy_cached, check_lm_loss,
+                                   check_attention_pairs])
 def test_stub_is_not_done(check, capsys):
     assert not check(not_done)
     assert "not done yet" in capsys.readouterr().out
@@ -436,7 +454,59 @@ def test_lm_loss_wrong_answers(capsys):
                     "the other way")
 
 
-# --- predict, then measure ---
+# --- predict, then measure: the attention's work with and without the cache ---
+
+def test_decoding_calls_are_measured():
+    """The cases' answers come from the library's decoding, recorded call by call: start
+    over the prompt then one position per step, or every position again at each call."""
+    assert decoding_calls(3, 4, cached=True) == [(0, 3), (3, 1), (4, 1), (5, 1)]
+    assert decoding_calls(3, 4, cached=False) == [(0, 3), (0, 4), (0, 5), (0, 6)]
+    assert causal_pairs([(0, 3)]) == 6 and causal_pairs([(3, 1)]) == 4
+
+
+@pytest.mark.parametrize("kwargs, said", [
+    ({"step_keys": "one"}, "one pair per cached step"),
+    ({"step_keys": "generated"}, "prompt's keys left out of the steps"),
+    ({"positions": True}, "positions, not pairs (cached)"),
+    ({"square": True}, "masked pairs counted"),
+    ({"calls": "extra"}, "one call too many"),
+    ({"cached_calls": "extra"}, "one call too many"),
+    ({"calls": "fewer"}, "one call too few"),
+    ({"cached_calls": "fewer"}, "one call too few"),
+])
+def test_attention_pairs_wrong_answers(kwargs, said, capsys):
+    def wrong(t0, n):
+        extra = {k: (n + 1 if v == "extra" else n - 1 if v == "fewer" else v)
+                 for k, v in kwargs.items()}
+        return attention_pairs(t0, n, **extra)
+
+    assert_rejected(check_attention_pairs, wrong, said, capsys)
+
+
+def test_attention_pairs_named_mistakes_elsewhere(capsys):
+    def positions_slow_only(t0, n):  # position-passes the slow way, pairs with the cache
+        return attention_pairs(t0, n, positions=True)[0], attention_pairs(t0, n)[1]
+
+    assert_rejected(check_attention_pairs, positions_slow_only,
+                    "positions, not pairs (recomputed)", capsys)
+    assert_rejected(check_attention_pairs, lambda t0, n: attention_pairs(t0, n)[::-1],
+                    "swapped", capsys)
+    assert_rejected(check_attention_pairs, lambda t0, n: attention_pairs(t0, n)[0],
+                    "not a pair", capsys)
+    assert_rejected(check_attention_pairs, lambda t0, n: (*attention_pairs(t0, n), 0),
+                    "not a pair", capsys)
+    # an answer off by one pair, like no known mistake: rejected, nothing named
+    assert_rejected(check_attention_pairs,
+                    lambda t0, n: (attention_pairs(t0, n)[0], attention_pairs(t0, n)[1] + 1),
+                    "", capsys)
+
+
+def test_attention_pairs_accepts_floats_and_lists(capsys):
+    assert check_attention_pairs(lambda t0, n: [float(x) for x in attention_pairs(t0, n)])
+    assert "22x fewer" in capsys.readouterr().out  # the chapter's run, measured
+
+
+# --- predict, then measure: invented words ---
 
 def fake_measure(shares):
     return lambda temperature: shares[temperature]
@@ -486,7 +556,7 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "lm_loss", "measure_invented"}
+                              "lm_loss", "attention_pairs", "measure_invented"}
 
 
 # --- answers that hand the work to the library the chapter imports ---

@@ -81,3 +81,17 @@ def test_committed_scale_up_run_is_a_prefix_of_its_schedule():
     assert [p["step"] for p in run["curve"]] == [every * (i + 1) for i in range(len(run["curve"]))]
     assert result["complete"] == (len(run["curve"]) == 10)
     assert result["held_out_targets"] == 88960
+
+
+def test_committed_2400_step_runs_are_complete_and_as_named():
+    """The chapter's scale-up comparison: the narrow recipe with seeds 1 and 2, the narrow
+    model at the wide model's rate, and the wide model, each the full 2400-step schedule."""
+    expected = {"long_seed1": (64, 0.01, 1), "long_seed2": (64, 0.01, 2),
+                "narrow_lr5e-3": (64, 0.005, 0), "wide": (128, 0.005, 0)}
+    for name, (width, lr, seed) in expected.items():
+        result = load_result(f"gpt_scale_up_{name}.json")
+        run = result["gpt"]
+        assert result["complete"] and run["steps"] == 2400, name
+        assert (run["d_model"], run["lr"], run["seed"]) == (width, lr, seed), name
+        assert [p["step"] for p in run["curve"]] == list(range(240, 2401, 240)), name
+        assert result["held_out_targets"] == 88960

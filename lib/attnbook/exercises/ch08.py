@@ -20,7 +20,9 @@ import torch.nn.functional as F
 from attnbook.data.bpe import merge_pair
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
 from attnbook.models.gpt import GPT, GPTConfig
-from attnbook.tasks.language_modeling import filter_logits, next_token_cross_entropy
+from attnbook.tasks.language_modeling import (
+    filter_logits, generate, generate_uncached, next_token_cross_entropy,
+)
 
 # --- the library's answers are off limits while the reader's code runs --------------------------
 
@@ -715,7 +717,134 @@ class _Detached(_Unacceptable):
         super().__init__(value, "a tensor without a gradient")
 
 
-# --- 6. predict, then measure: temperature and invented words -----------------------------------
+# --- 6. predict, then measure: the attention's work with and without the cache -----------------
+
+def decoding_calls(prompt_len: int, num_new: int, cached: bool) -> list[tuple[int, int]]:
+    """Greedy decoding of ``num_new`` tokens after a prompt of ``prompt_len`` by the library
+    (``generate``, with the cache, or ``generate_uncached``) on a small random GPT, measured:
+    for each call of its first block, ``(P, T)``, the positions already cached and the new
+    positions the call computes (a forward hook records them)."""
+    torch.manual_seed(prompt_len + 7 * num_new)
+    model = GPT(GPTConfig(vocab_size=11, max_len=prompt_len + num_new, d_model=8, num_heads=2,
+                          d_ff=16, num_layers=1)).eval()
+    calls: list[tuple[int, int]] = []
+
+    def record(module, args, kwargs, output):  # args[0]: the block's input (B, T, D)
+        past = kwargs.get("past")
+        calls.append((0 if past is None else len(past), args[0].shape[1]))
+
+    handle = model.blocks[0].register_forward_hook(record, with_kwargs=True)
+    try:
+        prompt = torch.randint(11, (2, prompt_len),
+                               generator=torch.Generator().manual_seed(prompt_len))
+        with torch.no_grad():
+            (generate if cached else generate_uncached)(model, prompt, num_new)
+    finally:
+        handle.remove()
+    return calls
+
+
+def causal_pairs(calls: list[tuple[int, int]]) -> int:
+    """The query-key pairs the causal mask lets the calls score: the j-th new query of a call
+    (j = 1 .. T) sees the P cached keys and j new ones."""
+    return sum(t * p + t * (t + 1) // 2 for p, t in calls)
+
+
+def _tri(k: int) -> int:
+    return k * (k + 1) // 2
+
+
+def _slow(t0: int, n: int, per_call: Callable[[int], int] = _tri, calls: int | None = None) -> int:
+    """The slow way: one call over L = t0, t0 + 1, ... positions for each new token."""
+    return sum(per_call(t0 + i) for i in range(n if calls is None else calls))
+
+
+def _fast(t0: int, n: int, start: Callable[[int], int] = _tri,
+          per_step: Callable[[int], int] = lambda length: length, steps: int | None = None) -> int:
+    """The cache: start over t0 positions, then one position per step; step i's query sees
+    t0 + i keys."""
+    return start(t0) + sum(per_step(t0 + i) for i in range(1, (n if steps is None else steps)))
+
+
+def _component(index: int, wrong: Callable[[int, int], int]) -> Callable:
+    """A predicate: item ``index`` of the answer is what ``wrong(prompt_len, num_new)`` gives."""
+    def when(args, got):
+        return (isinstance(got, (tuple, list)) and len(got) == 2
+                and got[index] == wrong(*args) and wrong(*args) != _right(*args)[index])
+    return when
+
+
+def _right(t0: int, n: int) -> tuple[int, int]:
+    return _slow(t0, n), _fast(t0, n)
+
+
+def check_attention_pairs(fn: Callable) -> CheckResult:
+    """``fn(prompt_len, num_new) -> (recomputed, cached)``: how many query-key pairs one
+    attention head of one layer scores (those the causal mask allows) while greedy decoding
+    writes ``num_new`` tokens after a prompt of ``prompt_len``, the slow way and with the
+    cache. Each case's answer is *measured* on the library's decoding (``decoding_calls``)."""
+    cases = []
+    for t0, n in [(5, 4), (1, 1), (3, 2), (2, 7), (8, 3), (1, 6)]:
+        measured = (causal_pairs(decoding_calls(t0, n, cached=False)),
+                    causal_pairs(decoding_calls(t0, n, cached=True)))
+        cases.append(Case(f"prompt {t0}, {n} new tokens", (t0, n), measured,
+                          hint="list the calls first: which positions each one computes, and "
+                               "how many keys each new query may see"))
+    mistakes = [
+        Mistake("not a pair", "return two numbers, (recomputed, cached), in that order.",
+                when=lambda args, got: not isinstance(got, (tuple, list)) or len(got) != 2),
+        Mistake("swapped", "the pair is (recomputed, cached): the slow way first.",
+                when=lambda args, got: tuple(got) == _right(*args)[::-1]),
+        Mistake("one pair per cached step", "with the cache a step computes one new "
+                "*position*, but its query still reads every cached key: the step at position "
+                "t scores t pairs. The cache saves recomputing the earlier positions' keys, "
+                "values and outputs, not the attention over the past.",
+                when=_component(1, lambda t0, n: _fast(t0, n, per_step=lambda length: 1))),
+        Mistake("prompt's keys left out of the steps", "a step's query reads the prompt's "
+                "cached keys too, not only the keys of the tokens generated so far.",
+                when=_component(1, lambda t0, n: _fast(t0, n, per_step=lambda length: length
+                                                       - t0 + 1))),
+        Mistake("positions, not pairs (cached)", "that counts position-passes, not query-key "
+                "pairs: start computes t0 positions but scores t0 (t0 + 1) / 2 pairs, and "
+                "each step's one query scores one pair per key it may see.",
+                when=_component(1, lambda t0, n: t0 + n - 1)),
+        Mistake("positions, not pairs (recomputed)", "that counts position-passes, not "
+                "query-key pairs: a call over L positions scores L (L + 1) / 2 pairs (query j "
+                "sees keys 1 .. j).", when=_component(0, lambda t0, n: _slow(t0, n, lambda L: L))),
+        Mistake("masked pairs counted", "you counted the whole score matrix, L x L: the causal "
+                "mask leaves a query only itself and the keys before it, L (L + 1) / 2 pairs "
+                "per call (the masked scores never reach the softmax).",
+                when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
+                    got[0] == _slow(*args, lambda L: L * L)
+                    or got[1] == _fast(*args, start=lambda L: L * L))
+                and _slow(*args, lambda L: L * L) != _right(*args)[0]),
+        Mistake("one call too many", "the last token chosen is never read by the model: "
+                "num_new tokens take num_new calls (the slow way: over t0, ..., t0 + num_new "
+                "- 1 positions; with the cache: start, then num_new - 1 steps).",
+                when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
+                    got[0] == _slow(*args, calls=args[1] + 1)
+                    or got[1] == _fast(*args, steps=args[1] + 1))),
+        Mistake("one call too few", "num_new tokens take num_new calls: the first new token "
+                "comes from the call over the prompt, and each later one from one more call.",
+                when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
+                    got[0] == _slow(*args, calls=args[1] - 1)
+                    or got[1] == _fast(*args, steps=args[1] - 1)) and args[1] > 1),
+    ]
+    result = run_cases("attention pairs with and without the cache", fn, cases, mistakes)
+    if result:
+        t0, n = 7, 57  # Section 8.5's run
+        calls = {c: decoding_calls(t0, n, cached=c) for c in (False, True)}
+        positions = {c: sum(t for _, t in calls[c]) for c in calls}
+        pairs = {c: causal_pairs(calls[c]) for c in calls}
+        print(f"   measured for a prompt of {t0} and {n} new tokens: position-passes "
+              f"{positions[False]:,} recomputed, {positions[True]:,} cached "
+              f"({positions[False] / positions[True]:.0f}x fewer); query-key pairs "
+              f"{pairs[False]:,} recomputed, {pairs[True]:,} cached "
+              f"({pairs[False] / pairs[True]:.0f}x fewer)")
+    return result
+
+
+# --- 7. predict, then measure: temperature and invented words -----------------------------------
 
 # The shares this measurement gave when the chapter was executed (CPU, seed 0); a run on other
 # hardware trains a slightly different model, so each range is wide.
@@ -791,6 +920,7 @@ EXERCISES = {
     "top_p": check_top_p,
     "greedy_cached": check_greedy_cached,
     "lm_loss": check_lm_loss,
+    "attention_pairs": check_attention_pairs,
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
     "measure_invented": check_invented_prediction,
