@@ -1,7 +1,7 @@
 """Chapter 6's tiny BERT pretrained on verse pairs with MLM + NSP: does its NSP head learn?
 
 Usage (from the repository root):
-``python benchmarks/bert_nsp.py [--steps 500] [--width 64] [--seeds 0 1 2] [--jobs 3] [--smoke] [--out PATH]``
+``python benchmarks/bert_nsp.py [--steps 500] [--width 64] [--seeds 0 1 2] [--objectives mlm+nsp nsp] [--jobs 3] [--smoke] [--out PATH]``
 (without ``--out`` or ``--smoke`` it writes the committed ``lib/attnbook/results/bert_nsp.json``)
 
 A tiny BERT like the chapter's (two layers, but D = 64 and 2 heads by default, to fit a shared
@@ -9,8 +9,10 @@ CPU; the 1,000 most frequent WordPiece tokens of the World English Bible, masked
 reading verse pairs
 ``[CLS] A [SEP] B [SEP]`` with segment ids 0 for A and 1 for B (at most 64 tokens), B the next
 verse of the same chapter half of the time and a verse of another chapter otherwise
-(``masked_lm.make_nsp_pairs``). Loss: MLM + NSP (``masked_lm.pretraining_loss``), AdamW, linear
-warm-up then decay, batches of 64 freshly drawn pairs, one seed per run.
+(``masked_lm.make_nsp_pairs``). Two objectives: ``mlm+nsp``, BERT's (``masked_lm.pretraining_loss``),
+and ``nsp``, the NSP loss alone on the unmasked pairs (does the NSP head learn when MLM does not
+share the budget?). AdamW, linear warm-up then decay, batches of 64 freshly drawn pairs, one seed
+per run.
 
 Held out: every 20th chapter (by position in the canon), never seen in training; 1,000 fixed
 pairs of them are scored, unmasked, by the NSP head (accuracy, and the AUC of P(IsNext)) and,
@@ -61,7 +63,17 @@ def data():
     return train_docs, held_n, pairs_n, compact, full, len(old_ids)
 
 
-def run(seed: int, steps: int, lr: float, eval_every: int, width: int, smoke: bool) -> dict:
+def nsp_only_loss(model: BertForPreTraining, batch: mlm.PretrainBatch) -> torch.Tensor:
+    """The NSP loss alone, on the clean (unmasked) pair."""
+    _, logits = model(batch.inputs.input_ids, batch.inputs.segment_ids, batch.inputs.token_mask,
+                      predict_at=torch.zeros_like(batch.inputs.token_mask))
+    return mlm.nsp_loss(logits, batch.nsp_labels)
+
+
+LOSSES = {"mlm+nsp": mlm.pretraining_loss, "nsp": nsp_only_loss}
+
+
+def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width: int, smoke: bool) -> dict:
     torch.set_num_threads(1)
     train_docs, held_n, pairs_n, compact, full, vocab_size = data()
     n_special = len(SPECIAL_TOKENS)
@@ -94,18 +106,18 @@ def run(seed: int, steps: int, lr: float, eval_every: int, width: int, smoke: bo
     def eval_fn(m):
         row = evaluate(m)
         curve.append(row)
-        print(f"seed {seed}, step {len(curve) * eval_every}: {row}", file=sys.stderr, flush=True)
+        print(f"{objective}, seed {seed}, step {len(curve) * eval_every}: {row}", file=sys.stderr, flush=True)
         return row
 
     stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **ids)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear_scheduler(optimizer, max(1, steps // 10), steps)
     seconds, history = common.timed(
-        lambda: fit(model, stream, mlm.pretraining_loss, optimizer, steps, clip_norm=1.0, scheduler=scheduler,
+        lambda: fit(model, stream, LOSSES[objective], optimizer, steps, clip_norm=1.0, scheduler=scheduler,
                     eval_fn=eval_fn, eval_every=eval_every, progress=False), torch.device("cpu"))
     steps_seen = [s for s, _ in history.metrics["nsp accuracy"]]
     final = evaluate(model.eval())
-    row = {"seed": seed, "steps": steps, "lr": lr, "d_model": config.d_model, "num_layers": config.num_layers, "seconds": round(seconds, 1),
+    row = {"objective": objective, "seed": seed, "steps": steps, "lr": lr, "d_model": config.d_model, "num_layers": config.num_layers, "seconds": round(seconds, 1),
            "parameters": sum(p.numel() for p in model.parameters()),
            "eval_pairs": len(pairs_n), "is_next": int(is_next.sum()),
            "nsp_accuracy": final["nsp accuracy"], "nsp_auc": final["nsp auc"],
@@ -123,16 +135,20 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--eval-every", type=int, default=100)
     parser.add_argument("--lr", type=float, default=3e-3)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--objectives", nargs="+", default=list(LOSSES), choices=list(LOSSES))
     args = parser.parse_args(argv)
     common.check_jobs(parser, args)
     steps = 20 if args.smoke else args.steps
     eval_every = 10 if args.smoke else args.eval_every
-    done = {r["seed"]: r for r in common.log_rows(args.resume) if r.get("steps") == steps}
-    todo = [(s, steps, args.lr, eval_every, args.width, args.smoke) for s in args.seeds if s not in done]
+    # rows logged before the NSP-only objective existed were MLM + NSP runs
+    done = {(r.get("objective", "mlm+nsp"), r["seed"]): {"objective": "mlm+nsp", **r}
+            for r in common.log_rows(args.resume) if r.get("steps") == steps}
+    todo = [(o, s, steps, args.lr, eval_every, args.width, args.smoke) for o in args.objectives for s in args.seeds
+            if (o, s) not in done]
     runs = list(done.values()) + common.run_jobs(run, todo, args.jobs)
-    runs.sort(key=lambda r: r["seed"])
+    runs.sort(key=lambda r: (list(LOSSES).index(r["objective"]), r["seed"]))
     for r in runs:
-        print(f"seed {r['seed']}: {r['steps']} steps in {r['seconds']:.0f} s; held-out NSP accuracy "
+        print(f"{r['objective']:8s} seed {r['seed']}: {r['steps']} steps in {r['seconds']:.0f} s; held-out NSP accuracy "
               f"{100 * r['nsp_accuracy']:.1f}%, AUC {r['nsp_auc']:.3f}; Jaccard AUC {r['jaccard_auc']:.3f}")
     out = common.out_path(args, "bert_nsp.json")
     if out:

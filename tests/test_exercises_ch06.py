@@ -302,7 +302,8 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 
 
 def test_every_wordpiece_mistake_is_named_by_a_row():
-    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "## ignored in lookup"}
+    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
+            "## ignored in lookup"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
