@@ -6,7 +6,7 @@ from torch import nn
 
 from attnbook.data.wordpiece import WordPieceTokenizer, wordpiece_split
 from attnbook.exercises.ch06 import (
-    EXERCISES, MAX_POOL_MISTAKES, SEP_MISTAKES, TYPE_MISTAKES, WORDPIECE_MISTAKES, check_accuracy_by_type,
+    EXERCISES, MAX_POOL_MISTAKES, judge_sep_prediction, SEP_MISTAKES, TYPE_MISTAKES, WORDPIECE_MISTAKES, check_accuracy_by_type,
     check_frozen_classifier, check_masking, check_max_pool, check_sep_probe, check_wordpiece,
 )
 from attnbook.tasks import masked_lm
@@ -230,6 +230,10 @@ def wordpiece_off_by_one_max(word, vocab, max_chars):
     return wordpiece_reference(word, vocab, max_chars - 1)
 
 
+def wordpiece_off_by_one_max_above(word, vocab, max_chars):  # len(word) > max_chars + 1
+    return wordpiece_reference(word, vocab, max_chars + 1)
+
+
 def wordpiece_hash_ignored(word, vocab, max_chars):  # '##' not part of the lookup
     if len(word) > max_chars:
         return ["[UNK]"]
@@ -283,7 +287,8 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
 @pytest.mark.parametrize("wrong, diagnosis", [
     (wordpiece_shortest, "shortest first"), (wordpiece_no_hashes, "no ## prefix"),
     (wordpiece_partial_unk, "partial [UNK]"), (wordpiece_no_max, "max_chars ignored"),
-    (wordpiece_off_by_one_max, ""), (wordpiece_mutates_vocab, ""),
+    (wordpiece_off_by_one_max, "max_chars off by one"),
+    (wordpiece_off_by_one_max_above, "max_chars off by one"), (wordpiece_mutates_vocab, ""),
     (wordpiece_hash_ignored, "## ignored in lookup"), (wordpiece_bare_lookup, "## ignored in lookup"),
     (wordpiece_by_library, "library function"), (wordpiece_by_library_keyword, "library function"),
     (wordpiece_by_tokenizer, "library function"),
@@ -297,7 +302,8 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 
 
 def test_every_wordpiece_mistake_is_named_by_a_row():
-    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "## ignored in lookup"}
+    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
+            "## ignored in lookup"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
@@ -601,3 +607,23 @@ def test_sep_probe_asks_for_a_prediction_before_measuring(capsys):
 
 def test_every_sep_mistake_is_triggered():
     assert {m.name for m in SEP_MISTAKES} == {d for _, d in SEP_WRONG} - {""}
+
+
+@pytest.mark.parametrize("prediction, verdict", [
+    (41.4, "no different"),  # the naive guess: "the same as mean pooling"
+    (40.6, "no different"),
+    (45.0, "wrong direction"),  # above mean pooling; the measurement is below it
+    (30.0, "right direction, far"),
+    (39.9, "close"), (35.0, "close"),
+])
+def test_sep_prediction_needs_the_direction(prediction, verdict):
+    # measured 37.4% against 41.4% for mean pooling, the figures when the exercise was written
+    assert judge_sep_prediction(prediction, 37.4, 41.4)[0] == verdict
+    # the same rules when the measurement is above mean pooling
+    mirrored = judge_sep_prediction(2 * 41.4 - prediction, 45.4, 41.4)[0]
+    assert mirrored == verdict
+
+
+def test_sep_probe_needs_the_mean_pooled_figure():
+    with pytest.raises(ValueError, match="mean_pooled"):
+        check_sep_probe(sep_reference, 35.0, model=object())

@@ -220,7 +220,8 @@ def _wordpiece_cases() -> list[Case]:
     specs = [
         ("unaffable", _VOCAB_A, 100), ("a", _VOCAB_A, 100), ("unab", _VOCAB_A, 100), ("unx", _VOCAB_A, 100),
         ("playing", _VOCAB_B, 100), ("players", _VOCAB_B, 100), ("splay", _VOCAB_B, 100),
-        ("playing", _VOCAB_B, 6), ("play", _VOCAB_B, 4), ("ingplay", _VOCAB_B, 100),
+        ("unaffable", _VOCAB_A, 7), ("playing", _VOCAB_B, 6), ("play", _VOCAB_B, 4),
+        ("ingplay", _VOCAB_B, 100),
     ]
     return [Case(f"word {w!r}, max_chars {m}", (w, frozenset(v), m), _reference_wordpiece(w, v, m),
                  hint="from the current start, try the longest remaining piece first and shorten it until it "
@@ -304,6 +305,9 @@ def _hash_dropped(word: str, vocab: set[str], max_chars: int) -> list[str]:
 _HASH_HINT = ("a piece that continues a word must be looked up *with* its '##' prefix: 'play' and '##play' "
               "are different vocabulary entries, and only the second may follow another piece.")
 
+_OFF_BY_ONE_HINT = ("the length test is off by one: a word of exactly max_chars characters is still split, "
+                    "and only a longer one (len(word) > max_chars) becomes ['[UNK]'].")
+
 WORDPIECE_MISTAKES = (
     Mistake("shortest first", "you take the shortest piece that matches: WordPiece takes the longest first.",
             gives=_shortest_first),
@@ -311,6 +315,8 @@ WORDPIECE_MISTAKES = (
             gives=_no_hashes),
     Mistake("partial [UNK]", "when a remainder matches nothing, the *whole* word becomes ['[UNK]'], not the "
                              "pieces so far plus '[UNK]'.", gives=_partial_unk),
+    Mistake("max_chars off by one", _OFF_BY_ONE_HINT, gives=lambda w, v, m: _reference_wordpiece(w, v, m - 1)),
+    Mistake("max_chars off by one", _OFF_BY_ONE_HINT, gives=lambda w, v, m: _reference_wordpiece(w, v, m + 1)),
     Mistake("max_chars ignored", "a word longer than max_chars characters is ['[UNK]'] without trying to split it.",
             gives=_ignores_max_chars),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_ignored),
@@ -677,12 +683,38 @@ SEP_MISTAKES = (
 )
 
 
+SEP_CLOSE = 3.0  # points: a prediction this near the measurement, on the right side, is close
+SEP_SAME = 1.0  # points: a prediction this near the mean-pooled figure says "no different"
+
+
+def judge_sep_prediction(prediction: float, measured: float, mean_pooled: float) -> tuple[str, str]:
+    """The verdict on a [SEP]-probe prediction (all three in %): its name and a sentence. The
+    prediction must say on which side of the mean-pooled figure the [SEP] probe falls (the
+    point of the exercise), and be within ``SEP_CLOSE`` points of the measurement."""
+    side = (measured > mean_pooled) - (measured < mean_pooled)  # +1 above mean pooling, -1 below
+    error = prediction - measured
+    if abs(prediction - mean_pooled) < SEP_SAME:
+        return "no different", (f"you predicted about the mean-pooled figure ({mean_pooled:.1f}%), the naive "
+                                f"guess this exercise is about: the [SEP] probe measured {abs(measured - mean_pooled):.1f} "
+                                f"points {'above' if side > 0 else 'below'} it.")
+    if (prediction > mean_pooled) != (side > 0):
+        return "wrong direction", (f"wrong direction: you put the [SEP] probe {'above' if prediction > mean_pooled else 'below'} "
+                                   f"mean pooling ({mean_pooled:.1f}%); it measured {'above' if side > 0 else 'below'} it.")
+    if abs(error) <= SEP_CLOSE:
+        return "close", (f"a close prediction: the right side of mean pooling ({mean_pooled:.1f}%), and within "
+                         f"{SEP_CLOSE:g} points of the measurement.")
+    return "right direction, far", (f"the right side of mean pooling ({mean_pooled:.1f}%), but {abs(error):.1f} points "
+                                    f"{'too high' if error > 0 else 'too low'} (a close guess is within {SEP_CLOSE:g}).")
+
+
 def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, tokenizer=None, texts=None,
-                    labels=None) -> CheckResult:
+                    labels=None, mean_pooled: float | None = None) -> CheckResult:
     """``fn(model, input_ids, segment_ids, token_mask) -> (B, D)``: the last layer's vector at each
     row's final ``[SEP]`` (its last real token). When ``model`` is given, a ``prediction`` (in %)
     is required first; when ``fn`` passes, the chapter's probe is measured on those features
-    (30 labelled verses per genre, the chapter's 5 splits) and the prediction is judged."""
+    (30 labelled verses per genre, the chapter's 5 splits) and the prediction is judged against
+    the measurement and ``mean_pooled``, the same probe's accuracy on mean-pooled features (a
+    fraction, as the chapter computes it)."""
     from attnbook.exercises.core import no_grad
     exercise = "frozen [SEP] probe"
     if model is not None:
@@ -695,6 +727,8 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
         if 0 < prediction <= 1:
             return _verdict(exercise, False, f"a prediction of {prediction} looks like a fraction: write "
                             f"it in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
+        if mean_pooled is None:
+            raise ValueError("give mean_pooled, the mean-pooled probe's accuracy, to judge the prediction by")
     result = run_cases(exercise, no_grad(fn), _sep_cases(), SEP_MISTAKES)
     if not result or model is None:
         return result
@@ -711,12 +745,9 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
     low, high = SEP_PROBE_RANGE
     print(f"   measured, frozen [SEP] probe (5 splits, 30 labelled verses per genre): {100 * measured:.1f}% "
           f"(expected {100 * low:.1f}%–{100 * high:.1f}%, the range measured when this exercise was written)")
-    error = prediction - 100 * measured
-    print(f"   your prediction minus the measurement, in points: {error:.1f} "
-          "(expected within 5 either way for a close guess)")
-    print("   verdict: " + ("a close prediction." if abs(error) <= 5 else
-                            "too high: the [SEP] vector carries less than you expected." if error > 0 else
-                            "too low: the [SEP] vector carries more than you expected."))
+    print(f"   your prediction minus the measurement, in points: {prediction - 100 * measured:.1f}; "
+          f"the mean-pooled features gave {100 * mean_pooled:.1f}%")
+    print("   verdict: " + judge_sep_prediction(prediction, 100 * measured, 100 * mean_pooled)[1])
     print("   Why: all-MiniLM-L6-v2 was trained (contrastively) on the *mean* of its tokens; no objective "
           "asked its [SEP] vector to summarise the sentence, and a frozen probe can only read what "
           "attention happened to gather there.")
