@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         test = data.test[:: 50 if args.smoke else 5]
         settings = argparse.Namespace(smoke=args.smoke, steps=args.steps, batch_size=64, lr=3e-3, device="cpu")
         weights = None
-        for size in args.sizes:
+        for size in sorted(args.sizes, reverse=True):  # the larger size first: it is the informative one
             for seed in args.seeds:
                 train = train_subset(data.train[:500] if args.smoke else data.train, size, seed)
                 for arm in args.arms:
