@@ -34,8 +34,46 @@ import torch
 
 import common
 from attnbook.data.g2p import load_g2p
+from attnbook.models.t5 import T5
+from attnbook.tasks.count_baselines import span_target_windows
+from attnbook.tasks.span_corruption import corrupt, seq2seq_batch
+from attnbook.train import evaluating
 from t5_encoder_use import corpus_text, pretrain_inverse_sqrt
-from t5_pretraining import finetune_t5, train_subset
+from t5_pretraining import VOCAB, finetune_t5, t5_config, train_subset
+
+
+@torch.no_grad()
+def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
+    """Where the pretrained model's loss on 64-byte windows comes from: nats per target token at each
+    target position, on the held-out half of the windows ``t5_diagnosis.mismatch`` scores, and on
+    32-byte windows (the pretraining's length) drawn the same way. A 32-byte window hides 5 bytes in
+    2 spans (target: 8 tokens); a 64-byte one 10 bytes in 3 spans (14 tokens), so its target holds
+    a third sentinel and decoder offsets beyond -7, which the pretraining never produced."""
+    text = corpus_text("spellings")
+    stream = VOCAB.encode(text[:50000] if smoke else text)
+    model = T5(t5_config(smoke, dropout=0.0))
+    model.load_state_dict(weights)
+    out = {"kind": "positions", "windows_scored": windows // 2}
+    for length in (32, 64):
+        pairs = []
+        for window, mask, target in span_target_windows(stream, length, VOCAB.sentinel, VOCAB.eos_id,
+                                                         windows)[windows // 2:]:
+            pairs.append((corrupt(window, torch.tensor(mask), VOCAB.sentinel, VOCAB.eos_id)[0], target))
+        batch = seq2seq_batch(pairs, VOCAB.pad_id)
+        with evaluating(model):
+            logp = model(batch.src, batch.src_lengths, batch.tgt_in).log_softmax(-1)  # (B, T, V)
+        nll = -logp.gather(-1, batch.tgt_out[..., None])[..., 0]  # (B, T)
+        real = batch.tgt_out != VOCAB.pad_id
+        kinds = {"byte": (batch.tgt_out >= 3) & (batch.tgt_out < 259),
+                 "sentinel": (batch.tgt_out >= VOCAB.sentinel(15)) & real, "</s>": batch.tgt_out == VOCAB.eos_id}
+        row = {"nats_per_token": round(float(nll[real].mean()), 4),
+               "by_position": [round(float(nll[real[:, t], t].mean()), 4) for t in range(nll.shape[1])
+                               if bool(real[:, t].any())],
+               "by_kind": {k: round(float(nll[m].mean()), 4) for k, m in kinds.items() if bool(m.any())},
+               "by_sentinel": {str(i): round(float(nll[batch.tgt_out == VOCAB.sentinel(i)].mean()), 4)
+                               for i in range(3) if bool((batch.tgt_out == VOCAB.sentinel(i)).any())}}
+        out[f"{length} bytes"] = row
+    return out
 
 
 def key(row: dict) -> tuple:
@@ -44,7 +82,7 @@ def key(row: dict) -> tuple:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--part", choices=("pretrain", "finetune", "collect"), required=True)
+    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "collect"), required=True)
     p.add_argument("--arms", nargs="+", choices=("pretrained", "scratch"), default=["pretrained", "scratch"])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -83,9 +121,14 @@ def main(argv: list[str] | None = None) -> int:
                         weights = torch.load(args.checkpoint)
                     row = finetune_t5(arm, train, test, seed, settings, weights if arm == "pretrained" else None)
                     print(json.dumps({**row, "size": len(train), "seed": seed}), flush=True)
+    elif args.part == "positions":
+        while not args.checkpoint.is_file():
+            time.sleep(20)
+        print(json.dumps(positions(torch.load(args.checkpoint), args.smoke)), flush=True)
     else:
         rows = list(done.values())
         pre = [r for r in rows if r.get("kind") == "pretrain"]
+        by_position = [r for r in rows if r.get("kind") == "positions"]
         runs = sorted((r for r in rows if "arm" in r),
                       key=lambda r: (r["size"], r["seed"], r["arm"]))
         out = common.out_path(args, "t5_low_label.json")
@@ -95,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                 "threads": 1, "test_words": len(load_g2p().test[:: 50 if args.smoke else 5]),
                 "settings": {"steps": args.steps, "batch_size": 64, "lr": 3e-3,
                              "pretrain_steps": args.pretrain_steps},
-                "pretrain": pre[0] if pre else None, "runs": runs})
+                "pretrain": pre[0] if pre else None,
+                "positions": by_position[0] if by_position else None, "runs": runs})
     print(f"part {args.part}: {time.perf_counter() - start:.1f} s", flush=True)
     return 0
 
