@@ -41,7 +41,7 @@ from attnbook.data.bible import load_bible
 from attnbook.data.g2p import load_g2p
 from attnbook.train import evaluating, fit
 from attnbook.models.t5 import T5
-from attnbook.tasks.span_corruption import span_corruption_batches
+from attnbook.tasks.span_corruption import seq2seq_batch, span_corruption_batches
 from t5_diagnosis import mismatch
 from t5_pretraining import VOCAB, finetune_t5, loss_fn, study_setup, t5_config
 
@@ -69,22 +69,11 @@ def gap(model, probe) -> dict:
             "gap": round(out["wrong"] - out["own"], 4)}
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = common.experiment_parser(__doc__)
-    p.add_argument("--corpus", choices=("bible", "spellings"), default="bible")
-    p.add_argument("--steps", type=int, default=3000)
-    p.add_argument("--window", type=int, default=32)
-    p.add_argument("--peak-lr", type=float, default=1e-2)
-    p.add_argument("--warmup", type=int, default=300)
-    p.add_argument("--probe-every", type=int, default=250)
-    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
-    p.add_argument("--device", default="cpu")
-    args = p.parse_args(argv)
-    if args.smoke:
-        args.steps, args.probe_every, args.seeds = 20, 10, [0]
-    torch.set_num_threads(1)
-    start = time.perf_counter()
-    text = corpus_text(args.corpus)
+def pretrain_inverse_sqrt(args, text: str) -> tuple[dict, dict]:
+    """Span-corruption pretraining on ``text`` on T5's schedule, the gap tracked; (row, weights).
+
+    ``args`` needs ``smoke``, ``corpus``, ``steps``, ``window``, ``peak_lr``, ``warmup`` and
+    ``probe_every`` (this script's options); ``benchmarks/t5_low_label.py`` reuses it."""
     stream = VOCAB.encode(text[:20000] if args.smoke else text)
     # held-out probe: the last 5% of the stream, never drawn for training
     cut = int(len(stream) * 0.95)
@@ -93,7 +82,6 @@ def main(argv: list[str] | None = None) -> int:
                                       VOCAB.pad_id, torch.Generator().manual_seed(99)))
     pairs = [(pb.src[i, : pb.src_lengths[i]].tolist(), pb.tgt_out[i][pb.tgt_out[i] != VOCAB.pad_id].tolist())
              for i in range(len(pb.src))]
-    from attnbook.tasks.span_corruption import seq2seq_batch
     own = seq2seq_batch(pairs, VOCAB.pad_id)
     wrong = seq2seq_batch([(pairs[(i + 1) % len(pairs)][0], pairs[i][1]) for i in range(len(pairs))],
                           VOCAB.pad_id)
@@ -125,8 +113,27 @@ def main(argv: list[str] | None = None) -> int:
            "corpus_bytes": len(stream),
            "loss_curve": [[s, round(losses[s - 1], 4)] for s in range(250, args.steps + 1, 250)],
            "gap_track": track, "gap_track_columns": ["step", "own", "wrong", "gap"]}
+    return pre, {k: v.clone() for k, v in model.state_dict().items()}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = common.experiment_parser(__doc__)
+    p.add_argument("--corpus", choices=("bible", "spellings"), default="bible")
+    p.add_argument("--steps", type=int, default=3000)
+    p.add_argument("--window", type=int, default=32)
+    p.add_argument("--peak-lr", type=float, default=1e-2)
+    p.add_argument("--warmup", type=int, default=300)
+    p.add_argument("--probe-every", type=int, default=250)
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--device", default="cpu")
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.steps, args.probe_every, args.seeds = 20, 10, [0]
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    text = corpus_text(args.corpus)
+    pre, weights = pretrain_inverse_sqrt(args, text)
     print(json.dumps(pre), flush=True)
-    weights = {k: v.clone() for k, v in model.state_dict().items()}
     final = mismatch(weights, args.smoke, 200 if args.smoke else 3000,
                      None if args.corpus == "bible" else text)
     print(json.dumps(final), flush=True)

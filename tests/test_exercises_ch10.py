@@ -383,7 +383,9 @@ def buckets_left_only(config, src_length, tgt_length):
 
 @pytest.mark.parametrize("wrong, diagnosis", [
     (lambda c, s, t: trained_buckets(c, s, t)[::-1], "stacks swapped"),
-    (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "one offset too far"),
+    # both stacks one too far: in the first case the encoder's extra offset (±58) falls in a bucket
+    # that ±57 already reaches, so only the decoder's error shows, and the message names it
+    (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "decoder one offset too far"),
     (buckets_left_only, "one side only"),
     (lambda c, s, t: (trained_buckets(c, s, t)[0], []), "loss from the first decoder position only"),
     (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), ""),
@@ -831,3 +833,75 @@ def test_span_spread_accepts_a_float32_mean():
         mean, sd = span_length_spread(n, k, d, m)
         return torch.tensor([mean, sd], dtype=torch.float32)
     assert check_span_spread(float32, 16)
+
+
+# --- review of 2026-11-27: a scanning bucket_range, and which stack is one offset too far ---
+
+def _scan_library(bucket, bidirectional, n, d, far=5000):
+    from attnbook.layers.relative_position import relative_position_bucket
+    offsets = torch.arange(-far, far + 1)
+    inside = offsets[relative_position_bucket(offsets, bidirectional, n, d) == bucket]
+    low, high = int(inside.min()), int(inside.max())
+    return (None if low == -far else low, None if high == far else high)
+
+
+def _scan_transformers(bucket, bidirectional, n, d, far=5000):
+    from transformers.models.t5.modeling_t5 import T5Attention
+    offsets = torch.arange(-far, far + 1)
+    inside = offsets[T5Attention._relative_position_bucket(offsets, bidirectional, n, d) == bucket]
+    low, high = int(inside.min()), int(inside.max())
+    return (None if low == -far else low, None if high == far else high)
+
+
+def _own_bucket(offset, bidirectional, n, d):
+    per_side = n // 2 if bidirectional else n
+    exact = per_side // 2
+    side = per_side if bidirectional and offset > 0 else 0
+    distance = abs(offset) if bidirectional else max(-offset, 0)
+    if distance < exact:
+        return side + distance
+    return side + min(exact + int(math.log(distance / exact) / math.log(d / exact) * (per_side - exact)),
+                      per_side - 1)
+
+
+def _scan_own_formula(bucket, bidirectional, n, d, far=5000):
+    """The reader's own bucket function, tried on a fixed window of offsets."""
+    inside = [o for o in range(-far, far + 1) if _own_bucket(o, bidirectional, n, d) == bucket] or [0]
+    return (None if min(inside) == -far else min(inside), None if max(inside) == far else max(inside))
+
+
+@pytest.mark.parametrize("wrong", [
+    _scan_library, lambda b, bi, n, d: _scan_library(b, bi, n, d), _scan_transformers,
+])
+def test_bucket_range_refuses_a_scan_of_the_library(wrong, capsys):
+    result = check_bucket_range(wrong)
+    assert not result and result.diagnosis == "scans the library"
+    assert "work the ends out from the formula" in capsys.readouterr().out
+
+
+def test_bucket_range_rejects_a_fixed_window_scan():
+    """The review's brute force (offsets -5,000 to 5,000, ends mapped to None) passed all 40 old
+    cases; max_distance 20,000 puts bucket ends outside any such window."""
+    result = check_bucket_range(_scan_own_formula)
+    assert not result and result.diagnosis == "offsets scanned"
+
+
+def _decoder_too_far(c, s, t):
+    enc, _ = trained_buckets(c, s, t)
+    _, dec = buckets_by_formula(c, s, t, reach=1)
+    return enc, (dec if t > 1 else [])
+
+
+def _encoder_too_far(c, s, t):
+    enc, _ = buckets_by_formula(c, s, t, reach=1)
+    return (enc if s > 1 else []), trained_buckets(c, s, t)[1]
+
+
+@pytest.mark.parametrize("wrong, diagnosis, phrase", [
+    (_decoder_too_far, "decoder one offset too far", "a target of T tokens"),
+    (_encoder_too_far, "encoder one offset too far", "a source of S tokens"),
+])
+def test_trained_buckets_names_the_stack_one_offset_too_far(wrong, diagnosis, phrase, capsys):
+    result = check_trained_buckets(wrong, prediction=27)
+    assert not result and result.diagnosis == diagnosis
+    assert phrase in capsys.readouterr().out

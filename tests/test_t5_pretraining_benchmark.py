@@ -117,3 +117,31 @@ def test_encoder_use_smoke_and_committed_results(tmp_path):
         assert committed["pretrain"]["corpus"] == corpus
         assert committed["pretrain"]["gap_track"][-1][0] == committed["pretrain"]["steps"]
         assert {r["seed"] for r in committed["runs"]} <= {0, 1, 2} and committed["runs"]
+
+
+def test_low_label_smoke_parts_and_committed_results(tmp_path):
+    """The low-label script's parts share a checkpoint and collect into one file; the committed
+    file holds the spellings pretraining (as t5_encoder_use.py's) and paired runs at 500 and 2,000."""
+    script = str(ROOT / "benchmarks" / "t5_low_label.py")
+    checkpoint = str(tmp_path / "spellings.pt")
+    logs = []
+    for part in ("pretrain", "finetune", "positions"):
+        run = subprocess.run([sys.executable, script, "--smoke", "--part", part, "--checkpoint", checkpoint],
+                             check=True, capture_output=True, text=True, timeout=300)
+        log = tmp_path / f"{part}.log"
+        log.write_text(run.stdout)
+        logs.append(str(log))
+    out = tmp_path / "low.json"
+    subprocess.run([sys.executable, script, "--smoke", "--part", "collect", "--out", str(out), "--resume", *logs],
+                   check=True, capture_output=True, text=True, timeout=300)
+    smoke = json.loads(out.read_text())
+    assert smoke["pretrain"]["corpus"] == "spellings" and len(smoke["pretrain"]["gap_track"]) == 3
+    assert {(r["arm"], r["size"]) for r in smoke["runs"]} == {("pretrained", 100), ("scratch", 100)}
+    assert len(smoke["positions"]["64 bytes"]["by_position"]) == 14
+    result = load_result("t5_low_label.json")
+    same = load_result("t5_encoder_use_spellings.json")["pretrain"]
+    assert result["pretrain"]["gap_track"] == same["gap_track"]  # the same pretraining, rerun
+    pretrained = {(r["size"], r["seed"]) for r in result["runs"] if r["arm"] == "pretrained"}
+    assert {500, 2000} <= {size for size, _ in pretrained}
+    final = load_result("t5_encoder_use_spellings.json")["final_mismatch"]["own input"]["nats_per_token"]
+    assert abs(result["positions"]["64 bytes"]["nats_per_token"] - final) < 1e-3  # the same windows

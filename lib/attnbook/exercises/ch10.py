@@ -7,7 +7,8 @@ in one line. ``check_trained_buckets``, ``check_span_spread`` and ``check_no_pos
 predict-then-measure exercises: they check the measurement and explain the gap to the reader's
 ``prediction`` (the command line, ``python -m attnbook.exercises ch10 answers.py``, passes the
 file's ``prediction_<function name>`` or ``prediction`` variable). ``check_corrupt``
-refuses a function that calls the library's ``corrupt``.
+refuses a function that calls the library's ``corrupt``, ``check_bucket_range`` one that
+calls a bucket function to try offsets.
 ``EXERCISES`` maps the notebook's function names to their checkers.
 """
 from __future__ import annotations
@@ -114,7 +115,8 @@ def _zero_in_upper_half(args, got) -> bool:
 def check_bucket_range(fn: Callable) -> CheckResult:
     """``fn(bucket, bidirectional, num_buckets, max_distance) -> (low, high)``: the smallest and
     largest offset ``key - query`` that fall in ``bucket`` (None on an unbounded side)."""
-    settings = [(True, 32, 128), (False, 32, 128), (True, 8, 20), (False, 16, 40), (True, 12, 100)]
+    settings = [(True, 32, 128), (False, 32, 128), (True, 8, 20), (False, 16, 40), (True, 12, 100),
+                (False, 32, 20000)]  # the last: log buckets that end thousands of offsets away
     cases = []
     for bidirectional, n, d in settings:
         for bucket in sorted({0, 1, n // 4 - 1, n // 4, n // 2 - 1, n // 2, n // 2 + 2, n - 2, n - 1}):
@@ -152,8 +154,26 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                 "side: that end is unbounded (None).",
                 when=lambda a, got: isinstance(got, tuple) and len(got) == 2 and None not in got
                 and None in (_bucket_range(*a) or (0, 0))),
+        Mistake("offsets scanned", "with max_distance 20,000 the log buckets end thousands of offsets away: "
+                "trying offsets in a fixed window misses their ends. Work the ends out from the formula: "
+                "bucket k starts at the smallest d with max_exact + floor(...) >= k.",
+                when=lambda a, got: a[3] > 1000),
     ]
+    if callable(fn) and _calls(fn, _is_bucket_function,
+                                   frozenset({"relative_position_bucket", "_relative_position_bucket"})):
+        return _finish("bucket range", False, "your function calls a bucket function (the library's "
+                       "`relative_position_bucket` or `transformers`' `_relative_position_bucket`) to try "
+                       "offsets: work the ends out from the formula instead (the library's bucket function is "
+                       "what the checker compares with).", "scans the library")
     return run_cases("bucket range", fn, cases, mistakes)
+
+
+def _is_bucket_function(value: object) -> bool:
+    """The library's bucket function, or its module or class (which reach it as an attribute)."""
+    from attnbook.layers import relative_position
+    return (value is relative_position_bucket or value is relative_position
+            or value is relative_position.RelativePositionBias
+            or isinstance(value, relative_position.RelativePositionBias))
 
 
 # --- 2. put the spans back (sentinel-aware) ----------------------------------------------------
@@ -535,24 +555,39 @@ def _last_span_dropped(tokens, mask, sentinel, eos_id):
     return inputs + [eos_id], target + [eos_id]
 
 
-def _calls_library(fn: Callable) -> bool:
-    """Whether ``fn`` is, or calls by name, the library's ``corrupt``."""
-    if fn is corrupt:
+def _calls(fn: Callable, found: Callable[[object], bool], names: frozenset[str] = frozenset(),
+           depth: int = 3) -> bool:
+    """Whether ``fn`` is, or uses by name, something that ``found`` recognises (a global, a closure
+    cell or an attribute of one), or names an attribute in ``names`` anywhere in its code; the
+    reader's own helper functions are followed ``depth`` calls deep."""
+    if found(fn):
         return True
-    code, names = getattr(fn, "__code__", None), set()
+    code, used = getattr(fn, "__code__", None), set()
     stack = [code] if code is not None else []
     while stack:
         c = stack.pop()
-        names |= set(c.co_names)
+        used |= set(c.co_names)
         stack += [k for k in c.co_consts if hasattr(k, "co_names")]
+    if used & names:
+        return True
     space = getattr(fn, "__globals__", {})
-    seen = [space.get(n) for n in names]
+    seen = [space.get(n) for n in used]
     for cell in getattr(fn, "__closure__", None) or ():
         try:
             seen.append(cell.cell_contents)
         except ValueError:  # an empty cell
             pass
-    return any(v is corrupt or getattr(v, "corrupt", None) is corrupt for v in seen)
+    seen = [v for v in seen if v is not None]
+    if any(found(v) or any(found(getattr(v, n, None)) for n in used) for v in seen):
+        return True
+    helpers = [v for v in seen if hasattr(v, "__code__") and v is not fn
+               and not getattr(v, "__module__", "").startswith(("attnbook", "torch"))]
+    return depth > 0 and any(_calls(h, found, names, depth - 1) for h in helpers)
+
+
+def _calls_library(fn: Callable) -> bool:
+    """Whether ``fn`` is, or calls by name, the library's ``corrupt``."""
+    return _calls(fn, lambda v: v is corrupt)
 
 
 def check_corrupt(fn: Callable) -> CheckResult:
@@ -649,6 +684,25 @@ def _one_offset_too_far(config, src_length, tgt_length):
     return _reachable(config.num_buckets, config.max_distance, src_length, tgt_length, reach=1)
 
 
+def _decoder_one_too_far(config, src_length, tgt_length):
+    """The encoder right, the decoder's offsets taken to -T instead of -(T-1)."""
+    return (_trained_buckets(config, src_length, tgt_length)[0],
+            _one_offset_too_far(config, src_length, tgt_length)[1] if tgt_length > 1 else [])
+
+
+def _encoder_one_too_far(config, src_length, tgt_length):
+    """The decoder right, the encoder's offsets taken to -S..S instead of -(S-1)..S-1."""
+    return (_one_offset_too_far(config, src_length, tgt_length)[0] if src_length > 1 else [],
+            _trained_buckets(config, src_length, tgt_length)[1])
+
+
+def _both_one_too_far(args, got) -> bool:
+    """Both stacks one offset too far, in a case where that differs from one stack alone."""
+    both = _one_offset_too_far(*args)
+    return (got == both and both != _decoder_one_too_far(*args)
+            and both != _encoder_one_too_far(*args))
+
+
 def _stacks_swapped(config, src_length, tgt_length):
     return _trained_buckets(config, src_length, tgt_length)[::-1]
 
@@ -702,8 +756,15 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                 "loss taken at the first target position only (logits[:, 0])? That query sees one key, whose "
                 "softmax weight is 1 whatever the bias. Take the loss over every target position.",
                 gives=_first_position_only),
-        Mistake("one offset too far", "a source of S tokens has offsets -(S-1) to S-1, not -S to S.",
-                gives=_one_offset_too_far),
+        Mistake("one offset too far", "both stacks: a source of S tokens has offsets -(S-1) to S-1, not -S "
+                "to S, and a target of T tokens -(T-1) to 0, not -T.", when=_both_one_too_far),
+        Mistake("decoder one offset too far", "in this case the encoder's buckets are right and the decoder's "
+                "are not: a "
+                "target of T tokens has offsets -(T-1) to 0 (each query sees itself and the keys before it), "
+                "not -T.", gives=_decoder_one_too_far),
+        Mistake("encoder one offset too far", "in this case the decoder's buckets are right and the encoder's "
+                "are not: a "
+                "source of S tokens has offsets -(S-1) to S-1, not -S to S.", gives=_encoder_one_too_far),
         Mistake("decoder as bidirectional", "the decoder's table is causal: all its buckets serve offsets <= 0, "
                 "so a past offset -d lands in bucket b(d) of the whole table, not of its lower half.",
                 gives=_decoder_bidirectional),

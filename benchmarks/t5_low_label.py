@@ -1,0 +1,148 @@
+"""Chapter 10's low-label test: does pretraining on unlabelled spellings help with few labelled words?
+
+Usage (from the repository root), in up to three processes that share a checkpoint:
+
+    python benchmarks/t5_low_label.py --part pretrain > /tmp/t5_ll_pre.log
+    python benchmarks/t5_low_label.py --part finetune --arms scratch > /tmp/t5_ll_a.log
+    python benchmarks/t5_low_label.py --part finetune --arms pretrained --seeds 0 1 > /tmp/t5_ll_b.log
+    python benchmarks/t5_low_label.py --part finetune --arms pretrained --seeds 2 > /tmp/t5_ll_c.log
+    python benchmarks/t5_low_label.py --part collect --resume /tmp/t5_ll_*.log
+
+writes ``lib/attnbook/results/t5_low_label.json``; ``--smoke`` runs in seconds and writes nothing
+unless ``--out`` is given. A ``finetune`` part with the pretrained arm waits for the checkpoint.
+
+1. **Pretraining** (once, seed 0): exactly the in-domain run of ``benchmarks/t5_encoder_use.py
+   --corpus spellings`` (span corruption of the G2P *training* words' spellings alone, no
+   phonemes; 3,000 steps of 64 windows of 32 bytes; T5's inverse-square-root schedule to a peak
+   of 1e-2; the wrong-input gap tracked every 250 steps), its weights kept in ``--checkpoint``.
+2. **Fine-tuning** with few labels: 500 and 2,000 labelled training words (the study's subsets:
+   ``t5_pretraining.train_subset``, drawn by the seed), from those weights and from a fresh
+   initialisation, the study's recipe for both arms (600 steps, batch 64, Adam 3e-3, no dropout),
+   seeds 0, 1, 2; word and phoneme error rates on every 5th test word. The study's Transformer
+   and count rows at the same sizes are in ``t5_pretraining.json`` and ``t5_baselines.json``.
+
+One thread per process; every run prints one JSON line, so ``--resume`` skips finished runs.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+
+import torch
+
+import common
+from attnbook.data.g2p import load_g2p
+from attnbook.models.t5 import T5
+from attnbook.tasks.count_baselines import span_target_windows
+from attnbook.tasks.span_corruption import corrupt, seq2seq_batch
+from attnbook.train import evaluating
+from t5_encoder_use import corpus_text, pretrain_inverse_sqrt
+from t5_pretraining import VOCAB, finetune_t5, t5_config, train_subset
+
+
+@torch.no_grad()
+def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
+    """Where the pretrained model's loss on 64-byte windows comes from: nats per target token at each
+    target position, on the held-out half of the windows ``t5_diagnosis.mismatch`` scores, and on
+    32-byte windows (the pretraining's length) drawn the same way. A 32-byte window hides 5 bytes in
+    2 spans (target: 8 tokens); a 64-byte one 10 bytes in 3 spans (14 tokens), so its target holds
+    a third sentinel and decoder offsets beyond -7, which the pretraining never produced."""
+    text = corpus_text("spellings")
+    stream = VOCAB.encode(text[:50000] if smoke else text)
+    model = T5(t5_config(smoke, dropout=0.0))
+    model.load_state_dict(weights)
+    out = {"kind": "positions", "windows_scored": windows // 2}
+    for length in (32, 64):
+        pairs = []
+        for window, mask, target in span_target_windows(stream, length, VOCAB.sentinel, VOCAB.eos_id,
+                                                         windows)[windows // 2:]:
+            pairs.append((corrupt(window, torch.tensor(mask), VOCAB.sentinel, VOCAB.eos_id)[0], target))
+        batch = seq2seq_batch(pairs, VOCAB.pad_id)
+        with evaluating(model):
+            logp = model(batch.src, batch.src_lengths, batch.tgt_in).log_softmax(-1)  # (B, T, V)
+        nll = -logp.gather(-1, batch.tgt_out[..., None])[..., 0]  # (B, T)
+        real = batch.tgt_out != VOCAB.pad_id
+        kinds = {"byte": (batch.tgt_out >= 3) & (batch.tgt_out < 259),
+                 "sentinel": (batch.tgt_out >= VOCAB.sentinel(15)) & real, "</s>": batch.tgt_out == VOCAB.eos_id}
+        row = {"nats_per_token": round(float(nll[real].mean()), 4),
+               "by_position": [round(float(nll[real[:, t], t].mean()), 4) for t in range(nll.shape[1])
+                               if bool(real[:, t].any())],
+               "by_kind": {k: round(float(nll[m].mean()), 4) for k, m in kinds.items() if bool(m.any())},
+               "by_sentinel": {str(i): round(float(nll[batch.tgt_out == VOCAB.sentinel(i)].mean()), 4)
+                               for i in range(3) if bool((batch.tgt_out == VOCAB.sentinel(i)).any())}}
+        out[f"{length} bytes"] = row
+    return out
+
+
+def key(row: dict) -> tuple:
+    return (row.get("kind"), row.get("arm"), row.get("size"), row.get("seed"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = common.experiment_parser(__doc__)
+    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "collect"), required=True)
+    p.add_argument("--arms", nargs="+", choices=("pretrained", "scratch"), default=["pretrained", "scratch"])
+    p.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
+    p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    p.add_argument("--steps", type=int, default=600, help="fine-tuning steps (both arms)")
+    p.add_argument("--pretrain-steps", type=int, default=3000)
+    p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_spellings_pretrained.pt"))
+    args = p.parse_args(argv)
+    if args.smoke:
+        args.pretrain_steps, args.steps, args.seeds, args.sizes = 20, 10, [0], [100]
+    torch.set_num_threads(1)
+    start = time.perf_counter()
+    done = {key(r): r for r in common.log_rows(args.resume)}
+    if args.part == "pretrain":
+        pre_args = argparse.Namespace(smoke=args.smoke, corpus="spellings", steps=args.pretrain_steps,
+                                      window=32, peak_lr=1e-2, warmup=300,
+                                      probe_every=10 if args.smoke else 250)
+        pre, weights = pretrain_inverse_sqrt(pre_args, corpus_text("spellings"))
+        partial = args.checkpoint.with_suffix(".partial")
+        torch.save(weights, partial)
+        partial.replace(args.checkpoint)  # whole or absent: the fine-tuning parts wait for it
+        print(json.dumps(pre), flush=True)
+    elif args.part == "finetune":
+        data = load_g2p()
+        test = data.test[:: 50 if args.smoke else 5]
+        settings = argparse.Namespace(smoke=args.smoke, steps=args.steps, batch_size=64, lr=3e-3, device="cpu")
+        weights = None
+        for size in sorted(args.sizes, reverse=True):  # the larger size first: it is the informative one
+            for seed in args.seeds:
+                train = train_subset(data.train[:500] if args.smoke else data.train, size, seed)
+                for arm in args.arms:
+                    if (None, arm, len(train), seed) in done:
+                        continue
+                    if arm == "pretrained" and weights is None:
+                        while not args.checkpoint.is_file():
+                            time.sleep(20)
+                        weights = torch.load(args.checkpoint)
+                    row = finetune_t5(arm, train, test, seed, settings, weights if arm == "pretrained" else None)
+                    print(json.dumps({**row, "size": len(train), "seed": seed}), flush=True)
+    elif args.part == "positions":
+        while not args.checkpoint.is_file():
+            time.sleep(20)
+        print(json.dumps(positions(torch.load(args.checkpoint), args.smoke)), flush=True)
+    else:
+        rows = list(done.values())
+        pre = [r for r in rows if r.get("kind") == "pretrain"]
+        by_position = [r for r in rows if r.get("kind") == "positions"]
+        runs = sorted((r for r in rows if "arm" in r),
+                      key=lambda r: (r["size"], r["seed"], r["arm"]))
+        out = common.out_path(args, "t5_low_label.json")
+        if out is not None:
+            common.write_result(out, {
+                "description": __doc__.splitlines()[0], "machine": common.machine(),
+                "threads": 1, "test_words": len(load_g2p().test[:: 50 if args.smoke else 5]),
+                "settings": {"steps": args.steps, "batch_size": 64, "lr": 3e-3,
+                             "pretrain_steps": args.pretrain_steps},
+                "pretrain": pre[0] if pre else None,
+                "positions": by_position[0] if by_position else None, "runs": runs})
+    print(f"part {args.part}: {time.perf_counter() - start:.1f} s", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
