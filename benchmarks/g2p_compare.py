@@ -243,6 +243,8 @@ def main() -> None:
     parser.add_argument("--phase", nargs="+", choices=PHASES, default=list(PHASES), help="phases to run")
     parser.add_argument("--lr-seeds", type=int, nargs="+", default=None,
                         help="seeds of the lr phase (default: all seeds)")
+    parser.add_argument("--matched-seeds", type=int, nargs="+", default=None,
+                        help="seeds of the matched phase (default: all seeds)")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
@@ -269,7 +271,9 @@ def main() -> None:
         rows += run_all([("converge", m, best[m], 0, converge) for m in MODELS], args.smoke, args.jobs, done)
     lr_seeds = seeds if args.lr_seeds is None else tuple(args.lr_seeds)
     lr_specs = [("lr", m, best[m], s, budget, ALT_LR) for s in lr_seeds for m in MODELS] if "lr" in args.phase else []
-    matched = [("matched", MATCHED, best["transformer"], s, budget) for s in seeds] if "matched" in args.phase else []
+    matched_seeds = seeds if args.matched_seeds is None else tuple(args.matched_seeds)
+    matched = ([("matched", MATCHED, best["transformer"], s, budget) for s in matched_seeds]
+               if "matched" in args.phase else [])
     # one pool for both phases: the first lr seed of every model, then the matched runs, then the rest
     rows += run_all(lr_specs[:len(MODELS)] + matched + lr_specs[len(MODELS):], args.smoke, args.jobs, done)
     out = common.out_path(args, "g2p_compare.json")
@@ -278,12 +282,15 @@ def main() -> None:
     result = {
         "description": "G2P on the book's CMUdict split: Chapters 1, 2 and 5's models at an equal budget, "
                        "tuned alike; written by benchmarks/g2p_compare.py",
-        "command": "python benchmarks/g2p_compare.py --jobs 2",
+        "command": "python benchmarks/g2p_compare.py --jobs 2" + (
+            f" --lr-seeds {' '.join(map(str, lr_seeds))}" if lr_seeds != seeds else "") + (
+            f" --matched-seeds {' '.join(map(str, matched_seeds))}" if matched_seeds != seeds else "") + (
+            f" --phase {' '.join(args.phase)}" if list(args.phase) != list(PHASES) else ""),
         "setup": {"peak_lr": PEAK_LR, "warmup_steps": WARMUP, "batch_size": BATCH, "clip_norm": CLIP,
                   "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "budget_steps": budget,
                   "converge_steps": converge, "recipes": {k: list(v) for k, v in RECIPES.items()},
                   "seeds": list(seeds), "labels": {**LABELS, **LABELS_EXTRA}, "alt_peak_lr": ALT_LR,
-                  "lr_seeds": list(lr_seeds)},
+                  "lr_seeds": list(lr_seeds), "matched_seeds": list(matched_seeds)},
         "speed": {"steps_per_second": speed, "how": SPEED_HOW, "equal_time_seconds": round(equal_seconds, 1),
                   "equal_time_steps": steps},
         "machine": common.machine(args.jobs),
