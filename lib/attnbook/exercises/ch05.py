@@ -326,7 +326,8 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
             (logits, targets, pad_id, epsilon, list(excluded)), expected, atol=1e-5, rtol=1e-5,
             hint="write the smoothed target distribution q of one position first (1 - ε on the right token, "
                  "ε / n on each of the n tokens not in excluded_ids, 0 on the excluded ones) and check that it "
-                 "sums to 1 (ε / n each, with n = V - len(excluded_ids), not ε / V); the loss of a position is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
+                 "sums to 1 (ε / n each, with n = V - len(excluded_ids), not ε / V); the loss of a position "
+                 "is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
                  "log-softmax over all V logits. Then decide which positions enter the average, and what it "
                  "divides by."))
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
