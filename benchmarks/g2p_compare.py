@@ -19,6 +19,16 @@ same order. The phases:
   model needs for 1,200 steps (speeds measured side by side: ``measure_speeds``), seeds 0-2.
 - ``converge``: each model's best recipe for 8,000 steps (about 10 epochs), seed 0, with the
   dev WER of a fixed 1,000-word sample every 1,000 steps.
+- ``lr``: each model's best recipe at the budget with the peak learning rate doubled (``ALT_LR``,
+  6e-3), seeds ``--lr-seeds`` (default 0-2): the shared rate 3e-3 was never tuned, so this
+  measures what it costs each model (``lr_sweep`` in the results: both rates side by side).
+- ``matched``: a wider Transformer (D=84, 4 heads, d_ff=336: 407,107 parameters, against
+  414,251 for GRU + attention) with the Transformer's best recipe at the budget, seeds 0-2,
+  so the size explanation of the gap can be tested.
+
+The committed results ran the lr phase for seed 0 only and not the matched phase (``--lr-seeds 0
+--phase tune seeds equal_time converge lr``): on a 2-core machine shared with about eight other
+jobs, one matched run took longer than the time there was. A smoke run uses one seed for both.
 
 Every run is one thread; ``--jobs 2`` runs two at a time (on a 2-core machine, as measured).
 A run prints one JSON line; ``--resume`` reads such lines back so finished runs are not repeated.
@@ -57,7 +67,10 @@ RECIPES = {  # name: (schedule, label smoothing)
 PEAK_LR, WARMUP, BATCH, CLIP = 3e-3, 100, 128, 1.0
 BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 8000, 1000
 SEEDS = (0, 1, 2)
-PHASES = ("tune", "seeds", "equal_time", "converge")
+PHASES = ("tune", "seeds", "equal_time", "converge", "lr", "matched")
+ALT_LR = 6e-3
+MATCHED = "transformer_matched"
+LABELS_EXTRA = {MATCHED: "Transformer, D=84 (parameter-matched)"}
 
 
 def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
@@ -68,6 +81,9 @@ def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Modu
     if kind == "transformer":
         width = dict(d_model=16, num_heads=2, d_ff=32) if smoke else dict(d_model=64, num_heads=4, d_ff=256)
         return Transformer(TransformerConfig(src_size, tgt_size, **width, dropout=0.0, norm_first=True))
+    if kind == MATCHED:
+        width = dict(d_model=24, num_heads=2, d_ff=48) if smoke else dict(d_model=84, num_heads=4, d_ff=336)
+        return Transformer(TransformerConfig(src_size, tgt_size, **width, dropout=0.0, norm_first=True))
     raise ValueError(f"unknown model {kind!r}; known: {MODELS}")
 
 
@@ -75,7 +91,8 @@ def _small_rnn(smoke: bool) -> dict:
     return dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
 
 
-def run_one(kind: str, recipe: str, seed: int, steps: int, phase: str, smoke: bool) -> dict:
+def run_one(kind: str, recipe: str, seed: int, steps: int, phase: str, smoke: bool,
+            peak_lr: float = PEAK_LR) -> dict:
     """Train one model with one recipe and seed, then score it on dev and test (one thread)."""
     torch.set_num_threads(1)
     data = load_g2p()
@@ -83,7 +100,7 @@ def run_one(kind: str, recipe: str, seed: int, steps: int, phase: str, smoke: bo
     schedule, smoothing = RECIPES[recipe]
     seed_everything(seed)
     model = build(kind, len(src_vocab), len(tgt_vocab), smoke)
-    optimizer = torch.optim.Adam(model.parameters(), lr=PEAK_LR, betas=(0.9, 0.98), eps=1e-9)
+    optimizer = torch.optim.Adam(model.parameters(), lr=peak_lr, betas=(0.9, 0.98), eps=1e-9)
     scheduler = warmup_linear_scheduler(optimizer, min(WARMUP, steps - 1), steps) if schedule == "linear" else None
     batches = iterate_batches(data.train, src_vocab, tgt_vocab, BATCH, torch.Generator().manual_seed(seed))
     batches = itertools.chain([next(batches)], batches)  # encodes every word now, outside the timed steps
@@ -102,7 +119,7 @@ def run_one(kind: str, recipe: str, seed: int, steps: int, phase: str, smoke: bo
     dev_words, test_words = (data.dev[:200], data.test[:200]) if smoke else (data.dev, data.test)
     dev = evaluate_g2p(model, dev_words, src_vocab, tgt_vocab)
     test = evaluate_g2p(model, test_words, src_vocab, tgt_vocab)
-    row = {"phase": phase, "model": kind, "recipe": recipe, "seed": seed, "steps": steps,
+    row = {"phase": phase, "model": kind, "recipe": recipe, "seed": seed, "steps": steps, "peak_lr": peak_lr,
            "parameters": count_parameters(model), "train_seconds": round(seconds, 1),
            "steps_per_second": round(steps / seconds, 2), "final_loss": round(statistics.mean(losses[-50:]), 4),
            "dev_wer": round(dev.wer, 4), "dev_per": round(dev.per, 4),
@@ -167,13 +184,15 @@ def read_rows(paths: list[Path]) -> tuple[dict[tuple, dict], dict[str, float] | 
 
 
 def key_of(row: dict) -> tuple:
-    return row["phase"], row["model"], row["recipe"], row["seed"], row["steps"]
+    return row["phase"], row["model"], row["recipe"], row["seed"], row["steps"], row.get("peak_lr", PEAK_LR)
 
 
 def run_all(specs: list[tuple], smoke: bool, jobs: int, done: dict[tuple, dict]) -> list[dict]:
-    """Run every ``(phase, model, recipe, seed, steps)`` not in ``done``; rows in the order asked."""
+    """Run every ``(phase, model, recipe, seed, steps[, peak_lr])`` not in ``done``; rows in the order asked."""
+    specs = [s if len(s) == 6 else (*s, PEAK_LR) for s in specs]
     todo = [s for s in specs if s not in done]
-    new = common.run_jobs(run_one, [(m, r, seed, steps, phase, smoke) for phase, m, r, seed, steps in todo], jobs)
+    new = common.run_jobs(run_one, [(m, r, seed, steps, phase, smoke, lr)
+                                    for phase, m, r, seed, steps, lr in todo], jobs)
     done.update({key_of(r): r for r in new})
     return [done[s] for s in specs]
 
@@ -183,15 +202,16 @@ def best_recipes(tune_rows: list[dict]) -> dict[str, str]:
     return {m: min((r for r in tune_rows if r["model"] == m), key=lambda r: r["dev_wer"])["recipe"] for m in MODELS}
 
 
-def summarize(rows: list[dict], phase: str) -> dict[str, dict]:
+def summarize(rows: list[dict], phase: str, models: tuple = MODELS) -> dict[str, dict]:
     """Mean, min and max over seeds of each model's scores in one phase."""
     out = {}
-    for m in MODELS:
+    for m in models:
         mine = [r for r in rows if r["phase"] == phase and r["model"] == m]
         if not mine:
             continue
-        cell = {"recipe": mine[0]["recipe"], "steps": sorted({r["steps"] for r in mine}), "seeds": len(mine)}
-        for key in ("test_wer", "test_per", "dev_wer", "train_seconds", "steps_per_second"):
+        cell = {"recipe": mine[0]["recipe"], "steps": sorted({r["steps"] for r in mine}), "seeds": len(mine),
+                "parameters": mine[0]["parameters"], "peak_lr": mine[0].get("peak_lr", PEAK_LR)}
+        for key in ("test_wer", "test_per", "dev_wer", "dev_per", "train_seconds", "steps_per_second"):
             values = [r[key] for r in mine]
             cell[key] = {"mean": round(statistics.mean(values), 4), "min": min(values), "max": max(values)}
         cell["test_wer_by_length"] = {
@@ -202,9 +222,33 @@ def summarize(rows: list[dict], phase: str) -> dict[str, dict]:
     return out
 
 
+def lr_sweep(budget_rows: list[dict], lr_rows: list[dict], lr_seeds: tuple) -> dict[str, dict]:
+    """Each model at both peak rates on the same seeds (``lr_seeds``); the rate with the lower mean
+    dev WER is the one chosen (dev only: the test split is not looked at to choose)."""
+    out = {}
+    for m in MODELS:
+        by_rate = {}
+        for rate, rows in ((PEAK_LR, budget_rows), (ALT_LR, lr_rows)):
+            mine = [r for r in rows if r["model"] == m and r["seed"] in lr_seeds]
+            if not mine:
+                continue
+            by_rate[f"{rate:g}"] = {"seeds": sorted(r["seed"] for r in mine)} | {
+                key: {"values": [r[key] for r in sorted(mine, key=lambda r: r["seed"])],
+                      "mean": round(statistics.mean(r[key] for r in mine), 4)}
+                for key in ("dev_wer", "test_wer", "test_per")}
+        if by_rate:
+            chosen = min(by_rate, key=lambda k: by_rate[k]["dev_wer"]["mean"])
+            out[m] = {"by_peak_lr": by_rate, "chosen_on_dev": chosen}
+    return out
+
+
 def main() -> None:
     parser = common.experiment_parser(__doc__, conditions=True)
     parser.add_argument("--phase", nargs="+", choices=PHASES, default=list(PHASES), help="phases to run")
+    parser.add_argument("--lr-seeds", type=int, nargs="+", default=None,
+                        help="seeds of the lr phase (default: all seeds)")
+    parser.add_argument("--matched-seeds", type=int, nargs="+", default=None,
+                        help="seeds of the matched phase (default: all seeds)")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
@@ -229,17 +273,30 @@ def main() -> None:
                         args.smoke, args.jobs, done)
     if "converge" in args.phase:
         rows += run_all([("converge", m, best[m], 0, converge) for m in MODELS], args.smoke, args.jobs, done)
+    default_seeds = seeds[:1] if args.smoke else seeds  # a smoke run checks the phases, not the seeds
+    lr_seeds = default_seeds if args.lr_seeds is None else tuple(args.lr_seeds)
+    lr_specs = [("lr", m, best[m], s, budget, ALT_LR) for s in lr_seeds for m in MODELS] if "lr" in args.phase else []
+    matched_seeds = default_seeds if args.matched_seeds is None else tuple(args.matched_seeds)
+    matched_seeds = matched_seeds if "matched" in args.phase else ()
+    matched = ([("matched", MATCHED, best["transformer"], s, budget) for s in matched_seeds]
+               if "matched" in args.phase else [])
+    # one pool for both phases: the first lr seed of every model, then the matched runs, then the rest
+    rows += run_all(lr_specs[:len(MODELS)] + matched + lr_specs[len(MODELS):], args.smoke, args.jobs, done)
     out = common.out_path(args, "g2p_compare.json")
     if out is None:
         return
     result = {
         "description": "G2P on the book's CMUdict split: Chapters 1, 2 and 5's models at an equal budget, "
                        "tuned alike; written by benchmarks/g2p_compare.py",
-        "command": "python benchmarks/g2p_compare.py --jobs 2",
+        "command": "python benchmarks/g2p_compare.py --jobs 2" + (
+            f" --lr-seeds {' '.join(map(str, lr_seeds))}" if lr_seeds != seeds else "") + (
+            f" --matched-seeds {' '.join(map(str, matched_seeds))}" if matched_seeds not in (seeds, ()) else "") + (
+            f" --phase {' '.join(args.phase)}" if list(args.phase) != list(PHASES) else ""),
         "setup": {"peak_lr": PEAK_LR, "warmup_steps": WARMUP, "batch_size": BATCH, "clip_norm": CLIP,
                   "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "budget_steps": budget,
                   "converge_steps": converge, "recipes": {k: list(v) for k, v in RECIPES.items()},
-                  "seeds": list(seeds), "labels": LABELS},
+                  "seeds": list(seeds), "labels": {**LABELS, **LABELS_EXTRA}, "alt_peak_lr": ALT_LR,
+                  "lr_seeds": list(lr_seeds), "matched_seeds": list(matched_seeds)},
         "speed": {"steps_per_second": speed, "how": SPEED_HOW, "equal_time_seconds": round(equal_seconds, 1),
                   "equal_time_steps": steps},
         "machine": common.machine(args.jobs),
@@ -248,6 +305,8 @@ def main() -> None:
         "budget": summarize(seeded, "budget"),
         "equal_time": summarize(rows, "equal_time"),
         "converged": {r["model"]: r for r in rows if r["phase"] == "converge"},
+        "lr_sweep": lr_sweep(seeded, [r for r in rows if r["phase"] == "lr"], lr_seeds),
+        "matched": summarize(seeded, "budget", ("transformer",)) | summarize(rows, "matched", (MATCHED,)),
         "runs": rows,
     }
     common.write_result(out, result)

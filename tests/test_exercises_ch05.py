@@ -8,7 +8,8 @@ import torch
 from attnbook.decoding import beam_search as library_beam_search
 from attnbook.exercises.ch05 import (
     CONFIDENCE_RANGE, check_beam_search, check_confidence_prediction, check_decoder_step, check_capped_greedy_decode,
-    check_label_smoothed_loss, check_parallel_encoder_layer, check_right_token_probability,
+    check_label_smoothed_loss, check_parallel_encoder_layer, check_parallel_layer_prediction,
+    check_right_token_probability, measure_parallel_layer,
 )
 from attnbook.layers.attention import KVCache
 from attnbook.exercises.core import MUTATION
@@ -268,6 +269,8 @@ def loss_variant(kind):
             smooth = (-logp[..., allowed].sum(-1) - nll) / (n - 1)
         elif kind == "n over V":  # divides by n, sums over every class
             smooth = -logp.sum(-1) / n
+        elif kind == "eps over V":  # ε / V on each allowed token: the target sums to less than 1
+            smooth = -logp[..., allowed].sum(-1) / V
         elif kind == "eps not over n":  # ε on every allowed class: the sum of -log p, not its mean
             smooth = -logp[..., allowed].sum(-1)
         else:
@@ -307,6 +310,7 @@ SMOOTHING_WRONG = [
     (loss_variant("n over V"), "divided by n, summed over V"),
     (loss_variant("n-1"), "epsilon over the wrong allowed tokens"),
     (loss_variant("V-1"), "epsilon over V-1"),
+    (loss_variant("eps over V"), "divided by V, not n"),
     (loss_variant("eps not over n"), "epsilon not divided by n"),
     (loss_variant("per batch"), "divided by the batch size"),
     (loss_variant("pad counted"), "padding counted"),
@@ -402,9 +406,9 @@ def beam_variant(thread=True, count_eos=True, greedy=False, alpha=None, keep_eos
                 break
             candidates.sort(key=rank)
             if aside:
-                done += [c for c in candidates[:K] if c[3]]
+                done += [c for c in (candidates if aside == "all" else candidates[:K]) if c[3]]
                 beams = [c for c in candidates if not c[3]][:K]
-                if not beams or len(done) >= K:
+                if not beams or (aside != "max_len" and len(done) >= K):
                     break
                 continue
             beams = candidates[:K]
@@ -427,6 +431,8 @@ BEAM_WRONG = [
     (beam_variant(alpha=0.0), "ignores length_penalty"),
     (beam_variant(count_eos=False), "length without eos"),
     (beam_variant(aside=True), "finished set aside"),
+    (beam_variant(aside="max_len"), "finished set aside, run to max_len"),
+    (beam_variant(aside="all"), "finished set aside, all of them"),
     (beam_variant(keep_eos=True), "keeps eos"),
     (beam_variant(drop=True), "finished dropped"),
     (beam_variant(prune_normalised=True), "normalised while pruning"),
@@ -561,3 +567,43 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
     triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION}
     assert names == triggered
+
+
+# --- predict, then measure: the parallel layer beside the two sequential ones --------------------
+@pytest.mark.parametrize(("closer", "shared", "passes", "says"), [
+    (None, "attention", False, "not done yet"),
+    ("pre-norm", None, False, "not done yet"),
+    ("pre", "attention", False, "is one of"),
+    ("pre-norm", "ffn", False, "is one of"),
+    ("pre-norm", "attention", True, ""),
+    ("post-norm", "attention", False, "closer: post-norm"),
+    ("pre-norm", "feed-forward", False, "shared: feed-forward"),
+    ("pre-norm", "neither", False, "shared: neither"),
+    ("post-norm", "neither", False, "closer: post-norm"),  # both wrong: both explained
+])
+def test_parallel_layer_prediction(closer, shared, passes, says, capsys):
+    result = check_parallel_layer_prediction(closer, shared, parallel_encoder_layer)
+    out = capsys.readouterr().out
+    assert bool(result) is passes
+    if says in ("", "not done yet", "is one of"):
+        assert says in out
+    else:
+        assert result.diagnosis == says and "relative distance" in out
+    if closer == "post-norm" and shared == "neither":
+        assert "PRE-norm" in out and "attention term is shared" in out
+
+
+def test_parallel_layer_measurement_separates_the_two_layers():
+    """The measurement the prediction is checked against: closer to pre-norm by a wide margin, the
+    attention term shared exactly, the feed-forward term changed; a sequential answer is measured as
+    the pre-norm layer itself."""
+    m = measure_parallel_layer(parallel_encoder_layer)
+    assert m["to pre-norm"] < 0.3 < 0.45 < m["to post-norm"]
+    assert m["attention term"] < 1e-5 and m["feed-forward term"] > 0.2
+    sequential = measure_parallel_layer(lambda layer, x, mask: ENCODER_WRONG[0][0](layer, x, mask))
+    assert sequential["to pre-norm"] < 1e-5
+
+
+def test_parallel_layer_prediction_needs_a_right_layer(capsys):
+    result = check_parallel_layer_prediction("pre-norm", "attention", ENCODER_WRONG[0][0])
+    assert not result and "fix parallel_encoder_layer first" in capsys.readouterr().out

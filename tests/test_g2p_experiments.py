@@ -51,7 +51,10 @@ def _check_compare(result: dict, seeds: int) -> None:
 
 
 def test_g2p_compare_smoke_run_writes_every_phase(tmp_path):
-    _check_compare(_run("g2p_compare.py", tmp_path / "compare.json"), seeds=2)
+    result = _run("g2p_compare.py", tmp_path / "compare.json")
+    _check_compare(result, seeds=2)
+    _check_lr_and_matched(result)  # the lr and matched phases (one seed each in a smoke run)
+    assert "transformer_matched" in result["matched"]
 
 
 def test_committed_g2p_comparison_has_three_seeds_and_every_phase():
@@ -168,3 +171,32 @@ def test_length_intervals_resample_inputs_not_answers():
     three = script.summarize(rows, test)["gru"]["1-9"]["pooled_interval_95"]
     single = script.summarize(one, test)["gru"]["1-9"]["pooled_interval_95"]
     assert three == single
+
+
+def _check_lr_and_matched(result: dict) -> None:
+    """The lr phase: every model at both peak rates on the same seeds, the rate chosen on dev;
+    the matched phase (when run): the wider Transformer beside the chapter's, same recipe."""
+    setup = result["setup"]
+    rates = {f"{setup['peak_lr']:g}", f"{setup['alt_peak_lr']:g}"}
+    for m in MODELS:
+        cell = result["lr_sweep"][m]
+        assert set(cell["by_peak_lr"]) == rates
+        for at in cell["by_peak_lr"].values():
+            assert at["seeds"] == setup["lr_seeds"] and len(at["dev_wer"]["values"]) == len(setup["lr_seeds"])
+        assert cell["chosen_on_dev"] == min(cell["by_peak_lr"], key=lambda k: cell["by_peak_lr"][k]["dev_wer"]["mean"])
+        alt = [r for r in result["runs"] if r["phase"] == "lr" and r["model"] == m]
+        assert {r["peak_lr"] for r in alt} == {setup["alt_peak_lr"]}
+        assert {r["seed"] for r in alt} == set(setup["lr_seeds"])
+        assert all(r["recipe"] == result["best_recipe"][m] for r in alt)
+    matched = result["matched"]
+    assert matched["transformer"] == {k: v for k, v in result["budget"]["transformer"].items()}
+    if "transformer_matched" in matched:
+        wide = matched["transformer_matched"]
+        assert wide["seeds"] == len(setup["matched_seeds"]) and wide["recipe"] == result["best_recipe"]["transformer"]
+        assert wide["parameters"] > matched["transformer"]["parameters"]
+
+
+def test_committed_g2p_comparison_has_the_lr_check():
+    result = load_result("g2p_compare.json")
+    _check_lr_and_matched(result)
+    assert result["setup"]["alt_peak_lr"] == 6e-3 and 0 in result["setup"]["lr_seeds"]

@@ -118,6 +118,81 @@ def check_parallel_encoder_layer(fn: Callable) -> CheckResult:
     return run_cases("parallel encoder layer", no_grad(fn), cases, ENCODER_MISTAKES)
 
 
+# Predict, then measure: the parallel layer beside the chapter's two sequential layers. On one fixed
+# layer and input (LayerNorms away from (1, 0)), the parallel layer's output lies within about 0.14
+# (relative L2 distance) of the pre-norm layer's and 0.5-0.75 from the post-norm layer's, with the
+# same modules: the attention term MHA(LayerNorm1(x)) is the pre-norm layer's own, only the
+# feed-forward's input changes. The reader predicts both before the checker measures them.
+LAYER_CHOICES = ("pre-norm", "post-norm")
+TERM_CHOICES = ("attention", "feed-forward", "neither")
+
+
+def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
+    """``fn``'s output beside one ``EncoderBlock`` run pre-norm and post-norm (the same modules):
+    relative L2 distances, and how much each sublayer term differs from the pre-norm layer's."""
+    layer = _encoder_layer(seed, 32, 4)
+    x = torch.randn(8, 10, 32, generator=torch.Generator().manual_seed(seed))  # (B, S, D)
+    mask = token_mask(torch.tensor([10, 7, 3, 10, 1, 9, 10, 5]), 10)[:, None, :]  # (B, 1, S)
+    with torch.no_grad():
+        parallel = fn(layer, x, mask)
+        layer.norm_first = True
+        pre = layer(x, mask).hidden
+        layer.norm_first = False
+        post = layer(x, mask).hidden
+        h = layer.norm1(x)
+        attention = layer.self_attn(h, h, h, mask=mask)  # the attention term of both pre-norm layers
+        z = x + attention
+        ffn_sequential, ffn_parallel = pre - z, layer.feed_forward(h)  # pre = z + FFN(LayerNorm2(z))
+
+    def rel(a, b):
+        return float((a - b).norm() / b.norm())
+    # each term of fn's output beside the pre-norm layer's: fn's attention term is what remains of
+    # its output once x and the parallel feed-forward term are taken away
+    return {"to pre-norm": rel(parallel, pre), "to post-norm": rel(parallel, post),
+            "attention term": rel(parallel - x - ffn_parallel, attention),
+            "feed-forward term": rel(ffn_parallel, ffn_sequential)}
+
+
+def check_parallel_layer_prediction(predicted_closer: str | None, predicted_shared: str | None,
+                                    fn: Callable) -> CheckResult:
+    """Check ``fn`` (``check_parallel_encoder_layer``), then measure it (``measure_parallel_layer``) and
+    compare the reader's two predictions: which sequential layer the parallel one is closer to
+    (``LAYER_CHOICES``), and which sublayer term it shares with the pre-norm layer (``TERM_CHOICES``)."""
+    name = "parallel layer prediction"
+    if predicted_closer is None or predicted_shared is None:
+        return _finish(name, False, "not done yet: write both predictions (predicted_closer and "
+                       "predicted_shared) before you run the cell.")
+    if predicted_closer not in LAYER_CHOICES:
+        return _finish(name, False, f"predicted_closer is one of {LAYER_CHOICES}; you wrote {predicted_closer!r}.")
+    if predicted_shared not in TERM_CHOICES:
+        return _finish(name, False, f"predicted_shared is one of {TERM_CHOICES}; you wrote {predicted_shared!r}.")
+    if not check_parallel_encoder_layer(fn):
+        return _finish(name, False, "fix parallel_encoder_layer first: the measurement uses it.")
+    m = measure_parallel_layer(fn)
+    closer = "pre-norm" if m["to pre-norm"] < m["to post-norm"] else "post-norm"
+    print(f"   relative distance of the parallel layer's output to the pre-norm layer's {m['to pre-norm']:.2f}, "
+          f"to the post-norm layer's {m['to post-norm']:.2f} (same modules, one layer, 8 sequences)")
+    print(f"   against the pre-norm layer: attention term differs by {m['attention term']:.2f}, "
+          f"feed-forward term by {m['feed-forward term']:.2f} (relative)")
+    wrong = []
+    diagnosis = ""
+    if predicted_closer != closer:
+        wrong.append("the parallel layer is closer to the PRE-norm layer: it keeps the stream x itself and adds "
+                     "the sublayers to it, as pre-norm does; the post-norm layer normalises the stream after each "
+                     "sum, so its output is a LayerNorm's, on another scale, and its attention reads x, not LN(x)")
+        diagnosis = "closer: post-norm"
+    if predicted_shared != "attention":
+        wrong.append("the attention term is shared: in both layers it is MHA(LayerNorm1(x)), computed from the "
+                     "layer's input; only the feed-forward's input changes (LayerNorm1(x) here, "
+                     "LayerNorm2(x + MHA(...)) in the sequential layer)")
+        diagnosis = diagnosis or f"shared: {predicted_shared}"
+    if not wrong:
+        return _finish(name, True, f"you predicted {predicted_closer} and {predicted_shared}: both as measured.")
+    said = "; ".join(wrong)
+    return _finish(name, False, f"{said[0].upper() + said[1:]}. Note what surprised you, then set the "
+                   "predictions to what was measured to move on.", diagnosis)
+
+
 # --- the label-smoothed loss ------------------------------------------------------------------------
 # The exercise spreads ε over the tokens a target can be, not over the whole vocabulary: the ids in
 # ``excluded_ids`` (padding, <bos>, <unk>: never a target) get no smoothing mass. PyTorch's
@@ -146,6 +221,8 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
             loss = loss + q_right * math.log(q_right) + (n - 1) * q_other * math.log(q_other)
     elif spread == "V":  # PyTorch's label_smoothing: ε / V on every one of the V classes
         loss = (1 - epsilon) * nll + epsilon * (-logp.mean(-1))
+    elif spread == "V over allowed":  # ε / V on each allowed token: the target sums to less than 1
+        loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) / V)
     elif spread == "all":  # ε (not ε / n) on every allowed class: the target sums to more than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1))
     elif spread == "n over V":  # ε / n, but on all V classes: the target sums to more than 1
@@ -188,6 +265,10 @@ SMOOTHING_MISTAKES = [
     Mistake("epsilon over the wrong allowed tokens", "you spread ε over the n - 1 allowed tokens other than "
             "the right one; here ε / n goes on every allowed token, the right one included (as in PyTorch).",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="allowed-1")),
+    Mistake("divided by V, not n", "you put ε / V on each allowed token: with tokens excluded, the target "
+            "then sums to 1 - ε + n·ε/V, less than 1. Divide ε by n, the number of allowed tokens "
+            "(V - len(excluded_ids)), not by V.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="V over allowed")),
     Mistake("epsilon over V-1", "you spread ε over the V - 1 wrong classes, excluded ones included; "
             "spread it over the n allowed tokens (those not in excluded_ids), the right one included.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V-1")),
@@ -245,7 +326,8 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
             (logits, targets, pad_id, epsilon, list(excluded)), expected, atol=1e-5, rtol=1e-5,
             hint="write the smoothed target distribution q of one position first (1 - ε on the right token, "
                  "ε / n on each of the n tokens not in excluded_ids, 0 on the excluded ones) and check that it "
-                 "sums to 1; the loss of a position is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
+                 "sums to 1 (ε / n each, with n = V - len(excluded_ids), not ε / V); the loss of a position "
+                 "is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
                  "log-softmax over all V logits. Then decide which positions enter the average, and what it "
                  "divides by."))
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
@@ -595,6 +677,9 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
                   count_eos=True, set_aside=False, prune_normalised=False, drop_finished=False):
+    """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
+    beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
+    candidate leaves, not only those among the beam_size best)."""
     """Beam search for one sequence with one known mistake switched on (all off: the right answer)."""
     first = state
     beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
@@ -617,9 +702,9 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
             candidates.sort(key=lambda c: -c[0])
         if set_aside:  # the other common variant: finished hypotheses leave the beam
             live = [c for c in candidates if not c[3]]
-            done += [c for c in candidates[:beam_size] if c[3]]
+            done += [c for c in (candidates if set_aside == "all finished" else candidates[:beam_size]) if c[3]]
             beams = live[:beam_size]
-            if not beams or len(done) >= beam_size:
+            if not beams or (set_aside != "max_len" and len(done) >= beam_size):
                 break
         else:
             beams = candidates[:beam_size]
@@ -656,6 +741,14 @@ BEAM_MISTAKES = [
             "hypothesis. Normalising while pruning lets finished hypotheses and live "
             "ones trade places in the beam.",
             gives=lambda *a: _beam_variant(*a, prune_normalised=True)),
+    Mistake("finished set aside, run to max_len", "you moved finished hypotheses out of the beam and kept "
+            "beam_size live ones until max_len: here a finished hypothesis stays IN the beam with its score "
+            "frozen, takes one of the beam_size places, and the search stops once all kept ones are finished.",
+            gives=lambda *a: _beam_variant(*a, set_aside="max_len")),
+    Mistake("finished set aside, all of them", "you moved every finished candidate out of the beam, even those "
+            "not among the beam_size best: a finished hypothesis stays in the beam with its score frozen, and "
+            "only the beam_size best candidates (finished or not) are kept at each step.",
+            gives=lambda *a: _beam_variant(*a, set_aside="all finished")),
     Mistake("finished dropped", "a hypothesis that produced <eos> must stay in the beam, its score frozen, "
             "and compete with the live ones to the end; your search drops it at the next step, so a finished "
             "hypothesis can only win if it ends at the very last step.",
@@ -691,7 +784,8 @@ def check_beam_search(fn: Callable) -> CheckResult:
             f"length_penalty={alpha}: {len(expected)} tokens", (model, state, bos, eos, max_len, K, alpha), expected,
             hint="score = sum of log_softmax of the chosen tokens; keep the beam_size best of all extensions; "
                  "a finished hypothesis stays with its score frozen and is NOT extended again (no tokens after its "
-                 "<eos>); the answer maximises score / n**length_penalty."))
+                 "<eos>) and it keeps its place among the beam_size (not moved to a separate list); "
+                 "the answer maximises score / n**length_penalty."))
     return run_cases("beam search", no_grad(fn), cases, BEAM_MISTAKES)
 
 
