@@ -388,7 +388,7 @@ def buckets_left_only(config, src_length, tgt_length):
     (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "decoder one offset too far"),
     (buckets_left_only, "one side only"),
     (lambda c, s, t: (trained_buckets(c, s, t)[0], []), "loss from the first decoder position only"),
-    (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), ""),
+    (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), "every row counted"),
 ])
 def test_trained_buckets_rejects(wrong, diagnosis):
     result = check_trained_buckets(wrong, prediction=27)
@@ -905,3 +905,65 @@ def test_trained_buckets_names_the_stack_one_offset_too_far(wrong, diagnosis, ph
     result = check_trained_buckets(wrong, prediction=27)
     assert not result and result.diagnosis == diagnosis
     assert phrase in capsys.readouterr().out
+
+
+# --- named mistakes added after the fourth review (rev10b) ---
+
+def _grad_rows(config, src_length, tgt_length, dim):
+    model = T5(config)
+    g = torch.Generator().manual_seed(0)
+    src = torch.randint(3, config.vocab_size, (2, src_length), generator=g)
+    tgt = torch.randint(3, config.vocab_size, (2, tgt_length), generator=g)
+    model(src, torch.tensor([src_length] * 2), tgt).sum().backward()
+    return tuple(torch.nonzero(b.relative_attention_bias.weight.grad.abs().sum(dim)).flatten().tolist()
+                 for b in (model.encoder_position_bias, model.decoder_position_bias))
+
+
+def buckets_first_row_only(config, src_length, tgt_length):
+    return tuple(rows[:1] for rows in trained_buckets(config, src_length, tgt_length))
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (lambda c, s, t: _grad_rows(c, s, t, dim=0), "heads, not buckets"),  # columns summed
+    (buckets_first_row_only, "one bucket per stack"),
+    (lambda c, s, t: ([0], [0]), "one bucket per stack"),
+    (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), "every row counted"),
+])
+def test_trained_buckets_names_rev10b_mistakes(wrong, diagnosis):
+    result = check_trained_buckets(wrong, prediction=27)
+    assert not result and result.diagnosis == diagnosis
+
+
+def no_bias_no_final_norm(config):
+    model = t5_without_position_bias(config)
+    model.encoder_final_norm = torch.nn.Identity()
+    return model
+
+
+def no_bias_extra_layer(config):
+    model = t5_without_position_bias(config)
+    model.encoder_blocks.append(T5(config).encoder_blocks[0])
+    return model
+
+
+def no_bias_readout_rescaled(config):
+    model = t5_without_position_bias(config)
+    model.readout.scale = 1.0  # not a parameter: only the logits show it
+    return model
+
+
+def no_bias_wider_embedding(config):
+    import dataclasses
+    model = t5_without_position_bias(dataclasses.replace(config, vocab_size=config.vocab_size + 1))
+    model.config = config
+    return model
+
+
+@pytest.mark.parametrize("wrong", [no_bias_no_final_norm, no_bias_extra_layer, no_bias_readout_rescaled,
+                                   no_bias_wider_embedding])
+def test_no_position_t5_rejects_other_changes(wrong, capsys):
+    """'Nothing else changed': a model without the bias modules that differs from T5 elsewhere
+    (a module replaced or added, a parameter's shape, the forward pass) is rejected by name."""
+    result = check_no_position_t5(wrong, "decoder")
+    assert not result and result.diagnosis == "other parts changed"
+    assert "something else changed" in capsys.readouterr().out

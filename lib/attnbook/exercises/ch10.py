@@ -727,6 +727,29 @@ def _decoder_bidirectional(config, src_length, tgt_length):
             sorted(set(relative_position_bucket(dec, True, config.num_buckets, config.max_distance).tolist())))
 
 
+def _every_row(config, src_length, tgt_length):
+    """Every row of each table, whether or not it got a gradient (``grad is not None`` is true for
+    the whole table at once)."""
+    return list(range(config.num_buckets)), list(range(config.num_buckets))
+
+
+def _heads_not_buckets(args, got) -> bool:
+    """Columns read instead of rows: the heads with a gradient (0..H-1), not the buckets."""
+    config = args[0]
+    expected = _trained_buckets(*args)
+    heads = list(range(config.num_heads))
+    return (isinstance(got, tuple) and got != expected and len(got) == 2
+            and all(g in (heads, []) for g in got) and any(g == heads for g in got))
+
+
+def _one_bucket_each(args, got) -> bool:
+    """A single bucket per stack (the first row with a gradient, an argmax, or offset 0's bucket)."""
+    expected = _trained_buckets(*args)
+    return (isinstance(got, tuple) and len(got) == 2 and got != expected
+            and all(isinstance(g, list) and len(g) <= 1 for g in got)
+            and any(len(e) > 1 for e in expected))
+
+
 def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckResult:
     """``fn(config, src_length, tgt_length) -> (encoder_buckets, decoder_buckets)``: the sorted
     bucket ids of each stack's bias table that get a non-zero gradient from one loss on a batch
@@ -750,6 +773,16 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                 "softmax gives it weight 1 whatever the bias, so its table gets no gradient at all (run the "
                 "model, backward, and read the .grad rows).", gives=_by_formula),
         Mistake("stacks swapped", "return the encoder's buckets first, then the decoder's.", gives=_stacks_swapped),
+        Mistake("every row counted", "that is every row of each table: `grad is not None` (or the table's "
+                "size) is true for the whole table at once. Keep only the rows whose gradient is not all zero: "
+                "torch.nonzero(grad.abs().sum(1)).", gives=_every_row),
+        Mistake("heads, not buckets", "those are the heads with a gradient: a table is (num_buckets, "
+                "num_heads), one row per bucket, so sum each row over the heads, grad.abs().sum(1), not "
+                "each column, .sum(0).", when=_heads_not_buckets),
+        Mistake("one bucket per stack", "one bucket per stack: every offset the lengths produce has its "
+                "bucket, and each of those rows gets a gradient. Return all rows whose gradient is not all "
+                "zero (torch.nonzero(grad.abs().sum(1)).flatten()), not the first one or an argmax.",
+                when=_one_bucket_each),
         Mistake("lengths swapped", "the source (src_length tokens) goes into the encoder and the target "
                 "(tgt_length tokens) into the decoder: the two lengths are swapped.", gives=_lengths_swapped),
         Mistake("loss from the first decoder position only", "the decoder's table got no gradient: was the "
@@ -844,6 +877,42 @@ def _decoder_position_spread(model: nn.Module) -> float:
 NO_POSITION_ANSWER = "decoder"
 
 
+def _other_changes(model: nn.Module, config) -> str | None:
+    """What else differs from T5(config) with its two bias modules removed: the modules (names
+    and types), the parameters (names and shapes), then the logits with the reader's weights
+    loaded into the reference. None if nothing else differs."""
+    reference = T5(config)
+    reference.encoder_position_bias = None
+    reference.decoder_position_bias = None
+    want = {n: type(m) for n, m in reference.named_modules()}
+    have = {n: type(m) for n, m in model.named_modules()}
+    changed = [f"{n} is {have[n].__name__}, not {want[n].__name__}"
+               for n in want if n in have and have[n] is not want[n]]
+    missing = [n for n in want if n not in have]
+    extra = [n for n in have if n not in want]
+    found = (changed + [f"{n} is missing" for n in missing] + [f"{n} was added" for n in extra])
+    if found:
+        return "; ".join(found[:3])
+    want_p = {n: tuple(p.shape) for n, p in reference.named_parameters()}
+    have_p = {n: tuple(p.shape) for n, p in model.named_parameters()}
+    if want_p != have_p:
+        diff = sorted(set(want_p.items()) ^ set(have_p.items()))[:3]
+        return "its parameters differ: " + ", ".join(f"{n} {list(s)}" for n, s in diff)
+    try:
+        reference.load_state_dict(model.state_dict())
+    except RuntimeError as err:
+        return f"its state differs ({str(err).splitlines()[0]})"
+    g = torch.Generator().manual_seed(5)
+    src = torch.randint(3, config.vocab_size, (2, 6), generator=g)
+    tgt = torch.randint(3, config.vocab_size, (2, 4), generator=g)
+    with torch.no_grad():
+        mine = model.eval()(src, torch.tensor([6, 6]), tgt)
+        theirs = reference.eval()(src, torch.tensor([6, 6]), tgt)
+    if not torch.allclose(mine, theirs, atol=1e-5):
+        return "with the same weights its logits differ from T5's, so its forward pass was changed"
+    return None
+
+
 def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckResult:
     """``fn(config) -> T5``: a T5 of ``config`` with no relative position bias in either stack,
     every other part unchanged. The encoder then knows nothing of order (a shuffled source gives
@@ -886,6 +955,13 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
         if model.decoder_position_bias is not None:
             return _finish(name, False, "the decoder still has its causal bias: remove decoder_position_bias "
                            "too.", "decoder kept")
+        other = _other_changes(model, config)
+        if other is not None:
+            return _finish(name, False, f"config {n}: the bias modules are gone, but something else changed too "
+                           f"({other}). The exercise removes the two bias modules and nothing else, so that "
+                           "the measurement shows what position bias alone does: start from T5(config) and "
+                           "only set encoder_position_bias and decoder_position_bias to None.",
+                           "other parts changed")
         if not shuffles:
             return _finish(name, False, "shuffling the source should only shuffle the memory; something else "
                            "in your model depends on positions.")
