@@ -98,8 +98,9 @@ def swept(rows: list[dict], kind: str) -> bool:
 
 
 def jobs_for(stage: str, rows: list[dict], smoke: bool) -> list[tuple]:
-    if stage == "sweep":  # the slow ViT runs first, so the CNN runs fill the gaps
-        return [(stage, name, kind, SWEEP_FRACTION, 0, smoke) for kind in MODELS for name in CANDIDATES]
+    if stage == "sweep":  # the ViT runs first, the longest first, so the short runs fill the gaps
+        jobs = [(stage, name, kind, SWEEP_FRACTION, 0, smoke) for kind in MODELS for name in CANDIDATES]
+        return sorted(jobs, key=lambda job: (MODELS.index(job[2]), -CANDIDATES[job[1]].get("steps", 0)))
     if stage == "seeds":  # the chapter's recipe has its seeds in vit_data_efficiency.json already
         return [(stage, choose(rows, kind), kind, SWEEP_FRACTION, seed, smoke)
                 for kind in MODELS if swept(rows, kind) and (smoke or choose(rows, kind) != DEFAULT)
