@@ -111,7 +111,8 @@ def jobs_for(stage: str, rows: list[dict], smoke: bool) -> list[tuple]:
 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
-    parser.add_argument("--stages", nargs="+", default=list(DEFAULT_STAGES), choices=STAGES, help="stages to run, in order")
+    parser.add_argument("--stages", nargs="+", default=list(DEFAULT_STAGES), choices=STAGES,
+                        help="stages to run, in order")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     done = {key(r): r for r in common.log_rows(args.resume) if "stage" in r}
@@ -129,8 +130,8 @@ def main() -> None:
             chosen = {kind: choose(rows, kind) for kind in MODELS if swept(rows, kind)}
             common.write_result(out, {
                 "description": "Chapter 7: a learning-rate x warm-up sweep and a 2x-steps run for the ViT "
-                               "and the CNN at 125 training images (chosen on dev), and a shift-only "
-                               "augmentation control; written by benchmarks/vit_recipe_sweep.py",
+                               "and the CNN at 125 training images, each model's recipe chosen on dev "
+                               "(and the stages asked for); written by benchmarks/vit_recipe_sweep.py",
                 "base_recipe": ImageRecipe().__dict__, "candidates": CANDIDATES, "shift_only": SHIFT_ONLY,
                 "chosen_on_dev": chosen, "machine": common.machine(), "runs": rows,
             })
