@@ -100,7 +100,7 @@ def test_checkers_say_not_done_for_the_stub(capsys):
 
 def test_every_exercise_is_in_the_cli_map():
     assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits",
-                                   "mean_accuracy"}
+                                   "mean_accuracy", "interpolate_positions"}
 
 
 def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
@@ -278,6 +278,14 @@ def _heads_summed(maps, residuals):
     return out
 
 
+def _no_identity(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = (1 - r) * layer.mean(1) @ out
+    return out
+
+
 ROLLOUT_WRONG = {
     "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
     "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
@@ -294,6 +302,9 @@ ROLLOUT_WRONG = {
     "library call, r = 0.5": (lambda maps, rs: __import__("attnbook.attention_maps", fromlist=["x"])
                               .attention_rollout(maps), "fixed_half"),
     "heads summed": (lambda maps, rs: _heads_summed(maps, rs), "heads_summed"),
+    "no identity, (1 - r) A": (_no_identity, "no_identity"),
+    "plain product, residuals ignored": (lambda maps, rs: rollout_reference(maps, [0.0] * len(maps)),
+                                         "residuals_ignored"),
     "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), None),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
 }
@@ -512,3 +523,69 @@ def test_the_command_line_checks_the_nopos_prediction(tmp_path, capsys):
     answers.write_text(body + "\npredicted_nopos = (97, 95)\n")
     check_file("ch07", answers)
     assert "✗ a ViT without positions" in capsys.readouterr().out
+
+
+# ----- 7. the position table interpolated in 2-D -----
+
+def interpolate_reference(positions, new_grid):
+    g = int(round((positions.shape[0] - 1) ** 0.5))
+    grid = positions[1:].reshape(g, g, -1).permute(2, 0, 1)[None]  # (1, D, g, g)
+    resized = F.interpolate(grid, size=(new_grid, new_grid), mode="bilinear", align_corners=False)
+    return torch.cat([positions[:1], resized[0].flatten(1).T])
+
+
+def interpolate_by_einops_style(positions, new_grid):
+    cls, rest = positions.split([1, positions.shape[0] - 1])
+    g = int(len(rest) ** 0.5)
+    grid = rest.T.reshape(1, -1, g, g)  # (1, D, g, g): the transpose first keeps the order
+    resized = F.interpolate(grid, scale_factor=None, size=new_grid, mode="bilinear", align_corners=False)
+    return torch.cat([cls, resized.reshape(positions.shape[1], -1).T])
+
+
+def test_interpolation_checker_accepts_correct_answers(capsys):
+    assert ch07.check_interpolate_positions(interpolate_reference)
+    assert ch07.check_interpolate_positions(interpolate_by_einops_style)
+    assert not ch07.check_interpolate_positions(lambda p, g: (_ for _ in ()).throw(NotImplementedError))
+    assert "not done yet" in capsys.readouterr().out
+
+
+def _resize(positions, new_grid, **kwargs):
+    g = int(round((positions.shape[0] - 1) ** 0.5))
+    grid = positions[1:].reshape(g, g, -1).permute(2, 0, 1)[None]
+    resized = F.interpolate(grid, size=(new_grid, new_grid), **kwargs)
+    return torch.cat([positions[:1], resized[0].flatten(1).T])
+
+
+INTERPOLATE_WRONG = {
+    "class row dropped": (lambda p, G: interpolate_reference(p, G)[1:], "class_row_dropped"),
+    "class row zeroed": (lambda p, G: torch.cat([torch.zeros_like(p[:1]), interpolate_reference(p, G)[1:]]),
+                         "class_row_reset"),
+    "reshape without permute": (lambda p, G: torch.cat([p[:1], F.interpolate(
+        p[1:].reshape(1, p.shape[1], int(round((p.shape[0] - 1) ** 0.5)), -1), size=(G, G), mode="bilinear",
+        align_corners=False).reshape(G * G, -1)]), "no_permute"),
+    "1-D stretch": (lambda p, G: torch.cat([p[:1], F.interpolate(p[1:].T[None], size=G * G, mode="linear",
+                                                                 align_corners=False)[0].T]), "one_d"),
+    "read back column by column": (lambda p, G: torch.cat([p[:1], interpolate_reference(p, G)[1:].reshape(
+        G, G, -1).transpose(0, 1).reshape(G * G, -1)]), "transposed"),
+    "align_corners=True": (lambda p, G: _resize(p, G, mode="bilinear", align_corners=True), "align_corners"),
+    "bicubic": (lambda p, G: _resize(p, G, mode="bicubic", align_corners=False), "bicubic"),
+    "nearest": (lambda p, G: _resize(p, G, mode="nearest"), "nearest"),
+    "class row interpolated with the grid": (lambda p, G: interpolate_reference(
+        torch.cat([p[1:2], p[1:]]), G), None),
+    "zeroes the class row in place": (lambda p, G: (p[0].zero_(), interpolate_reference(p, G))[1], MUTATION),
+}
+
+
+@pytest.mark.parametrize("name", INTERPOLATE_WRONG)
+def test_interpolation_checker_rejects(name, capsys):
+    fn, diagnosis = INTERPOLATE_WRONG[name]
+    result = ch07.check_interpolate_positions(fn)
+    assert not result
+    assert result.diagnosis == (diagnosis or "")
+
+
+def test_every_interpolation_mistake_is_triggered():
+    named = {d for _, d in INTERPOLATE_WRONG.values() if d not in (None, MUTATION)}
+    assert named == {m.name for m in ch07.INTERPOLATE_MISTAKES}
+    named = {d for _, d in ROLLOUT_WRONG.values() if d not in (None, MUTATION)}
+    assert named == {m.name for m in ch07.ROLLOUT_MISTAKES}

@@ -116,3 +116,28 @@ def test_cnn_is_translation_equivariant_before_pooling():
     x[0, 0, 2:4, 2:4] = torch.randn(2, 2)
     shifted = torch.roll(x, shifts=(1, 2), dims=(2, 3))
     torch.testing.assert_close(conv(shifted), torch.roll(conv(x), shifts=(1, 2), dims=(2, 3)))
+
+
+def test_the_mlp_head_option_is_linear_tanh_linear_and_matches_the_reference():
+    """``head_hidden`` > 0: the paper's pre-training head, one tanh hidden layer; 0 stays linear."""
+    config = ViTConfig(**{**SMALL.__dict__, "head_hidden": 7})
+    model = _trained_looking(ViT(config)).eval()
+    images = torch.randn(4, 1, 8, 8)
+    with torch.no_grad():
+        first, _, second = model.readout
+        state = run_blocks_state(model, images)  # (B, D): the class token after the final norm
+        by_hand = second(torch.tanh(first(state)))
+        torch.testing.assert_close(model(images), by_hand)
+        torch.testing.assert_close(model(images), to_torch_reference(model).eval()(images), atol=1e-5, rtol=1e-5)
+    assert first.out_features == 7 and second.in_features == 7
+    assert isinstance(ViT(SMALL).readout, torch.nn.Linear)
+    linear = sum(p.numel() for p in ViT(SMALL).parameters())
+    assert sum(p.numel() for p in model.parameters()) - linear == (32 * 7 + 7) + (7 * 10 + 10) - (32 * 10 + 10)
+    with pytest.raises(ValueError, match="head_hidden"):
+        ViTConfig(head_hidden=-1)
+
+
+def run_blocks_state(model, images):
+    from attnbook.layers import run_blocks
+    x = run_blocks(model.blocks, model.embeddings(images)).hidden
+    return model.final_norm(x[:, 0])

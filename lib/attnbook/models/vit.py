@@ -27,6 +27,9 @@ class ViTConfig:
 
     ``position_embeddings=False`` builds the model with no position table (a control: the encoder
     then sees the patches as a set, and only the class token's slot is special).
+    ``head_hidden`` 0 (the default) makes the read-out one linear layer, as the paper fine-tunes; a
+    width > 0 makes it the paper's pre-training head, an MLP with one hidden layer of that width and
+    tanh: ``Linear(D, head_hidden) -> tanh -> Linear(head_hidden, classes)``.
     """
 
     image_size: int = 8
@@ -40,6 +43,7 @@ class ViTConfig:
     dropout: float = 0.0
     layer_norm_eps: float = 1e-6
     position_embeddings: bool = True
+    head_hidden: int = 0
 
     def __post_init__(self) -> None:
         check_positive(image_size=self.image_size, patch_size=self.patch_size, in_channels=self.in_channels,
@@ -49,6 +53,8 @@ class ViTConfig:
         check_heads(self.d_model, self.num_heads)
         check_dropout(self.dropout)
         check_eps(self.layer_norm_eps)
+        if self.head_hidden < 0:
+            raise ValueError(f"head_hidden must be 0 (a linear head) or a positive width, got {self.head_hidden}")
 
     @property
     def num_patches(self) -> int:
@@ -78,7 +84,7 @@ class ViT(nn.Module):
             for _ in range(cfg.num_layers)
         )
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.readout = nn.Linear(cfg.d_model, cfg.num_classes)
+        self.readout = make_head(cfg)
 
     def forward(
         self, images: torch.Tensor, need_weights: bool = False
@@ -94,8 +100,16 @@ class ViT(nn.Module):
         """The learned positions ``(1 + N, D)``: row 0 is the class token's, then the patches row by row
         (zeros for a model built without a position table)."""
         if self.embeddings.positions is None:
-            return self.readout.weight.new_zeros(self.embeddings.tokens.num_tokens, self.config.d_model)
+            return self.final_norm.weight.new_zeros(self.embeddings.tokens.num_tokens, self.config.d_model)
         return self.embeddings.positions.embedding.weight
+
+
+def make_head(config: ViTConfig) -> nn.Module:
+    """The read-out ``(B, D) -> (B, classes)``: linear, or an MLP with one tanh hidden layer."""
+    if config.head_hidden == 0:
+        return nn.Linear(config.d_model, config.num_classes)
+    return nn.Sequential(nn.Linear(config.d_model, config.head_hidden), nn.Tanh(),
+                         nn.Linear(config.head_hidden, config.num_classes))
 
 
 class TorchReferenceViT(nn.Module):
@@ -112,7 +126,7 @@ class TorchReferenceViT(nn.Module):
                                            batch_first=True, norm_first=True)
         self.encoder = nn.TransformerEncoder(layer, cfg.num_layers, enable_nested_tensor=False)
         self.final_norm = nn.LayerNorm(cfg.d_model, eps=cfg.layer_norm_eps)
-        self.readout = nn.Linear(cfg.d_model, cfg.num_classes)
+        self.readout = make_head(cfg)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         patches = self.patches(images).flatten(2).transpose(1, 2)  # (B, D, rows, cols) -> (B, N, D)
@@ -132,5 +146,5 @@ def to_torch_reference(model: ViT) -> TorchReferenceViT:
     reference.encoder.layers = nn.ModuleList(to_torch_encoder_layer(block) for block in model.blocks)
     reference.final_norm.load_state_dict(model.final_norm.state_dict())
     reference.readout.load_state_dict(model.readout.state_dict())
-    param = model.readout.weight
+    param = model.final_norm.weight
     return reference.to(param.device, param.dtype).train(model.training)
