@@ -81,8 +81,9 @@ def previous_token_scores(weights: torch.Tensor) -> torch.Tensor:
 
 @torch.no_grad()
 def half_losses(model: nn.Module, tokens: torch.Tensor, lengths: torch.Tensor) -> tuple[float, float]:
-    """Mean next-token loss on the first copy of each segment (targets 1 .. L-1) and on the
-    repeated copy (targets L+1 .. 2L-1; its first token L follows nothing it could copy).
+    """Mean next-token loss on the first copy of each segment (targets 1 .. r-1, r its length
+    from ``lengths``) and on the repeated copy (targets r+1 .. 2r-1; its first token r follows
+    nothing it could copy).
     The model runs in eval mode; each submodule's mode is restored after."""
     with evaluating(model):
         losses = next_token_cross_entropy(model, tokens, reduction="none")  # (B, T-1)
