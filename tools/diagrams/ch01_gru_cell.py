@@ -52,7 +52,8 @@ def gates(fig: Figure) -> None:
     fig.text(xs["r"] + 68, Y_X - 22, "W_{ir} x_{t}", "math", size=13, anchor="start")
     fig.text(xs["z"] + 48, Y_TOP + 62, "W_{hz} h_{t-1}", "math", size=13, anchor="start")
     fig.text(xs["z"] + 68, Y_X - 22, "W_{iz} x_{t}", "math", size=13, anchor="start")
-    fig.text(xs["n"] + 48, Y_TOP + 62, "r ⊙ (W_{hn} h_{t-1})", "math", size=13, anchor="start")
+    # below the z line that crosses above it to the blend, and left of the n line
+    fig.text(xs["n"] + 48, Y_GATE - 18, "r ⊙ (W_{hn} h_{t-1})", "math", size=13, anchor="start")
     fig.text(xs["n"] + 68, Y_X - 22, "W_{in} x_{t}", "math", size=13, anchor="start")
     # r scales the previous state's contribution inside n
     below = Y_GATE + GATE_H + 24
