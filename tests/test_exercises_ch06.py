@@ -448,6 +448,11 @@ def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
 
 
+def masking_chosen_where_changed(input_ids, maskable, mask_id, vocab_size, generator):
+    out, _ = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    return out, out != input_ids  # the unchanged 10% drop out of `chosen`
+
+
 def masking_by_library(input_ids, maskable, mask_id, vocab_size, generator):  # the reviewer's one-liner
     m = masked_lm.mask_tokens(input_ids, maskable, mask_id, vocab_size, generator)
     return m.input_ids, m.chosen
@@ -470,6 +475,7 @@ MASKING_WRONG = [
     (masking_independent_draws_after, "independent draws"),
     (masking_reseeds, "global RNG reseeded"),
     (masking_reseeds_from_generator, "global RNG reseeded"),
+    (masking_chosen_where_changed, "chosen only where changed"),
     (masking_by_library, "library function"), (masking_by_library_renamed, "library function"),
 ]
 

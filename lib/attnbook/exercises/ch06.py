@@ -451,6 +451,13 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
 # shares and the case's maskable positions); checked before the property's own diagnosis.
 _MASKING_PATTERNS = {
     "about 15% of maskable tokens are chosen": [(
+        "chosen only where changed",
+        "your `chosen` marks only the positions whose token changed (corrupted != input_ids), "
+        "so the 10% left unchanged are missing from it (0% unchanged, about 13.5% chosen). "
+        "`chosen` is every selected position, changed or not: the loss must score the "
+        "unchanged ones too.",
+        lambda shares, maskable: shares["keep"] < KEEP - SPLIT_TOL
+        and abs(shares["chosen"] - SELECT * (1 - KEEP)) < SELECT_TOL), (
         "drawn with replacement",
         "you drew round(15% of n) positions with replacement (seed 003's selection): "
         "some are drawn twice, so only about 13.9% are chosen. Choose each maskable "
