@@ -75,6 +75,10 @@ def sdpa(divisor=None, dim=-1):
     return fn
 
 
+def sdpa_value_width(q, k, v):  # the scale taken from the value's width, d_v
+    return own_softmax(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), dim=-1) @ v
+
+
 def sdpa_in_place(q, k, v):
     q /= math.sqrt(q.shape[-1])  # scales the caller's query
     return own_softmax(q @ k.transpose(-2, -1), dim=-1) @ v
@@ -114,6 +118,7 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: math.sqrt(q.shape[-2])), "scaled by length"),
     (sdpa(lambda q, k: math.sqrt(k.shape[-2])), "scaled by length"),
     (sdpa(lambda q, k: q.shape[-1]), "scaled by d_k"),
+    (sdpa_value_width, "scaled by √d_v"),
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
     (lambda q, k, v: own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])), "returns weights"),
     (sdpa_in_place, MUTATION),

@@ -114,6 +114,10 @@ SDPA_MISTAKES = [
                 for n in (args[0].shape[-2], args[1].shape[-2]))),
     Mistake("scaled by d_k", "divide by √d_k, not by d_k.",
             gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
+    Mistake("scaled by √d_v", "you divided by √(the value's width), value.shape[-1]; the scale "
+            "belongs to the scores Q Kᵀ, so it is √d_k, the width of a query and a key, "
+            "query.shape[-1] (the two differ when d_v ≠ d_k).",
+            gives=lambda q, k, v: _sdpa(q, k, v, math.sqrt(v.shape[-1]))),
     Mistake("multiplied by √d_k", "you multiplied the scores by √d_k: divide by it, to bring their "
             "variance back to 1.", gives=lambda q, k, v: _sdpa(q, k, v, 1 / math.sqrt(q.shape[-1]))),
     Mistake("key.T", "`key.T` reverses ALL the dimensions of a tensor: a (B, S, Dk) key becomes (Dk, S, B), "
