@@ -106,3 +106,20 @@ def test_the_it_sweep_runs_and_its_committed_runs_show_what_the_chapter_says(tmp
     assert all(r in fit_ for r in two if r["lr"] > 2e-3)
     stalled = [r for r in two if r not in fit_]  # the stalls are at the lowest rate only
     assert all(r["lr"] == 1e-3 and r["train_accuracy"] < 0.65 for r in stalled)
+
+
+def test_the_position_speed_benchmark_runs_and_its_committed_runs_show_what_the_chapter_says(tmp_path):
+    out = tmp_path / "pe.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reversal_pe_speed.py"), "--lrs", "0.01",
+                    "--seeds", "0", "--steps", "3", "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True)
+    rows = json.loads(out.read_text())["runs"]
+    assert [(r["positional"], r["lr"], r["seed"], r["steps"]) for r in rows] == [
+        ("learned", 0.01, 0, 3), ("sinusoidal", 0.01, 0, 3)]
+    runs = load_result("reversal_pe_speed.json")["runs"]
+    for lr in (1e-3, 3e-3, 1e-2):  # the learned table is faster on every seed at every rate
+        steps = {kind: [r["first_step_below_0.1"] for r in runs
+                        if r["lr"] == lr and r["positional"] == kind] for kind in ("learned", "sinusoidal")}
+        assert len(steps["learned"]) == len(steps["sinusoidal"]) == 3 and None not in steps["learned"]
+        assert all(s is None or s > max(steps["learned"]) for s in steps["sinusoidal"])
+    assert min(r["test_accuracy"] for r in runs) >= 0.997
