@@ -250,7 +250,7 @@ def test_command_line_checks_the_functions_the_notebook_asks_for(path):
     import importlib
     exercises = importlib.import_module(f"attnbook.exercises.ch{path.name[:2]}").EXERCISES
     stubs = {m for c in _notebook(path)["cells"] if c["cell_type"] == "code" and "raise NotImplementedError" in _source(c)
-             for m in re.findall(r"^def (\w+)\(", _source(c), re.M)}
+             for m in re.findall(r"^(?:def|class) (\w+)\(", _source(c), re.M)}
     # a predict-then-measure cell gives its measurement function and asks for prediction_<name>
     stubs |= {m for c in _notebook(path)["cells"] if c["cell_type"] == "code"
               for m in re.findall(r"^def (\w+)\(", _source(c), re.M)

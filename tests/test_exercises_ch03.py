@@ -9,13 +9,14 @@ import torch.nn.functional as F
 from attnbook.exercises.ch03 import (
     LENGTH_TRANSFER_RANGE, chapter_model, check_attention_pool, check_length_prediction,
     check_length_transfer, check_pe_similarity, check_position_accuracy,
-    check_scaled_dot_product_attention, check_window_causal_mask,
+    check_scaled_dot_product_attention, check_self_attention_module, check_window_causal_mask,
 )
 from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import causal_mask, key_mask, token_mask
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
 from conftest import assert_rejected
+from torch import nn
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
@@ -75,6 +76,10 @@ def sdpa(divisor=None, dim=-1):
     return fn
 
 
+def sdpa_value_width(q, k, v):  # the scale taken from the value's width, d_v
+    return own_softmax(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), dim=-1) @ v
+
+
 def sdpa_in_place(q, k, v):
     q /= math.sqrt(q.shape[-1])  # scales the caller's query
     return own_softmax(q @ k.transpose(-2, -1), dim=-1) @ v
@@ -114,6 +119,7 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: math.sqrt(q.shape[-2])), "scaled by length"),
     (sdpa(lambda q, k: math.sqrt(k.shape[-2])), "scaled by length"),
     (sdpa(lambda q, k: q.shape[-1]), "scaled by d_k"),
+    (sdpa_value_width, "scaled by √d_v"),
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
     (lambda q, k, v: own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])), "returns weights"),
     (sdpa_in_place, MUTATION),
@@ -502,7 +508,8 @@ def test_similarity_is_the_same_at_every_position():
                                    atol=1e-4, rtol=1e-4)
 
 
-@pytest.mark.parametrize("prefix", ['SDPA', 'POOL', 'WINDOW_MASK', 'SIMILARITY', 'POSITION'])
+@pytest.mark.parametrize("prefix", ['SDPA', 'POOL', 'WINDOW_MASK', 'SIMILARITY', 'POSITION',
+                                    'SELF_ATTENTION'])
 def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     """Each known mistake a checker can name is named for at least one wrong answer above."""
     import attnbook.exercises.ch03 as checkers
@@ -610,3 +617,72 @@ def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
     x = torch.randn(2, 3)
     assert torch.allclose(torch.softmax(x, -1), x.softmax(-1))
     assert torch.allclose(F.softmax(x, -1), own_softmax(x))
+
+
+class SelfAttention(nn.Module):
+    """The exercise's reference: one head, nn.Linear projections, dropout on A, a mask argument."""
+
+    def __init__(self, d_model, bias=True, dropout=0.0, *, scale=True, dim=-1, invert=False,
+                 use_mask=True, out=True, dropout_on="weights", eval_dropout=False):
+        super().__init__()
+        self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
+            nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
+        self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
+        self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
+
+    def forward(self, x, mask=None):
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        scores = q @ k.mT / (math.sqrt(x.shape[-1]) if self.scale else 1.0)
+        if mask is not None and self.use_mask:
+            scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
+        a = torch.softmax(scores, dim=self.dim)
+        on = self.training or self.eval_dropout
+        if self.dropout_on == "weights":
+            a = F.dropout(a, self.p, training=on)
+        y = self.out_proj(a @ v) if self.out else a @ v
+        return F.dropout(y, self.p, training=on) if self.dropout_on == "output" else y
+
+
+def self_attention(**wrong):
+    return type("SelfAttention", (SelfAttention,), {
+        "__init__": lambda self, d, bias=True, dropout=0.0: SelfAttention.__init__(
+            self, d, bias, dropout, **wrong)})
+
+
+class SelfAttentionNoBias(SelfAttention):  # ignores bias=False: its state dict has extra keys
+    def __init__(self, d_model, bias=True, dropout=0.0):
+        super().__init__(d_model, True, dropout)
+
+
+class SelfAttentionQKVFused(nn.Module):  # one qkv Linear: other parameter names
+    def __init__(self, d_model, bias=True, dropout=0.0):
+        super().__init__()
+        self.qkv = nn.Linear(d_model, 3 * d_model, bias=bias)
+        self.out_proj = nn.Linear(d_model, d_model, bias=bias)
+
+    def forward(self, x, mask=None):
+        return x
+
+
+SELF_ATTENTION_WRONG = [
+    (self_attention(scale=False), "unscaled"),
+    (self_attention(dim=-2), "wrong axis"),
+    (self_attention(invert=True), "mask inverted"),
+    (self_attention(use_mask=False), "mask ignored"),
+    (self_attention(out=False), "no output projection"),
+    (self_attention(dropout_on="output"), "dropout on the output"),
+    (self_attention(eval_dropout=True), "dropout in eval mode"),
+    (SelfAttentionNoBias, ""),
+    (SelfAttentionQKVFused, ""),
+]
+
+
+def test_self_attention_reference_passes():
+    assert check_self_attention_module(self_attention())
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), SELF_ATTENTION_WRONG)
+def test_self_attention_rejected(wrong, diagnosis, capsys):
+    out = assert_rejected(check_self_attention_module, wrong, diagnosis, capsys)
+    if wrong in (SelfAttentionNoBias, SelfAttentionQKVFused):
+        assert "q_proj, k_proj, v_proj and out_proj" in out

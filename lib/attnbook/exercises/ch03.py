@@ -114,6 +114,10 @@ SDPA_MISTAKES = [
                 for n in (args[0].shape[-2], args[1].shape[-2]))),
     Mistake("scaled by d_k", "divide by √d_k, not by d_k.",
             gives=lambda q, k, v: _sdpa(q, k, v, q.shape[-1])),
+    Mistake("scaled by √d_v", "you divided by √(the value's width), value.shape[-1]; the scale "
+            "belongs to the scores Q Kᵀ, so it is √d_k, the width of a query and a key, "
+            "query.shape[-1] (the two differ when d_v ≠ d_k).",
+            gives=lambda q, k, v: _sdpa(q, k, v, math.sqrt(v.shape[-1]))),
     Mistake("multiplied by √d_k", "you multiplied the scores by √d_k: divide by it, to bring their "
             "variance back to 1.", gives=lambda q, k, v: _sdpa(q, k, v, 1 / math.sqrt(q.shape[-1]))),
     Mistake("key.T", "`key.T` reverses ALL the dimensions of a tensor: a (B, S, Dk) key becomes (Dk, S, B), "
@@ -815,10 +819,135 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
     return check_length_prediction(prediction, by_position.mean().item())
 
 
+# --- Exercise: a self-attention nn.Module, checked against MultiHeadAttention(num_heads=1) ---
+
+_PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
+
+
+def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
+    """Fixed weights for the four projections (a state dict), so that every answer is comparable."""
+    g = torch.Generator().manual_seed(seed)
+    weights = {f"{n}.weight": torch.randn(d, d, generator=g) / math.sqrt(d) for n in _PROJECTIONS}
+    if bias:
+        weights.update({f"{n}.bias": 0.5 * torch.randn(d, generator=g) for n in _PROJECTIONS})
+    return weights
+
+
+def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_mask=True,
+            dropout=0.0, dropout_on="weights", value_only=False):
+    """Self-attention written out from a state dict; the keyword arguments make known mistakes."""
+    def linear(name, t):
+        return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
+    q, k, v = (linear(n, x) for n in _PROJECTIONS[:3])  # (B, T, D)
+    scores = q @ k.mT / (math.sqrt(x.shape[-1]) if divisor is None else divisor)  # (B, T, T)
+    if mask is not None and use_mask:
+        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+    a = torch.softmax(scores, dim=dim)  # (B, T, T)
+    torch.manual_seed(0)
+    if dropout_on == "weights":
+        a = torch.nn.functional.dropout(a, dropout)
+    out = a @ v if value_only else linear("out_proj", a @ v)  # (B, T, D)
+    return torch.nn.functional.dropout(out, dropout) if dropout_on == "output" else out
+
+
+def _reference_self_attention(x, mask, weights, bias, dropout, training):
+    from attnbook.layers.attention import MultiHeadAttention
+    mha = MultiHeadAttention(x.shape[-1], num_heads=1, dropout=dropout, bias=bias)
+    mha.load_state_dict(weights)
+    mha.train(training)
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return mha(x, x, x, mask, need_weights=True)[0]  # the written-out path: dropout on A
+
+
+def _self_attention_runner(cls: Callable) -> Callable:
+    def run(x, mask, weights, bias, dropout, training):
+        try:
+            module = cls(x.shape[-1], bias=bias, dropout=dropout)
+        except TypeError as err:
+            raise TypeError(f"the class must be built as SelfAttention(d_model, bias=..., "
+                            f"dropout=...): {err}") from None
+        try:
+            module.load_state_dict(weights)
+        except (RuntimeError, AttributeError) as err:
+            raise ValueError("the module's parameters must be exactly q_proj, k_proj, v_proj and "
+                             "out_proj, four nn.Linear(d_model, d_model) with a bias only when "
+                             f"bias=True; load_state_dict said: {err}") from None
+        module.train(training)
+        torch.manual_seed(0)
+        with torch.no_grad():
+            return module(x) if mask is None else module(x, mask)
+    run.__name__ = getattr(cls, "__name__", "SelfAttention")
+    return run
+
+
+def _dropped(kind):
+    return lambda x, m, w, b, p, training: _attend(x, m, w, b, dropout=p, dropout_on=kind)
+
+
+SELF_ATTENTION_MISTAKES = [
+    Mistake("unscaled", "the scores look unscaled: divide Q Kᵀ by √d_k (here d_k = d_model).",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, divisor=1.0)),
+    Mistake("wrong axis", "the softmax runs over the queries: each query's weights over the keys "
+            "must sum to 1, so softmax over the last dimension.",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, dim=-2)),
+    Mistake("mask inverted", "you blocked the positions where the mask is True; in this book True "
+            "means may attend: fill the scores with -inf where the mask is False (~mask).",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, invert=True)),
+    Mistake("mask ignored", "the mask changed nothing: set the scores where it is False to -inf "
+            "before the softmax.", when=lambda args, got: args[1] is not None
+            and isinstance(got, torch.Tensor)
+            and compare(got, _attend(*args[:4], use_mask=False), 1e-5, 1e-5) is None),
+    Mistake("no output projection", "you returned A V without out_proj: the module ends with the "
+            "output projection, as MultiHeadAttention does.",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, value_only=True)),
+    Mistake("dropout on the output", "you applied dropout to the output; the exercise (and "
+            "MultiHeadAttention) drop attention weights, A, before A V.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and compare(got, _dropped("output")(*args), 1e-5, 1e-5) is None),
+    Mistake("dropout in eval mode", "dropout is on in eval mode: use nn.Dropout (a submodule, "
+            "which follows module.train()/eval()) or F.dropout(..., training=self.training).",
+            when=lambda args, got: not args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and compare(got, _dropped("weights")(*args), 1e-5, 1e-5) is None),
+]
+
+
+def check_self_attention_module(cls: Callable) -> CheckResult:
+    """``SelfAttention(d_model, bias=True, dropout=0.0)``, called as ``module(x (B, T, D), mask=None)``
+    with a boolean mask broadcastable to ``(B, T, T)`` (True = may attend), returns ``(B, T, D)``:
+    the same numbers as ``MultiHeadAttention(d_model, num_heads=1)`` with the same weights."""
+    cases = []
+    for n, (b, t, d, bias, mask_kind, dropout, training) in enumerate([
+        (2, 3, 4, True, None, 0.0, False), (1, 5, 8, False, None, 0.0, False),
+        (2, 4, 6, True, "causal", 0.0, False), (2, 5, 4, False, "keys", 0.0, False),
+        (1, 1, 4, True, "causal", 0.0, False),
+        (2, 4, 8, True, "causal", 0.5, True), (2, 4, 8, False, None, 0.3, False),
+    ], start=1):
+        g = torch.Generator().manual_seed(100 + n)
+        x = torch.randn(b, t, d, generator=g)
+        mask = None
+        if mask_kind == "causal":
+            mask = torch.ones(t, t, dtype=torch.bool).tril()  # (T, T)
+        elif mask_kind == "keys":
+            lengths = torch.tensor([t, max(1, t - 2)])
+            mask = token_mask(lengths, t)[:, None, :].expand(b, t, t)  # (B, T, T)
+        weights = _module_weights(n, d, bias)
+        expected = _reference_self_attention(x, mask, weights, bias, dropout, training)
+        mode = f"{'train' if training else 'eval'} mode, dropout {dropout}"
+        cases.append(Case(
+            f"x {tuple(x.shape)}, bias={bias}, mask {mask_kind or 'none'}, {mode}",
+            (x, mask, weights, bias, dropout, training), expected,
+            hint="q, k, v = q_proj(x), k_proj(x), v_proj(x); scores = q kᵀ / √D; -inf where the "
+                 "mask is False; A = softmax over the keys; dropout on A; out_proj(A v)."))
+    return run_cases("SelfAttention module", _self_attention_runner(cls), cases,
+                     SELF_ATTENTION_MISTAKES)
+
+
 EXERCISES = {
     "batched_attention": check_scaled_dot_product_attention,
     "attention_pool": check_attention_pool,
     "window_causal_mask": check_window_causal_mask,
     "pe_similarity": check_pe_similarity,
     "position_accuracy": check_position_accuracy,
+    "SelfAttention": check_self_attention_module,
 }
