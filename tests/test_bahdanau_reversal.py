@@ -44,3 +44,16 @@ def test_committed_results_cover_three_seeds_of_every_model():
     assert result["setup"]["seeds"] == [0, 1, 2]
     assert {(r["model"], r["seed"]) for r in result["runs"]} == {(k, s) for k in script.KINDS for s in (0, 1, 2)}
     assert all(r["steps"] == script.STEPS and r["test_words"] > 800 for r in result["runs"])
+
+
+def test_count_table_benchmark_smoke_and_committed_results(tmp_path):
+    """benchmarks/bahdanau_count_table.py: every length bucket of bahdanau_length.py, scored."""
+    out = tmp_path / "table.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "bahdanau_count_table.py"), "--smoke",
+                    "--out", str(out)], check=True, capture_output=True, timeout=300)
+    smoke = json.loads(out.read_text())
+    committed = load_result("bahdanau_count_table.json")
+    for result, per_bucket in ((smoke, 20), (committed, 150)):
+        assert all(cell["inputs"] == per_bucket and 0 < cell["per"] < 1 for cell in result["by_length"].values())
+    assert list(committed["by_length"]) == load_result("bahdanau_length.json")["setup"]["buckets"]
+    assert committed["training_words"] > 100_000 and committed["single_words"]["inputs"] > 5_000

@@ -126,7 +126,17 @@ def luong_no_cell(cell, W_c, x, hidden, memory, src_tokens):  # forgets the GRU 
     return luong_variant()(lambda x, h: h, W_c, x, hidden, memory, src_tokens)
 
 
+def luong_mask_zero(cell, W_c, x, hidden, memory, src_tokens):
+    """Padding's scores set to 0 (not -inf) before the softmax: padding still gets weight."""
+    h = cell(x, hidden)
+    scores = torch.einsum("bsd,bd->bs", memory, h).masked_fill(~src_tokens, 0.0)
+    weights = torch.softmax(scores, dim=-1)
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
 LUONG_WRONG = [
+    (luong_mask_zero, "masked with zero"),  # unnamed before the tenth review
     (luong_old_hidden, "attends with previous hidden"),
     (luong_scaled, "scaled"),
     (luong_variant(order=1), "concat order"),
@@ -356,7 +366,18 @@ def local_p_ceil(scores, lengths, query, W_p, v_p, sigma):
     return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
 
 
+def local_p_one_based(scores, lengths, query, W_p, v_p, sigma):
+    """Positions counted from 1 in the Gaussian's distance j - p."""
+    S = scores.shape[-1]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(1, S + 1).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
 LOCAL_P_WRONG = [
+    (local_p_one_based, "1-based positions"),  # unnamed before the tenth review
     (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
     (lambda *a: local_p_attention(*a, span=0), "L instead of L-1"),
     (lambda *a: local_p_attention(*a, mask=False), "ignores lengths"),
@@ -436,7 +457,8 @@ COVERAGE_LOSS_WRONG = [
     # unnamed before the eighth review: the later steps counted, and padded steps over N
     (cov_variant(lambda a: a.sum(1, keepdim=True) - a), "includes later steps"),
     (cov_variant(lambda a: a.cumsum(1) - a, padded_over_real=True), "padded steps over N"),
-    (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), ""),  # a product, not a min
+    # a product, not a min: unnamed before the tenth review
+    (cov_variant(lambda a: a.cumsum(1) - a, op=lambda a, c: a * c), "product instead of min"),
     (cov_in_place, MUTATION),
     (not_done, ""),
 ]

@@ -144,6 +144,8 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         scores = torch.zeros_like(scores)  # every real position weighted alike
     if masked == "after":  # padding zeroed after a softmax over every position, not renormalised
         weights = torch.softmax(scores, dim=dim) * src_tokens
+    elif masked == "zero":  # padding's scores set to 0, not -inf, before the softmax
+        weights = torch.softmax(scores.masked_fill(~src_tokens, 0.0), dim=dim)
     elif masked:
         weights = _masked(scores, src_tokens, dim=dim).nan_to_num(0.0)  # (B, S)
     else:
@@ -189,6 +191,9 @@ LUONG_MISTAKES = [
     Mistake("mean-pooled context", "your context is the plain average of the real source states: the "
             "weights must come from the scores h_tᵀ h̄_s, not be equal.",
             gives=lambda *a: _luong(*a, mean_pool=True)),
+    Mistake("masked with zero", "you set the padding's scores to 0 before the softmax: exp(0) = 1, so padding "
+            "still gets weight. Masked scores must be -inf (masked_fill(~mask, float('-inf'))).",
+            gives=lambda *a: _luong(*a, masked="zero")),
 ]
 
 
@@ -330,7 +335,7 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
-             one_sided=False, density=False):
+             one_sided=False, density=False, one_based=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh else Wq
@@ -345,7 +350,8 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
     align = _masked(scores, mask).nan_to_num(0.0)  # (B, S)
     if masked == "after":  # softmax over the padding too, then padding zeroed
         align = torch.softmax(scores, dim=-1).masked_fill(~token_mask(lengths, S), 0.0)
-    distance = torch.arange(S, dtype=scores.dtype)[None, :] - centre[:, None]  # (B, S)
+    positions = torch.arange(S, dtype=scores.dtype) + (1 if one_based else 0)  # (S,)
+    distance = positions[None, :] - centre[:, None]  # (B, S)
     spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
     window = torch.exp(-distance ** 2 / spread)
     if density:  # normalised as a probability density: divided by sigma * sqrt(2 pi)
@@ -391,6 +397,9 @@ LOCAL_P_MISTAKES = [
             gives=lambda *a: _local_p(*a, transpose=False)),
     Mistake("no tanh", "the centre is (n - 1)·sigmoid(v_pᵀ tanh(W_p q)): the tanh is missing.",
             gives=lambda *a: _local_p(*a, tanh=False)),
+    Mistake("1-based positions", "your positions count from 1: with the centre p in 0-based positions "
+            "(0..n-1), the distance is j - p for j = 0, 1, ..., n-1.",
+            gives=lambda *a: _local_p(*a, one_based=True)),
 ]
 
 
@@ -435,7 +444,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
     if not per_position:
         coverage = coverage.sum(-1, keepdim=True).expand_as(weights)
     coverage = sign * coverage
-    terms = torch.minimum(weights, coverage) if op == "min" else torch.maximum(weights, coverage)
+    ops = {"min": torch.minimum, "max": torch.maximum, "product": torch.mul}
+    terms = ops[op](weights, coverage)
     per_step = terms.sum(-1)  # (B, T)
     real = tgt_mask.to(weights.dtype) if mask_steps else torch.ones_like(per_step)
     total = (per_step * real).sum()
@@ -470,6 +480,9 @@ COVERAGE_LOSS_MISTAKES = [
     Mistake("max instead of min", "the penalty is min(a_j, c_j): only attention paid *again* to a letter "
             "already covered counts; max would penalise every first look.",
             gives=lambda a, m: _cov_loss(a, m, op="max")),
+    Mistake("product instead of min", "you multiplied a_j by c_j: the penalty is min(a_j, c_j), the part of "
+            "this step's look that repeats attention the letter already had, not their product.",
+            gives=lambda a, m: _cov_loss(a, m, op="product")),
     Mistake("counts padded steps", "the padded output steps count in your loss: sum over the real steps "
             "only (tgt_mask) and divide by their number.", gives=lambda a, m: _cov_loss(a, m, mask_steps=False)),
     Mistake("includes later steps", "your coverage counts the attention of every other step, the later "
