@@ -537,7 +537,7 @@ TRAINED_MEASURED = {"none": [0.617, 0.612, 0.625], "uniform": [0.618, 0.620, 0.6
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    ("b", True, ""), (" B ", True, ""),
+    ("b", True, ""), (" B ", True, ""), ("(b)", True, ""),  # "(b)" refused before the tenth review
     ("a", False, "wrong choice"), ("c", False, "wrong choice"),  # the two plausible wrong predictions
     ("yes", False, "not a choice"), (0.6, False, "not a choice"), (None, False, ""),
 ])

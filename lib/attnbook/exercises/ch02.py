@@ -735,10 +735,10 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
     if prediction is None:
         return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into "
                        "prediction_trained_uniform_wers, then run the cell.")
-    if not isinstance(prediction, str) or prediction.strip().lower() not in TRAINED_UNIFORM_CHOICES:
+    choice = prediction.strip().strip("()").strip().lower() if isinstance(prediction, str) else None
+    if choice not in TRAINED_UNIFORM_CHOICES:  # "c", " C " and "(c)" are all choice (c)
         return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {prediction!r}.",
                        "not a choice")
-    choice = prediction.strip().lower()
     measured = measure()
     if isinstance(measured, dict) and "uniform_wer" in measured:
         return _finish(name, False, "that is the decode-time swap (a trained decoder given uniform weights only "
