@@ -299,3 +299,23 @@ def test_exercise_rules_catch_each_breach(cells, problem):
     assert exercise_problems(_exercise(GOOD_SOLUTION)) == []
     found = exercise_problems(cells)
     assert any(problem in p for p in found), found
+
+
+def backticked_exercise_titles(cells):
+    """Exercise titles with inline code: sphinx-exercise then loses the exercise's label, and its
+    solution's reference fails the -W build ("undefined label"), as it did for Chapter 3's
+    "Self-attention as an `nn.Module`"."""
+    titles = [line for cell in cells if cell["cell_type"] == "markdown"
+              for line in _source(cell).splitlines() if re.match(r"`{3,}\{exercise\}", line)]
+    return [title for title in titles if "`" in title.split("}", 1)[1]]
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_exercise_titles_have_no_inline_code(path):
+    assert backticked_exercise_titles(_notebook(path)["cells"]) == []
+
+
+def test_backticked_title_rule_catches_one():
+    cells = [{"cell_type": "markdown", "source": "````{exercise} Write an `nn.Module` (10 min)\n:label: x\n````"},
+             {"cell_type": "markdown", "source": "````{exercise} Write a module (10 min)\n:label: y\n````"}]
+    assert backticked_exercise_titles(cells) == ["````{exercise} Write an `nn.Module` (10 min)"]
