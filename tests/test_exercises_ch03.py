@@ -632,7 +632,8 @@ class SelfAttention(nn.Module):
 
     def forward(self, x, mask=None):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
-        scores = q @ k.mT / (math.sqrt(x.shape[-1]) if self.scale else 1.0)
+        width = x.shape[-2] if self.scale == "length" else x.shape[-1]  # "length": a mistake
+        scores = q @ k.mT / (math.sqrt(width) if self.scale else 1.0)
         if mask is not None and self.use_mask:
             scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
         a = torch.softmax(scores, dim=self.dim)
@@ -666,6 +667,7 @@ class SelfAttentionQKVFused(nn.Module):  # one qkv Linear: other parameter names
 
 SELF_ATTENTION_WRONG = [
     (self_attention(scale=False), "unscaled"),
+    (self_attention(scale="length"), "scaled by length"),
     (self_attention(dim=-2), "wrong axis"),
     (self_attention(invert=True), "mask inverted"),
     (self_attention(use_mask=False), "mask ignored"),

@@ -888,6 +888,9 @@ def _dropped(kind):
 SELF_ATTENTION_MISTAKES = [
     Mistake("unscaled", "the scores look unscaled: divide Q Kᵀ by √d_k (here d_k = d_model).",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, divisor=1.0)),
+    Mistake("scaled by length", "you divided the scores by √T, the sequence length; the scale is "
+            "√d_k, the width of a query and a key: here x.shape[-1] (d_model), not x.shape[-2].",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, divisor=math.sqrt(x.shape[-2]))),
     Mistake("wrong axis", "the softmax runs over the queries: each query's weights over the keys "
             "must sum to 1, so softmax over the last dimension.",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, dim=-2)),
