@@ -347,7 +347,15 @@ CACHED_MISTAKES = [
     Mistake("query projected twice", "attend projects the query itself (q_proj inside): pass it the new "
             "positions x as they are, not q_proj(x), or the query is projected twice.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, project_query=True)),
-    Mistake("output ignores the cache", "you return the extended cache but your output attends only to the new positions: "
+    Mistake("old cache, new keys only", "your output attends only to the T new positions, and the cache you "
+            "return is the one you were given (P positions, not P + T): extend the cache with the new keys "
+            "and values, attend to all P + T of them with a (T, P + T) causal mask, and return the extended "
+            "cache.",
+            when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[1], KVCache) and len(got[1]) == len(args[2])
+            and isinstance(got[0], torch.Tensor) and got[0].shape == args[1].shape
+            and torch.allclose(got[0], _cached_variant(args[0], args[1], None)[0], atol=1e-5)),
+    Mistake("output ignores the cache", "your output attends only to the new positions: "
             "attend to all P + T positions of the extended cache, with a (T, P + T) causal mask (an "
             "upper-triangle mask, triu(P), has the same effect with one new position).",
             when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
