@@ -956,8 +956,8 @@ def check_window_prediction(measure: Callable[[], tuple[float, float]],
         return _finish(name, False, f"{said}: the shorter window did not cost this model "
                        "anything; it helped. Section 8.4's right panel shows why it could: the "
                        "chapter's GPT gains almost nothing from the tokens beyond the first 16 or "
-                       "so (its in-context-learning score is about zero), and at the same 4,096 "
-                       "tokens per step the 16-window model trains on four times as many windows. "
+                       "so (its in-context-learning score is about zero), and at the same tokens "
+                       "per step the 16-window model trains on four times as many windows. "
                        "Which of the two explains the gain is not measured.", "wrong direction")
     if prediction > short:
         return _finish(name, False, f"{said}: right direction, but the gain is larger than you "
