@@ -11,6 +11,7 @@ import torch.nn.functional as F
 from attnbook.exercises.ch08 import (
     INVENTED_RANGES, causal_pairs, check_attention_pairs, check_bpe_merges,
     check_invented_prediction, check_lm_loss, check_perplexity, check_top_p,
+    check_window_prediction,
     check_greedy_cached, decoding_calls,
 )
 from attnbook.tasks.language_modeling import filter_logits, generate, generate_uncached
@@ -553,10 +554,64 @@ def test_invented_prediction_rejects_a_measurement_out_of_range(capsys):
     assert "outside the range" in capsys.readouterr().out
 
 
+# --- predict, then measure: a window of 16 ---
+
+WINDOW_MEASURED = (18.662, 24.804)  # as the book's run: the 16-window GPT, the chapter's
+
+
+def test_window_prediction_not_done(capsys):
+    assert not check_window_prediction(lambda: WINDOW_MEASURED, None)
+    assert "not done yet" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("prediction", [18.0, 16.5, 21.0])
+def test_window_prediction_close_passes(prediction, capsys):
+    assert check_window_prediction(lambda: WINDOW_MEASURED, prediction)
+    assert "within 15%" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("prediction, mistake, said", [
+    (40.0, "wrong direction", "did not cost"),  # "a quarter of the context, much worse"
+    (25.0, "wrong direction", "did not cost"),  # "about the chapter's, a little worse"
+    (23.0, "too small a gain", "larger than you"),  # "a little better than 23.37"
+    (9.0, "too large a gain", "too far"),  # "as good as the 4-gram"
+])
+def test_window_prediction_wrong(prediction, mistake, said, capsys):
+    result = check_window_prediction(lambda: WINDOW_MEASURED, prediction)
+    assert not result and result.diagnosis == mistake
+    assert said in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("prediction, said", [
+    ("18", "one number"), (True, "one number"), ({16: 18.0}, "one number"),
+    (0.5, "between 1"), (2.9, None),  # 2.9: a loss in nats, not a perplexity: "too far"
+    (600.0, "between 1"),
+])
+def test_window_prediction_rejects_malformed(prediction, said, capsys):
+    assert not check_window_prediction(lambda: WINDOW_MEASURED, prediction)
+    assert (said or "too far") in capsys.readouterr().out
+
+
+def test_window_prediction_rejects_a_measurement_out_of_range(capsys):
+    assert not check_window_prediction(lambda: (30.0, 24.8), 29.0)
+    assert "outside the range" in capsys.readouterr().out
+    assert not check_window_prediction(lambda: (18.7, 60.0), 18.0)
+    assert "outside the range" in capsys.readouterr().out
+
+
+def test_window_ranges_hold_the_stored_result():
+    from attnbook.exercises.ch08 import WINDOW_SHORT_RANGE
+    from attnbook.results import load_result
+    stored = load_result("gpt_window16.json")
+    assert stored["window"] == 16 and stored["batch"] * 16 == 64 * 64 and stored["steps"] == 600
+    assert WINDOW_SHORT_RANGE[0] <= stored["perplexity"] <= WINDOW_SHORT_RANGE[1]
+
+
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "lm_loss", "attention_pairs", "measure_invented"}
+                              "lm_loss", "attention_pairs", "measure_invented",
+                              "measure_window"}
 
 
 # --- answers that hand the work to the library the chapter imports ---

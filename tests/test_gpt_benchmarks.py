@@ -95,3 +95,17 @@ def test_committed_2400_step_runs_are_complete_and_as_named():
         assert (run["d_model"], run["lr"], run["seed"]) == (width, lr, seed), name
         assert [p["step"] for p in run["curve"]] == list(range(240, 2401, 240)), name
         assert result["held_out_targets"] == 88960
+
+
+def test_window_smoke_run_keeps_the_tokens_per_step(tmp_path):
+    out = tmp_path / "window.json"
+    _run("gpt_vs_ngram.py", "--smoke", "--window", "16", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert result["window"] == 16 and result["batch"] == 256 and result["steps"] == 20
+    assert 1 < result["perplexity"] < 512
+
+
+def test_committed_window16_is_the_exercises_run():
+    result = load_result("gpt_window16.json")
+    assert (result["window"], result["batch"], result["steps"], result["seed"]) == (16, 256, 600, 0)
+    assert "--window 16" in result["command"]

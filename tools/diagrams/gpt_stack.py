@@ -7,13 +7,14 @@ L = "attnbook.layers"
 GPT = "attnbook.models.gpt.GPT"
 BLOCK = f"{L}.CausalBlock"
 DESC = (
-    "The library's GPT. Tokens (B, T) go through embeddings (Embeddings: token table plus "
-    "LearnedPositionalEmbedding), shape (B, T, D), then L CausalBlocks (blocks). The residual stream "
+    "The library's GPT, labelled with Section 8.3's symbols. Tokens x_1 ... x_T (one-hot U, (B, T)) go through "
+    "embeddings (Embeddings: token table W_E plus LearnedPositionalEmbedding W_P), giving X^(0) = U W_E + W_P, "
+    "shape (B, T, D), then L CausalBlocks (blocks), X^(l) = block(X^(l-1)), ending at X^(L). The residual stream "
     "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
     "causal_mask (T, P+T), reading and extending a KVCache of the P positions already decoded "
     "(B, H, P, Dh), and x = x + feed_forward(norm2(x)). A final LayerNorm (final_norm) closes the stack, "
     "and the read-out (readout) scores against the token table itself (tied: "
-    "logits (B, T, V) = x @ embeddings.tokens.weight transposed). There is no encoder and no cross-attention."
+    "logits (B, T, V) = x @ W_E transposed, W_E = embeddings.tokens.weight; their softmax is Y-hat). There is no encoder and no cross-attention."
 )
 SX, BX, BW = 260, 400, 210  # the residual stream; the sublayers' left edge and width
 TOP = 510  # where the stream enters the block
@@ -24,11 +25,12 @@ def draw() -> Figure:
     fig = Figure("gpt_stack", 900, 670, "GPT: a decoder-only stack of pre-norm causal blocks", DESC)
     fig.text(30, 28, fig.code("GPT", GPT) + ": pre-norm, x = x + sublayer(LayerNorm(x)); causal; tied output",
              "title", anchor="start")
-    fig.text(SX, 630, "tokens (B, T)", "code", size=12)
+    fig.text(SX, 630, "tokens x_{1} … x_{T}: U (B, T)", "code", size=12)
     fig.line([(SX, 612), (SX, 588)], "stream")
     fig.box(SX - 135, 546, 270, 40, fig.code("embeddings: Embeddings", f"{GPT}:embeddings", f"{L}.Embeddings"),
             sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
-    fig.shape(SX + 6, 530, "(B, T, D)")
+    fig.text(SX - 145, 571, "U W_{E} + W_{P}", "math", anchor="end")
+    fig.shape(SX + 6, 530, "X^{(0)} (B, T, D)")
     y, pluses = TOP - 10, []
     for norm, sub, sub_label, h in SUBLAYERS:
         pluses.append(residual_update(fig, y, norm, sub, sub_label, h))
@@ -84,9 +86,10 @@ def stream_and_frame(fig: Figure, pluses: list[float]) -> None:
     fig.line([(SX, 546), (SX, pluses[0] + 11)], "stream")
     fig.line([(SX, pluses[0] - 9), (SX, pluses[1] + 11)], "stream")
     frame_top = pluses[1] - 40
-    fig.frame(122, frame_top, 588, TOP - frame_top, fig.code("CausalBlock", BLOCK) + " × L", "top-left")
+    fig.frame(122, frame_top, 588, TOP - frame_top,
+              fig.code("CausalBlock", BLOCK) + " × L: X^{(l)} = block(X^{(l-1)})", "top-left")
     fig.text(702, frame_top + 17, fig.code("blocks", f"{GPT}:blocks"), "code", anchor="end", size=11, colour="#555555")
-    fig.shape(SX + 6, frame_top - 20, "(B, T, D)")
+    fig.shape(SX + 6, frame_top - 20, "X^{(L)} (B, T, D)")
     fig.text(SX - 12, 330, "residual stream", "note", anchor="end")
     fig.text(SX - 12, 344, "(B, T, D)", "shape", anchor="end")
 
@@ -96,5 +99,5 @@ def output(fig: Figure, last_plus: float) -> None:
     fig.line([(SX, last_plus - 9), (SX, 112)], "stream")
     fig.box(SX - 110, 80, 220, 30, fig.code("final_norm: LayerNorm", f"{GPT}:final_norm"), size=12)
     fig.line([(SX + 110, 95), (SX + 150, 95)], "stream")
-    fig.text(SX + 155, 92, "readout: x @ embeddings.tokens.weight^{T}", "code", anchor="start", size=12)
-    fig.text(SX + 155, 108, "(B, T, V), tied to the token table", "note", anchor="start")
+    fig.text(SX + 155, 92, "readout: x @ W_{E}^{T} (embeddings.tokens.weight)", "code", anchor="start", size=12)
+    fig.text(SX + 155, 108, "logits (B, T, V), tied; softmax: Ŷ", "note", anchor="start")

@@ -914,6 +914,64 @@ def check_invented_prediction(measure: Callable[[float], float],
                    "magnitude")
 
 
+# --- 8. predict, then measure: a window of 16 --------------------------------------------------
+
+# benchmarks/gpt_vs_ngram.py --window 16 (stored in gpt_window16.json) and the chapter's model
+# scored on the same windows of 16 (CPU, seed 0); a run on other hardware trains a slightly
+# different chapter model, so its range is wide.
+WINDOW_SHORT_RANGE = (17.0, 21.0)  # the 16-window GPT, stored: 18.66
+WINDOW_CHAPTER_RANGE = (20.0, 30.0)  # the chapter's GPT on windows of 16: 24.80
+
+
+def check_window_prediction(measure: Callable[[], tuple[float, float]],
+                            prediction: float | None = None) -> CheckResult:
+    """``measure() -> (short, chapter)``: the held-out perplexity on windows of 16 of the GPT
+    trained on windows of 16 (the stored benchmark) and of the chapter's GPT; ``prediction``,
+    written before measuring, is the predicted ``short``."""
+    name = "a window of 16"
+    if prediction is None:
+        return _finish(name, False, "not done yet: write your prediction into "
+                                    "prediction_measure_window, then run the cell.")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)):
+        return _finish(name, False, "prediction_measure_window must be one number, a perplexity "
+                                    f"(such as 23.4), got {prediction!r}")
+    if not 1.0 <= prediction <= 512.0:
+        return _finish(name, False, "a perplexity is between 1 (always right) and 512 (a uniform "
+                                    f"guess over the vocabulary), got {prediction!r}")
+    short, chapter = (float(v) for v in measure())
+    for label, value, (low, high) in (("the 16-window GPT", short, WINDOW_SHORT_RANGE),
+                                      ("the chapter's GPT", chapter, WINDOW_CHAPTER_RANGE)):
+        if not low <= value <= high:
+            return _finish(name, False, f"the measurement of {label} gave {value:.2f}, outside "
+                           f"the range the book's run gave ({low:g}-{high:g}): run the "
+                           "measurement as given, on the chapter's trained model.")
+    # "label: value (expected ...)": the book's output sanitizer masks each measured value
+    said = (f"measured: the GPT trained on windows of 16: {short:.2f} (expected "
+            f"{WINDOW_SHORT_RANGE[0]:g}–{WINDOW_SHORT_RANGE[1]:g}); the chapter's GPT on the same "
+            f"windows: {chapter:.2f} (expected {WINDOW_CHAPTER_RANGE[0]:g}–"
+            f"{WINDOW_CHAPTER_RANGE[1]:g}); you predicted {float(prediction):.2f}")
+    if abs(prediction - short) <= 0.15 * short:
+        return _finish(name, True, f"{said}: within 15%.")
+    if prediction >= chapter:
+        return _finish(name, False, f"{said}: the shorter window did not cost this model "
+                       "anything; it helped. Section 8.4's right panel shows why it could: the "
+                       "chapter's GPT gains almost nothing from the tokens beyond the first 16 or "
+                       "so (its in-context-learning score is about zero), and at the same tokens "
+                       "per step the 16-window model trains on four times as many windows. "
+                       "Which of the two explains the gain is not measured.", "wrong direction")
+    if prediction > short:
+        return _finish(name, False, f"{said}: right direction, but the gain is larger than you "
+                       f"thought: {chapter - short:.1f} points of perplexity at the same tokens per "
+                       "step and steps. What causes it (four times as many windows per step, each "
+                       "position's row of the table trained four times as often, or both) is not "
+                       "measured.", "too small a gain")
+    return _finish(name, False, f"{said}: right direction, but too far: every target in a window "
+                   "of 16 has at most 15 tokens of context, and the first of each window almost "
+                   "none (Section 8.4: the chapter's GPT is at 3.90 nats with one token of "
+                   "context), which keeps the short-window model's perplexity up.",
+                   "too large a gain")
+
+
 EXERCISES = {
     "perplexity_of": check_perplexity,
     "bpe_merges": check_bpe_merges,
@@ -924,4 +982,7 @@ EXERCISES = {
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
     "measure_invented": check_invented_prediction,
+    # predict, then measure: the file's measure_window reads the stored 16-window result and
+    # scores the chapter's model (in the notebook) on the same windows
+    "measure_window": check_window_prediction,
 }
