@@ -575,7 +575,7 @@ def check_decoder_step(fn: Callable) -> CheckResult:
 # and a reader who reasons that way should be scored on the range, not on where in it they commit.
 # A miss is named by its direction.
 SMOOTHING_OPTIMUM = 1 - 0.1 + 0.1 / 43
-CONFIDENCE_RANGE = (0.72, 0.82)
+CONFIDENCE_RANGE = (0.70, 0.84)
 PREDICTION_TOLERANCE = 0.03
 MAX_RANGE_WIDTH = 0.20
 
