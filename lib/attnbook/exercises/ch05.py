@@ -243,6 +243,8 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
         return float(loss.sum() / targets.shape[0])
     if reduce == "rows":
         return float((loss.sum(-1) / real.sum(-1).clamp(min=1)).mean())
+    if reduce == "all positions":  # padding left out of the sum, but counted in the divisor
+        return float(loss.sum() / targets.numel())
     return float(loss.sum() / real.sum())
 
 
@@ -303,6 +305,10 @@ SMOOTHING_MISTAKES = [
     Mistake("padding counted", "padding positions count in your loss: ignore every position whose target "
             "is pad_id (in the sum and in the count).",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, ignore_pad=False)),
+    Mistake("divided by all positions", "you left the padding positions out of the sum but divided by "
+            "all B·T positions, padding included (a mean over a zero-filled loss): divide by the number "
+            "of real target tokens only.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="all positions")),
     Mistake("sum, not mean", "average over the real target tokens; you summed them.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="sum")),
     Mistake("divided by the batch size", "you divided the summed loss by the number of sequences B; "
