@@ -306,11 +306,14 @@ def loss_variant(kind):
             return (nll - (q * logp).sum(-1))[real].mean()  # right token at weight 1, not 1 - ε
         if kind == "mix probabilities":
             return -torch.log((1 - eps) * torch.exp(-nll) + eps / n)[real].mean()
+        if kind == "zeroed pad, mean":  # padding zeroed, then a mean over all B*T positions
+            return torch.where(real, loss, torch.zeros(())).mean()
         return loss[real].mean()
     return fn
 
 
 SMOOTHING_WRONG = [
+    (loss_variant("zeroed pad, mean"), "divided by all positions"),
     (loss_variant("no eps"), "ignores epsilon"),
     (loss_variant("pytorch"), "PyTorch's label_smoothing"),  # the one-liner the old exercise accepted
     (loss_variant("V"), "PyTorch's label_smoothing"),

@@ -243,6 +243,8 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
         return float(loss.sum() / targets.shape[0])
     if reduce == "rows":
         return float((loss.sum(-1) / real.sum(-1).clamp(min=1)).mean())
+    if reduce == "all positions":  # padding left out of the sum, but counted in the divisor
+        return float(loss.sum() / targets.numel())
     return float(loss.sum() / real.sum())
 
 
@@ -303,6 +305,10 @@ SMOOTHING_MISTAKES = [
     Mistake("padding counted", "padding positions count in your loss: ignore every position whose target "
             "is pad_id (in the sum and in the count).",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, ignore_pad=False)),
+    Mistake("divided by all positions", "you left the padding positions out of the sum but divided by "
+            "all B·T positions, padding included (a mean over a zero-filled loss): divide by the number "
+            "of real target tokens only.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="all positions")),
     Mistake("sum, not mean", "average over the real target tokens; you summed them.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, reduce="sum")),
     Mistake("divided by the batch size", "you divided the summed loss by the number of sequences B; "
@@ -567,15 +573,16 @@ def check_decoder_step(fn: Callable) -> CheckResult:
 
 # --- predict, then measure: how sure is a label-smoothed model? -----------------------------------
 # With label smoothing 0.1 and V = 43 classes the loss of one position is lowest when the model
-# puts 1 - 0.1 + 0.1/43 = 0.902 on the right token. The chapter's trained model measures 0.763 on
-# this CPU (dev words, teacher-forced); CONFIDENCE_RANGE is the band a CPU or GPU re-run of it must
+# puts 1 - 0.1 + 0.1/43 = 0.902 on the right token. The chapter's trained model (960 steps, peak
+# rate 6e-3) measures 0.77 on this CPU (dev words, teacher-forced; the 1,200-step model at 3e-3 that
+# the page trained before measured 0.763); CONFIDENCE_RANGE is the band a CPU or GPU re-run of it must
 # land in. The reader predicts either one number, which passes within PREDICTION_TOLERANCE of the
 # reader's own measurement, or a range (low, high), which passes when it contains the measurement
-# and is at most MAX_RANGE_WIDTH wide: the chapter's own reasoning gives a range (about 0.69-0.85),
+# and is at most MAX_RANGE_WIDTH wide: the chapter's own reasoning gives a range (about 0.70-0.86),
 # and a reader who reasons that way should be scored on the range, not on where in it they commit.
 # A miss is named by its direction.
 SMOOTHING_OPTIMUM = 1 - 0.1 + 0.1 / 43
-CONFIDENCE_RANGE = (0.72, 0.82)
+CONFIDENCE_RANGE = (0.70, 0.84)
 PREDICTION_TOLERANCE = 0.03
 MAX_RANGE_WIDTH = 0.20
 
