@@ -132,7 +132,7 @@ def check_additive_score(fn: Callable) -> CheckResult:
 
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
-           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False):
+           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
@@ -142,7 +142,9 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         scores = scores / src_tokens.sum(-1, keepdim=True).clamp(min=1)
     if mean_pool:
         scores = torch.zeros_like(scores)  # every real position weighted alike
-    if masked == "after":  # padding zeroed after a softmax over every position, not renormalised
+    if sigmoid:  # each weight squashed on its own: no softmax, so the weights need not sum to 1
+        weights = torch.sigmoid(scores).masked_fill(~src_tokens, 0.0)
+    elif masked == "after":  # padding zeroed after a softmax over every position, not renormalised
         weights = torch.softmax(scores, dim=dim) * src_tokens
     elif masked == "zero":  # padding's scores set to 0, not -inf, before the softmax
         weights = torch.softmax(scores.masked_fill(~src_tokens, 0.0), dim=dim)
@@ -151,7 +153,7 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
     else:
         weights = torch.softmax(scores, dim=dim)
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, D)
-    state = new_hidden if joined == "new" else hidden
+    state = {"new": new_hidden, "old": hidden, "none": torch.zeros_like(hidden)}[joined]  # "none": c_t alone
     pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
     out = pair @ W_c.T
     out = torch.tanh(out) if tanh else out  # (B, D): h~_t
@@ -188,6 +190,12 @@ LUONG_MISTAKES = [
     Mistake("joins previous hidden", "you attended with h_t but joined the context with the previous state "
             "h_{t-1}: the attentional state is tanh(W_c [c_t; h_t]), both from this step.",
             gives=lambda *a: _luong(*a, joined="old")),
+    Mistake("sigmoid weights", "your weights come from a sigmoid of each score on its own, so they do not "
+            "sum to 1 and each ignores the other letters' scores: a = softmax(e) over the real source "
+            "positions (padding's scores -inf first).", gives=lambda *a: _luong(*a, sigmoid=True)),
+    Mistake("h tilde without h_t", "your h̃_t is built from the context c_t alone: it is tanh(W_c [c_t; h_t]), "
+            "the context joined with this step's state h_t (W_c is (D, 2D) and multiplies both).",
+            gives=lambda *a: _luong(*a, joined="none")),
     Mistake("mean-pooled context", "your context is the plain average of the real source states: the "
             "weights must come from the scores h_tᵀ h̄_s, not be equal.",
             gives=lambda *a: _luong(*a, mean_pool=True)),
@@ -335,7 +343,7 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
-             one_sided=False, density=False, one_based=False):
+             one_sided=False, density=False, one_based=False, absolute=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh else Wq
@@ -353,7 +361,7 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
     positions = torch.arange(S, dtype=scores.dtype) + (1 if one_based else 0)  # (S,)
     distance = positions[None, :] - centre[:, None]  # (B, S)
     spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
-    window = torch.exp(-distance ** 2 / spread)
+    window = torch.exp(-(distance.abs() if absolute else distance ** 2) / spread)
     if density:  # normalised as a probability density: divided by sigma * sqrt(2 pi)
         window = window / (sigma * math.sqrt(2 * math.pi))
     if one_sided:
@@ -376,6 +384,9 @@ LOCAL_P_MISTAKES = [
             "letters are j < length, not j <= length.", gives=lambda *a: _local_p(*a, inclusive=True)),
     Mistake("one-sided window", "only the letters after the centre are damped: the Gaussian depends on "
             "(j - p)², so it falls off on both sides of p.", gives=lambda *a: _local_p(*a, one_sided=True)),
+    Mistake("absolute distance", "your window uses |j - p| where the Gaussian has (j - p)²: "
+            "exp(-(j - p)² / (2σ²)) falls off with the squared distance, so it is flat near p and "
+            "steep further out.", gives=lambda *a: _local_p(*a, absolute=True)),
     Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
             "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
             gives=lambda *a: _local_p(*a, renorm=True)),
@@ -459,6 +470,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         loss = total / (weights.shape[0] * weights.shape[1])
     elif reduce == "sequence_means":  # mean over the batch of each sequence's mean over its steps
         loss = ((per_step * real).sum(1) / real.sum(1)).mean()
+    elif reduce == "sum":  # the real steps' terms summed, not averaged
+        loss = total
     else:
         loss = total / weights.shape[0]
     return coverage, loss
@@ -493,6 +506,9 @@ COVERAGE_LOSS_MISTAKES = [
             "real ones: multiply each step's term by tgt_mask before summing, so the numerator holds "
             "the same N steps as the denominator.",
             gives=lambda a, m: _cov_loss(a, m, mask_steps=False, reduce="padded_over_real")),
+    Mistake("not averaged", "your loss is the sum over the real steps, not their mean: divide by N, the "
+            "number of real output steps (the True entries of tgt_mask).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="sum")),
     Mistake("mean over batch", "you divided by the batch size: the loss is the mean over the real output "
             "steps (the number of True entries of tgt_mask).",
             gives=lambda a, m: _cov_loss(a, m, reduce="batch")),
@@ -520,7 +536,15 @@ COVERAGE_LOSS_MISTAKES = [
 def check_coverage_loss(fn: Callable) -> CheckResult:
     """``coverage_loss(weights (B, T, S), tgt_mask (B, T)) -> (coverage (B, T, S), loss scalar)``:
     coverage[b, t, j] = Σ_{t' < t} weights[b, t', j]; loss = mean over real steps of Σ_j min(a, c)."""
+    two = torch.tensor([[[1.0, 0.0], [0.75, 0.25], [0.0, 1.0]],
+                        [[0.5, 0.5], [0.5, 0.5], [0.2, 0.8]]])  # (2, 3, 2)
+    two_mask = torch.tensor([[True, True, True], [True, True, False]])  # 5 real steps
     cases = [Case(
+        "B=2, T=3, S=2, real steps 3 and 2 (hand-checkable: the real steps' terms sum to 2.0, N = 5)",
+        (two, two_mask), _cov_loss(two, two_mask),
+        hint="coverage adds the earlier steps' weights letter by letter; the loss sums min(a, c) over the "
+             "letters and the real steps, then divides by N, the number of real steps (5 here)."),
+        Case(
         "B=1, T=3, S=2: looks at letter 1, then letter 1 again, then letter 2",
         (torch.tensor([[[1.0, 0.0], [0.75, 0.25], [0.0, 1.0]]]), torch.tensor([[True, True, True]])),
         (torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.75, 0.25]]]), torch.tensor(1.0 / 3.0)),
