@@ -796,8 +796,9 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
         "a": ": even an unweighted average of the encoder states helps a little; picking letters is not the "
              "only source of attention's gain.",
         "c": ": on the mean of the seeds, the average of every state served this decoder worse than C did "
-             "(seed by seed the gap varies: look at them); access to every letter is not attention's gain, "
-             "picking letters is.",
+             "(seed by seed the gap varies: look at them); access to every letter, read as a plain average, "
+             "did not by itself give attention's gain at this budget; the decoders that weight letters "
+             "unequally (the band and the learned weights) did.",
     }[outcome]
     if choice == outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
