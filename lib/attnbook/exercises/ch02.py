@@ -6,8 +6,10 @@ are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre a
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
 and the predict-then-measure ``check_trained_uniform_prediction`` (a three-way choice: a decoder
 trained with uniform weights against the model without attention, read from the committed
-``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``);
-``check_uniform_prediction``, ``check_uniform_attention``,
+``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``),
+with ``check_uniform_attention`` as its second part (the page's trained model decoded with uniform
+weights by ``measure_uniform_attention``; notebook only, it needs the trained models);
+``check_uniform_prediction``,
 ``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
 ``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
