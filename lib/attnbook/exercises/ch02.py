@@ -624,8 +624,8 @@ def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) 
     uniform-attention model, compared with the outcome ``measure()`` gives."""
     name = "uniform attention"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into prediction, "
-                       "then run the cell.")
+        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into your prediction "
+                       "variable (prediction_uniform_decode in the chapter), then run the cell.")
     if not isinstance(predicted, str) or predicted.strip().lower() not in UNIFORM_CHOICES:
         return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {predicted!r}.",
                        "not a choice")
