@@ -135,7 +135,27 @@ def luong_mask_zero(cell, W_c, x, hidden, memory, src_tokens):
     return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
 
 
+def luong_sigmoid(cell, W_c, x, hidden, memory, src_tokens):
+    """Weights from a sigmoid of each score, padding zeroed: no softmax."""
+    h = cell(x, hidden)
+    scores = torch.einsum("bsd,bd->bs", memory, h)
+    weights = torch.sigmoid(scores) * src_tokens
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def luong_context_only(cell, W_c, x, hidden, memory, src_tokens):
+    """h~ from the context alone: the half of W_c that multiplies c_t, h_t left out."""
+    h = cell(x, hidden)
+    weights = masked_softmax(torch.einsum("bsd,bd->bs", memory, h), src_tokens)
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(context @ W_c[:, : h.shape[-1]].T), h, weights
+
+
 LUONG_WRONG = [
+    # unnamed before the twelfth review (rev02d): sigmoid weights, h~ without h_t
+    (luong_sigmoid, "sigmoid weights"),
+    (luong_context_only, "h tilde without h_t"),
     (luong_mask_zero, "masked with zero"),  # unnamed before the tenth review
     (luong_old_hidden, "attends with previous hidden"),
     (luong_scaled, "scaled"),
@@ -376,7 +396,18 @@ def local_p_one_based(scores, lengths, query, W_p, v_p, sigma):
     return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
 
 
+def local_p_absolute(scores, lengths, query, W_p, v_p, sigma):
+    """The window with |j - p| where the Gaussian has (j - p)^2."""
+    S = scores.shape[-1]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(S).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]).abs() / (2 * sigma ** 2)), centre
+
+
 LOCAL_P_WRONG = [
+    (local_p_absolute, "absolute distance"),  # unnamed before the twelfth review (rev02d)
     (local_p_one_based, "1-based positions"),  # unnamed before the tenth review
     (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
     (lambda *a: local_p_attention(*a, span=0), "L instead of L-1"),
@@ -441,7 +472,14 @@ def cov_in_place(weights, tgt_mask):
     return coverage, loss
 
 
+def cov_not_averaged(weights, tgt_mask):
+    """The real steps' terms summed, never divided by N (with B=1 first this read as 'batch')."""
+    coverage = weights.cumsum(dim=1) - weights
+    return coverage, (torch.minimum(weights, coverage).sum(-1) * tgt_mask).sum()
+
+
 COVERAGE_LOSS_WRONG = [
+    (cov_not_averaged, "not averaged"),  # misnamed "mean over batch" before the twelfth review
     (cov_variant(lambda a: a.cumsum(1)), "includes current step"),
     (cov_variant(lambda a: a.cumsum(-1) - a), "cumsum over positions"),
     (cov_variant(lambda a: (a.cumsum(1) - a).sum(-1, keepdim=True).expand_as(a)), "summed over positions"),

@@ -6,8 +6,10 @@ are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre a
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
 and the predict-then-measure ``check_trained_uniform_prediction`` (a three-way choice: a decoder
 trained with uniform weights against the model without attention, read from the committed
-``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``);
-``check_uniform_prediction``, ``check_uniform_attention``,
+``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``),
+with ``check_uniform_attention`` as its second part (the page's trained model decoded with uniform
+weights by ``measure_uniform_attention``; notebook only, it needs the trained models);
+``check_uniform_prediction``,
 ``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
 ``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
@@ -132,7 +134,7 @@ def check_additive_score(fn: Callable) -> CheckResult:
 
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
-           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False):
+           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
@@ -142,7 +144,9 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         scores = scores / src_tokens.sum(-1, keepdim=True).clamp(min=1)
     if mean_pool:
         scores = torch.zeros_like(scores)  # every real position weighted alike
-    if masked == "after":  # padding zeroed after a softmax over every position, not renormalised
+    if sigmoid:  # each weight squashed on its own: no softmax, so the weights need not sum to 1
+        weights = torch.sigmoid(scores).masked_fill(~src_tokens, 0.0)
+    elif masked == "after":  # padding zeroed after a softmax over every position, not renormalised
         weights = torch.softmax(scores, dim=dim) * src_tokens
     elif masked == "zero":  # padding's scores set to 0, not -inf, before the softmax
         weights = torch.softmax(scores.masked_fill(~src_tokens, 0.0), dim=dim)
@@ -151,7 +155,7 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
     else:
         weights = torch.softmax(scores, dim=dim)
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, D)
-    state = new_hidden if joined == "new" else hidden
+    state = {"new": new_hidden, "old": hidden, "none": torch.zeros_like(hidden)}[joined]  # "none": c_t alone
     pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
     out = pair @ W_c.T
     out = torch.tanh(out) if tanh else out  # (B, D): h~_t
@@ -188,6 +192,12 @@ LUONG_MISTAKES = [
     Mistake("joins previous hidden", "you attended with h_t but joined the context with the previous state "
             "h_{t-1}: the attentional state is tanh(W_c [c_t; h_t]), both from this step.",
             gives=lambda *a: _luong(*a, joined="old")),
+    Mistake("sigmoid weights", "your weights come from a sigmoid of each score on its own, so they do not "
+            "sum to 1 and each ignores the other letters' scores: a = softmax(e) over the real source "
+            "positions (padding's scores -inf first).", gives=lambda *a: _luong(*a, sigmoid=True)),
+    Mistake("h tilde without h_t", "your h̃_t is built from the context c_t alone: it is tanh(W_c [c_t; h_t]), "
+            "the context joined with this step's state h_t (W_c is (D, 2D) and multiplies both).",
+            gives=lambda *a: _luong(*a, joined="none")),
     Mistake("mean-pooled context", "your context is the plain average of the real source states: the "
             "weights must come from the scores h_tᵀ h̄_s, not be equal.",
             gives=lambda *a: _luong(*a, mean_pool=True)),
@@ -335,7 +345,7 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
-             one_sided=False, density=False, one_based=False):
+             one_sided=False, density=False, one_based=False, absolute=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh else Wq
@@ -353,7 +363,7 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
     positions = torch.arange(S, dtype=scores.dtype) + (1 if one_based else 0)  # (S,)
     distance = positions[None, :] - centre[:, None]  # (B, S)
     spread = (2 if two else 1) * sigma ** 2 if squared else (2 if two else 1) * sigma
-    window = torch.exp(-distance ** 2 / spread)
+    window = torch.exp(-(distance.abs() if absolute else distance ** 2) / spread)
     if density:  # normalised as a probability density: divided by sigma * sqrt(2 pi)
         window = window / (sigma * math.sqrt(2 * math.pi))
     if one_sided:
@@ -376,6 +386,9 @@ LOCAL_P_MISTAKES = [
             "letters are j < length, not j <= length.", gives=lambda *a: _local_p(*a, inclusive=True)),
     Mistake("one-sided window", "only the letters after the centre are damped: the Gaussian depends on "
             "(j - p)², so it falls off on both sides of p.", gives=lambda *a: _local_p(*a, one_sided=True)),
+    Mistake("absolute distance", "your window uses |j - p| where the Gaussian has (j - p)²: "
+            "exp(-(j - p)² / (2σ²)) falls off with the squared distance, so it is flat near p and "
+            "steep further out.", gives=lambda *a: _local_p(*a, absolute=True)),
     Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
             "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
             gives=lambda *a: _local_p(*a, renorm=True)),
@@ -459,6 +472,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         loss = total / (weights.shape[0] * weights.shape[1])
     elif reduce == "sequence_means":  # mean over the batch of each sequence's mean over its steps
         loss = ((per_step * real).sum(1) / real.sum(1)).mean()
+    elif reduce == "sum":  # the real steps' terms summed, not averaged
+        loss = total
     else:
         loss = total / weights.shape[0]
     return coverage, loss
@@ -493,6 +508,9 @@ COVERAGE_LOSS_MISTAKES = [
             "real ones: multiply each step's term by tgt_mask before summing, so the numerator holds "
             "the same N steps as the denominator.",
             gives=lambda a, m: _cov_loss(a, m, mask_steps=False, reduce="padded_over_real")),
+    Mistake("not averaged", "your loss is the sum over the real steps, not their mean: divide by N, the "
+            "number of real output steps (the True entries of tgt_mask).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="sum")),
     Mistake("mean over batch", "you divided by the batch size: the loss is the mean over the real output "
             "steps (the number of True entries of tgt_mask).",
             gives=lambda a, m: _cov_loss(a, m, reduce="batch")),
@@ -520,7 +538,15 @@ COVERAGE_LOSS_MISTAKES = [
 def check_coverage_loss(fn: Callable) -> CheckResult:
     """``coverage_loss(weights (B, T, S), tgt_mask (B, T)) -> (coverage (B, T, S), loss scalar)``:
     coverage[b, t, j] = Σ_{t' < t} weights[b, t', j]; loss = mean over real steps of Σ_j min(a, c)."""
+    two = torch.tensor([[[1.0, 0.0], [0.75, 0.25], [0.0, 1.0]],
+                        [[0.5, 0.5], [0.5, 0.5], [0.2, 0.8]]])  # (2, 3, 2)
+    two_mask = torch.tensor([[True, True, True], [True, True, False]])  # 5 real steps
     cases = [Case(
+        "B=2, T=3, S=2, real steps 3 and 2 (hand-checkable: the real steps' terms sum to 2.0, N = 5)",
+        (two, two_mask), _cov_loss(two, two_mask),
+        hint="coverage adds the earlier steps' weights letter by letter; the loss sums min(a, c) over the "
+             "letters and the real steps, then divides by N, the number of real steps (5 here)."),
+        Case(
         "B=1, T=3, S=2: looks at letter 1, then letter 1 again, then letter 2",
         (torch.tensor([[[1.0, 0.0], [0.75, 0.25], [0.0, 1.0]]]), torch.tensor([[True, True, True]])),
         (torch.tensor([[[0.0, 0.0], [1.0, 0.0], [1.75, 0.25]]]), torch.tensor(1.0 / 3.0)),
@@ -598,8 +624,8 @@ def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) 
     uniform-attention model, compared with the outcome ``measure()`` gives."""
     name = "uniform attention"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into prediction, "
-                       "then run the cell.")
+        return _finish(name, False, "not done yet: write your choice (\"a\", \"b\" or \"c\") into your prediction "
+                       "variable (prediction_uniform_decode in the chapter), then run the cell.")
     if not isinstance(predicted, str) or predicted.strip().lower() not in UNIFORM_CHOICES:
         return _finish(name, False, f"prediction must be one of \"a\", \"b\", \"c\", got {predicted!r}.",
                        "not a choice")
@@ -772,8 +798,9 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
         "a": ": even an unweighted average of the encoder states helps a little; picking letters is not the "
              "only source of attention's gain.",
         "c": ": on the mean of the seeds, the average of every state served this decoder worse than C did "
-             "(seed by seed the gap varies: look at them); access to every letter is not attention's gain, "
-             "picking letters is.",
+             "(seed by seed the gap varies: look at them); access to every letter, read as a plain average, "
+             "did not by itself give attention's gain at this budget; the decoders that weight letters "
+             "unequally (the band and the learned weights) did.",
     }[outcome]
     if choice == outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
