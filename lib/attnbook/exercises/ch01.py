@@ -195,7 +195,8 @@ def check_shift_targets(shift_targets: Callable[..., tuple[torch.Tensor, torch.T
     and target ``y1 .. yn <eos>``, each ``(B, T + 1)`` and padded with ``pad_id``."""
     cases = []
     for d, rows, b, e, p in [
-        ("the words 'knight' (N AY T) and 'ox' (AA K S) and 'a' (AH)", [[20, 8, 34], [4, 23, 32], [3]], 1, 2, 0),
+        ("'knight' (N AY T), 'ox' (AA K S) and a one-phoneme word", [[26, 9, 34], [4, 23, 32], [17]],
+         1, 2, 0),
         ("one word", [[7, 9]], 1, 2, 0),
         ("rows of three lengths, other special ids", [[5, 6, 5, 8], [6], [9, 9]], 10, 11, 12),
         ("pad_id is not 0", [[3, 0, 4, 4], [1, 2]], 40, 41, 7),
