@@ -168,7 +168,10 @@ def by_length(result: G2PResult) -> dict:
             "by_length": {b: {"words": curve.words[b], "wer": round(curve.wer[b], 4),
                               "per": round(curve.per[b], 4)} for b in curve.wer},
             "thirds": {name: [round(s, 4) for s in shares] for name, shares in thirds.shares.items()},
-            "thirds_words": thirds.words, "thirds_errors": thirds.errors}
+            "thirds_words": thirds.words, "thirds_errors": thirds.errors,
+            # per test word (in data.test order): edits to the reference, for bootstrap intervals
+            "test_edits": [edit_distance(list(p), list(r))
+                           for p, r in zip(result.predictions, result.references)]}
 
 
 def run_encoder(encoder: str, seed: int, steps: int, smoke: bool) -> dict:

@@ -42,8 +42,20 @@ def sequence_nll_in_place(logits, targets, pad_id):
     return sequence_nll(logits, targets, pad_id)
 
 
-def shift_targets(ids, bos_id, eos_id):
-    return [bos_id, *ids], [*ids, eos_id]
+def shift_targets(targets, bos_id, eos_id, pad_id, eos_last=False, eos_in_input=False,
+                  pads_eos=False, fixed=False, bos=True, narrow=False):
+    if fixed:
+        bos_id, eos_id, pad_id = 1, 2, 0
+    B, T = targets.shape
+    lengths = (targets != pad_id).sum(-1)
+    column = lambda v: torch.full((B, 1), v, dtype=targets.dtype)  # noqa: E731
+    tgt_out = torch.cat([targets, column(pad_id)], dim=1)
+    tgt_out[torch.arange(B), torch.full_like(lengths, T) if eos_last else lengths] = eos_id
+    if pads_eos:
+        tgt_out[tgt_out == pad_id] = eos_id
+    tgt_in = torch.cat([column(bos_id if bos else pad_id),
+                        tgt_out[:, :-1] if eos_in_input else targets], dim=1)
+    return (tgt_in[:, :-1], tgt_out[:, :-1]) if narrow else (tgt_in, tgt_out)
 
 
 def greedy_decode(step, state, bos_id, eos_id, max_len, thread=True, keep_eos=False, extra=0, feed=None):
@@ -174,20 +186,28 @@ ONE_HOT_WRONG = [
 ]
 
 
-def shift_in_place(ids, bos_id, eos_id):
-    target = ids
-    target.append(eos_id)  # mutates the caller's list
-    return [bos_id, *ids[:-1]], list(target)
+def shift_in_place(targets, bos_id, eos_id, pad_id):
+    tgt_in, tgt_out = shift_targets(targets.clone(), bos_id, eos_id, pad_id)
+    targets[targets == pad_id] = eos_id  # mutates the caller's tensor
+    return tgt_in, tgt_out
+
+
+def shift_unpadded(targets, bos_id, eos_id, pad_id):  # the one-sequence answer, row by row
+    rows = [[t for t in row if t != pad_id] for row in targets.tolist()]
+    return [[bos_id, *r] for r in rows], [[*r, eos_id] for r in rows]
 
 
 SHIFT_WRONG = [
-    (lambda ids, b, e: ([1, *ids], [*ids, 2]), "hard-coded ids"),
-    (lambda ids, b, e: ([*ids, e], [b, *ids]), "swapped"),
-    (lambda ids, b, e: ([b, *ids[:-1]], list(ids)), "dropped last symbol"),
-    (lambda ids, b, e: (list(ids), list(ids)), "no special ids"),
-    (lambda ids, b, e: ([b, *ids], [*ids[1:], e]), "target drops the first symbol"),
+    (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
+    (lambda *a: shift_targets(*a)[::-1], "swapped"),
+    (lambda *a: shift_targets(*a, eos_last=True), "eos after the padding"),
+    (lambda *a: shift_targets(*a, eos_in_input=True), "eos in the input"),
+    (lambda *a: shift_targets(*a, pads_eos=True), "pads become eos"),
+    (lambda *a: shift_targets(*a, narrow=True), "dropped last column"),
+    (lambda *a: shift_targets(*a, bos=False), "no bos"),
     (shift_in_place, MUTATION),
-    (lambda ids, b, e: ([b, *ids], [*ids, e]) if ids else ([b], []), "dropped last symbol"),  # empty target only
+    (shift_unpadded, ""),
+    (lambda t, b, e, p: shift_targets(t.float(), b, e, p), ""),  # float output
 ]
 
 

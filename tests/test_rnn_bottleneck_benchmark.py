@@ -57,3 +57,19 @@ def test_committed_results_hold_what_the_chapter_reads():
             assert list(run[key]) == [str(L) for L in result["probe_lengths"]]
             for L, row in run[key].items():
                 assert len(row["by_k"]) == int(L) and row["train_words"] > 0 and row["test_words"] > 0
+
+
+def test_committed_per_word_edits_and_converged_probe():
+    """The chapter's bootstrap reads the count table's edits per test word; they must add up to
+    its PER, in data.test's order. The converged model is probed at every length."""
+    from attnbook.data import load_g2p
+
+    result = load_result("rnn_bottleneck.json")
+    test = load_g2p().test
+    edits = result["count_table"]["test_edits"]
+    assert len(edits) == len(test) and all(e >= 0 for e in edits)
+    phonemes = sum(len(p) for _, p in test)
+    assert abs(sum(edits) / phonemes - result["count_table"]["test_per"]) < 1e-4
+    converged = result["converged"]
+    assert converged["steps"] == 8000 and list(converged["by_length"]) == BUCKETS
+    assert list(converged["probe"]) == [str(L) for L in result["probe_lengths"]]

@@ -140,36 +140,74 @@ def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
     return run_cases("one_hot", guarded, cases, ONE_HOT_MISTAKES)
 
 
-# --- shift_targets --------------------------------------------------------------------------------
+# --- shift_targets (a padded batch) ----------------------------------------------------------
+def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=None):
+    """Decoder input and target for a padded batch, with one known mistake switched on."""
+    B = targets.shape[0]
+    lengths = (targets != pad_id).sum(-1)  # (B,) real tokens per row
+    first = torch.full((B, 1), bos_id if bos else pad_id, dtype=targets.dtype)
+    tail = torch.full((B, 1), pad_id if pad_as is None else pad_as, dtype=targets.dtype)
+    tgt_in = torch.cat([first, targets], dim=1)  # (B, T + 1)
+    tgt_out = torch.cat([targets, tail], dim=1)  # (B, T + 1)
+    if pad_as is not None:
+        tgt_out = tgt_out.masked_fill(tgt_out == pad_id, pad_as)
+    rows = torch.arange(B)
+    tgt_out[rows, lengths if eos_at == "length" else torch.full_like(lengths, targets.shape[1])] = eos_id
+    return tgt_in, tgt_out
+
+
+def _eos_in_input(targets, bos_id, eos_id, pad_id):
+    tgt_in, tgt_out = _shift(targets, bos_id, eos_id, pad_id)
+    first = torch.full((targets.shape[0], 1), bos_id, dtype=targets.dtype)
+    return torch.cat([first, tgt_out[:, :-1]], dim=1), tgt_out
+
+
 SHIFT_MISTAKES = [
-    Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
-            gives=lambda ids, b, e: ([1, *ids], [*ids, 2])),
+    Mistake("hard-coded ids", "use the bos_id, eos_id and pad_id arguments, not fixed numbers.",
+            gives=lambda t, b, e, p: _shift(t, 1, 2, 0)),
     Mistake("swapped", "the two are swapped: the decoder input starts with <bos>, the target ends with <eos>.",
-            gives=lambda ids, b, e: ([*ids, e], [b, *ids])),
-    Mistake("dropped last symbol", "both sequences must be len(ids) + 1 long: the input keeps the last symbol "
-            "(it is fed to predict <eos>) and the target gets <eos> appended.",
-            gives=lambda ids, b, e: ([b, *ids[:-1]], list(ids))),
-    Mistake("target drops the first symbol", "the target must start with the first symbol y1: it is "
-            "the input shifted one step left (<bos> y1 .. yn -> y1 .. yn <eos>), not two.",
-            gives=lambda ids, b, e: ([b, *ids], [*ids[1:], e])),
-    Mistake("no special ids", "the pair is (<bos> y1 .. yn, y1 .. yn <eos>): add bos_id in front of the "
-            "input and eos_id after the target.", gives=lambda ids, b, e: (list(ids), list(ids))),
+            gives=lambda t, b, e, p: _shift(t, b, e, p)[::-1]),
+    Mistake("eos after the padding", "<eos> goes right after each row's last real token, not in the last "
+            "column: in a padded row the pads come after <eos>.",
+            gives=lambda t, b, e, p: _shift(t, b, e, p, eos_at="end")),
+    Mistake("eos in the input", "the decoder input holds no <eos>: it is <bos> y1 .. yn, then pads. Only the "
+            "target gets <eos>; build the input from the targets, not from the shifted target.",
+            gives=_eos_in_input),
+    Mistake("pads become eos", "only one <eos> per row: the positions after it stay pad_id.",
+            gives=lambda t, b, e, p: _shift(t, b, e, p, pad_as=e)),
+    Mistake("dropped last column", "both results must be T + 1 wide: the input keeps every real token "
+            "(the last one is fed to predict <eos>) and the target has room for <eos>.",
+            gives=lambda t, b, e, p: (_shift(t, b, e, p)[0][:, :-1], _shift(t, b, e, p)[1][:, :-1])),
+    Mistake("no bos", "the decoder input must start with bos_id: it is what the decoder reads at step 1.",
+            gives=lambda t, b, e, p: _shift(t, b, e, p, bos=False)),
 ]
 
 
-def check_shift_targets(shift_targets: Callable[..., tuple[list[int], list[int]]]) -> CheckResult:
-    """``shift_targets(ids, bos_id, eos_id) -> (decoder_input, decoder_target)`` for teacher forcing."""
-    cases = [
-        Case(f"{d}: ids={ids}, bos_id={b}, eos_id={e}", (ids, b, e), ([b, *ids], [*ids, e]),
-             "the decoder reads <bos> y1 .. yn and must predict y1 .. yn <eos>: both are n + 1 long")
-        for d, ids, b, e in [
-            ("the word 'knight' -> N AY T", [20, 8, 34], 1, 2),
-            ("a one-phoneme word", [7], 1, 2),
-            ("other special ids", [5, 6, 5], 10, 11),
-            ("special ids at the end of the vocabulary", [3, 0, 4, 4], 40, 41),
-            ("an empty target", [], 3, 4),
-        ]
-    ]
+def _padded(rows: list[list[int]], pad_id: int) -> torch.Tensor:
+    width = max((len(r) for r in rows), default=0)
+    return torch.tensor([r + [pad_id] * (width - len(r)) for r in rows], dtype=torch.long).reshape(
+        len(rows), width)
+
+
+def check_shift_targets(shift_targets: Callable[..., tuple[torch.Tensor, torch.Tensor]]) -> CheckResult:
+    """``shift_targets(targets, bos_id, eos_id, pad_id) -> (tgt_in, tgt_out)``: for a ``(B, T)``
+    batch of phoneme ids padded on the right with ``pad_id``, the decoder input ``<bos> y1 .. yn``
+    and target ``y1 .. yn <eos>``, each ``(B, T + 1)`` and padded with ``pad_id``."""
+    cases = []
+    for d, rows, b, e, p in [
+        ("'knight' (N AY T), 'ox' (AA K S) and a one-phoneme word", [[26, 9, 34], [4, 23, 32], [17]],
+         1, 2, 0),
+        ("one word", [[7, 9]], 1, 2, 0),
+        ("rows of three lengths, other special ids", [[5, 6, 5, 8], [6], [9, 9]], 10, 11, 12),
+        ("pad_id is not 0", [[3, 0, 4, 4], [1, 2]], 40, 41, 7),
+        ("no padding: every row full", [[5, 6], [7, 8]], 0, 1, 2),
+        ("an empty row beside a full one", [[], [4, 5, 6]], 3, 1, 0),
+    ]:
+        targets = _padded(rows, p)
+        cases.append(Case(f"{d}: targets={targets.tolist()}, bos_id={b}, eos_id={e}, pad_id={p}",
+                          (targets, b, e, p), _shift(targets, b, e, p),
+                          "tgt_in is <bos> then the targets; tgt_out is the targets with <eos> written "
+                          "right after each row's last real token; both (B, T + 1), padded with pad_id"))
     return run_cases("shift_targets", shift_targets, cases, SHIFT_MISTAKES)
 
 
