@@ -69,6 +69,18 @@ def gap(model, probe) -> dict:
             "gap": round(out["wrong"] - out["own"], 4)}
 
 
+def probe_batches(probe_stream: list[int], window: int) -> tuple:
+    """256 fixed corrupted windows of ``probe_stream``: (own inputs, the next window's inputs)."""
+    pb = next(span_corruption_batches(probe_stream, window, 256, VOCAB.sentinel, VOCAB.eos_id,
+                                      VOCAB.pad_id, torch.Generator().manual_seed(99)))
+    pairs = [(pb.src[i, : pb.src_lengths[i]].tolist(), pb.tgt_out[i][pb.tgt_out[i] != VOCAB.pad_id].tolist())
+             for i in range(len(pb.src))]
+    own = seq2seq_batch(pairs, VOCAB.pad_id)
+    wrong = seq2seq_batch([(pairs[(i + 1) % len(pairs)][0], pairs[i][1]) for i in range(len(pairs))],
+                          VOCAB.pad_id)
+    return own, wrong
+
+
 def pretrain_inverse_sqrt(args, text: str) -> tuple[dict, dict]:
     """Span-corruption pretraining on ``text`` on T5's schedule, the gap tracked; (row, weights).
 
@@ -78,13 +90,7 @@ def pretrain_inverse_sqrt(args, text: str) -> tuple[dict, dict]:
     # held-out probe: the last 5% of the stream, never drawn for training
     cut = int(len(stream) * 0.95)
     train_stream, probe_stream = stream[:cut], stream[cut:]
-    pb = next(span_corruption_batches(probe_stream, args.window, 256, VOCAB.sentinel, VOCAB.eos_id,
-                                      VOCAB.pad_id, torch.Generator().manual_seed(99)))
-    pairs = [(pb.src[i, : pb.src_lengths[i]].tolist(), pb.tgt_out[i][pb.tgt_out[i] != VOCAB.pad_id].tolist())
-             for i in range(len(pb.src))]
-    own = seq2seq_batch(pairs, VOCAB.pad_id)
-    wrong = seq2seq_batch([(pairs[(i + 1) % len(pairs)][0], pairs[i][1]) for i in range(len(pairs))],
-                          VOCAB.pad_id)
+    own, wrong = probe_batches(probe_stream, args.window)
     torch.manual_seed(0)
     model = T5(t5_config(args.smoke, dropout=0.0))
     batches = span_corruption_batches(train_stream, args.window, 64, VOCAB.sentinel, VOCAB.eos_id,

@@ -7,8 +7,13 @@ Usage (from the repository root), in up to three processes that share a checkpoi
     python benchmarks/t5_low_label.py --part finetune --arms pretrained --seeds 0 1 > /tmp/t5_ll_b.log
     python benchmarks/t5_low_label.py --part finetune --arms pretrained --seeds 2 > /tmp/t5_ll_c.log
     python benchmarks/t5_low_label.py --part collect --resume /tmp/t5_ll_*.log
+    python benchmarks/t5_low_label.py --part export
 
-writes ``lib/attnbook/results/t5_low_label.json``; ``--smoke`` runs in seconds and writes nothing
+writes ``lib/attnbook/results/t5_low_label.json``; ``--part export`` copies the pretrained weights
+(``--checkpoint``) into ``lib/attnbook/results/t5_spellings_pretrained.safetensors`` (the
+chapter's live pretrain -> fine-tune chain loads them), after checking that they reproduce the
+pretraining's last wrong-input gap; ``--smoke`` runs in seconds and writes nothing
+
 unless ``--out`` is given. A ``finetune`` part with the pretrained arm waits for the checkpoint.
 
 1. **Pretraining** (once, seed 0): exactly the in-domain run of ``benchmarks/t5_encoder_use.py
@@ -38,7 +43,7 @@ from attnbook.models.t5 import T5
 from attnbook.tasks.count_baselines import span_target_windows
 from attnbook.tasks.span_corruption import corrupt, seq2seq_batch
 from attnbook.train import evaluating
-from t5_encoder_use import corpus_text, pretrain_inverse_sqrt
+from t5_encoder_use import corpus_text, gap, pretrain_inverse_sqrt
 from t5_pretraining import VOCAB, finetune_t5, t5_config, train_subset
 
 
@@ -76,13 +81,34 @@ def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
     return out
 
 
+def export(args) -> None:
+    """The checkpoint as safetensors in the results folder, if it reproduces the final gap."""
+    from safetensors.torch import save_file
+
+    from attnbook.checkpoints import sha256_of
+    from t5_encoder_use import probe_batches
+
+    weights = torch.load(args.checkpoint)
+    model = T5(t5_config(False, dropout=0.0))
+    model.load_state_dict(weights)
+    stream = VOCAB.encode(corpus_text("spellings"))
+    measured = gap(model, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]
+    recorded = json.loads((common.RESULTS / "t5_low_label.json").read_text())["pretrain"]["gap_track"][-1][3]
+    if abs(measured - recorded) > 1e-3:
+        raise SystemExit(f"{args.checkpoint}: gap {measured} is not the recorded {recorded}")
+    out = common.RESULTS / "t5_spellings_pretrained.safetensors"
+    save_file({k: v.contiguous() for k, v in weights.items()}, str(out))
+    print(json.dumps({"kind": "export", "path": out.name, "gap": measured,
+                      "sha256": sha256_of(out)}), flush=True)
+
+
 def key(row: dict) -> tuple:
     return (row.get("kind"), row.get("arm"), row.get("size"), row.get("seed"))
 
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "collect"), required=True)
+    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "collect", "export"), required=True)
     p.add_argument("--arms", nargs="+", choices=("pretrained", "scratch"), default=["pretrained", "scratch"])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -125,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
         while not args.checkpoint.is_file():
             time.sleep(20)
         print(json.dumps(positions(torch.load(args.checkpoint), args.smoke)), flush=True)
+    elif args.part == "export":
+        export(args)
     else:
         rows = list(done.values())
         pre = [r for r in rows if r.get("kind") == "pretrain"]

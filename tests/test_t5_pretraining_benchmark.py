@@ -145,3 +145,33 @@ def test_low_label_smoke_parts_and_committed_results(tmp_path):
     assert {500, 2000} <= {size for size, _ in pretrained}
     final = load_result("t5_encoder_use_spellings.json")["final_mismatch"]["own input"]["nats_per_token"]
     assert abs(result["positions"]["64 bytes"]["nats_per_token"] - final) < 1e-3  # the same windows
+
+
+def test_committed_checkpoint_is_the_recorded_pretraining():
+    """The checkpoint Chapter 10's live chain loads is the pretraining t5_low_label.json records:
+    its wrong-input gap on the held-out 32-byte probe windows equals the last recorded one, and
+    its hash is the one the chapter checks."""
+    import re
+
+    import torch
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    from importlib import resources
+
+    from attnbook.checkpoints import read_safetensors
+    from attnbook.models.t5 import T5
+    from t5_encoder_use import corpus_text, gap, probe_batches
+    from t5_pretraining import VOCAB, t5_config
+
+    path = resources.files("attnbook.results") / "t5_spellings_pretrained.safetensors"
+    chapter = (ROOT / "chapters" / "10_t5.ipynb").read_text()
+    sha = re.search(r'CHECKPOINT_SHA256 = \\"([0-9a-f]{64})\\"', chapter).group(1)
+    model = T5(t5_config(False, dropout=0.0))
+    model.load_state_dict(read_safetensors(path, sha))
+    stream = VOCAB.encode(corpus_text("spellings"))
+    with torch.no_grad():
+        measured = gap(model, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]
+    recorded = load_result("t5_low_label.json")["pretrain"]["gap_track"][-1][3]
+    assert abs(measured - recorded) < 1e-3, (measured, recorded)
+    fresh = T5(t5_config(False, dropout=0.0))  # the test can fail: an untrained model's gap is ~0
+    assert abs(gap(fresh, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]) < 0.05
