@@ -557,9 +557,9 @@ def _batch(seed: int, lengths: list[int], pad_to: int) -> tuple[torch.Tensor, to
 
 
 def _head_of(module) -> torch.nn.Linear | None:
-    """The one trainable ``nn.Linear`` of ``module``, if it has exactly one."""
+    """The one ``nn.Linear`` of ``module`` whose parameters all received a gradient, if exactly one did."""
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)
-               and all(p.requires_grad for p in m.parameters())]
+               and all(p.grad is not None for p in m.parameters())]
     return linears[0] if len(linears) == 1 else None
 
 
@@ -596,16 +596,25 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
             return _verdict(exercise, False, f"the logits must be (B, num_classes) = {(len(lengths), C)}; got "
                             f"{shape}.\n   {case}", "wrong shape")
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        encoder_trainable = sum(p.numel() for p in encoder.parameters() if p.requires_grad)
+        # what an optimizer over model.parameters() would change: the parameters a backward pass
+        # reaches (optimizers, AdamW's weight decay included, skip a parameter whose grad is None)
+        if not got.requires_grad:
+            return _verdict(exercise, False, f"the logits carry no gradient, so nothing could train: run only "
+                            f"the encoder without gradients, not the head.\n   {case}", "head frozen")
+        model.zero_grad(set_to_none=True)
+        encoder.zero_grad(set_to_none=True)
+        got.sum().backward()
+        trainable = [p for p in model.parameters() if p.grad is not None]
+        encoder_trainable = sum(p.numel() for p in encoder.parameters() if p.grad is not None)
         if encoder_trainable:
-            return _verdict(exercise, False, f"{encoder_trainable:,} of the encoder's parameters still have "
-                            "requires_grad=True: an optimizer over model.parameters() would change the encoder. "
-                            f"Freeze it (requires_grad_(False)).\n   {case}", "encoder not frozen")
+            return _verdict(exercise, False, f"a backward pass through your classifier gives {encoder_trainable:,} "
+                            "of the encoder's parameters a gradient, so an optimizer over model.parameters() "
+                            "would change the encoder. Freeze it (requires_grad_(False)) or run it under "
+                            f"torch.no_grad().\n   {case}", "encoder not frozen")
         head = _head_of(model)
         if head is None or sum(p.numel() for p in trainable) != D * C + C:
-            return _verdict(exercise, False, f"the trainable parameters should be one nn.Linear({D}, {C}) with a "
-                            f"bias ({D * C + C} numbers); got {sum(p.numel() for p in trainable)} in "
+            return _verdict(exercise, False, f"the parameters that get a gradient should be one nn.Linear({D}, {C}) "
+                            f"with a bias ({D * C + C} numbers); got {sum(p.numel() for p in trainable)} in "
                             f"{len(trainable)} tensors.\n   {case}", "wrong head")
         if any(not torch.equal(before[k], v) for k, v in encoder.state_dict().items()):
             return _verdict(exercise, False, f"building or running your classifier changed the encoder's "
