@@ -47,6 +47,7 @@ from attnbook.tasks import masked_lm as mlm
 from attnbook.train import fit
 
 EVAL_PAIRS = 1000
+DEFAULT_LR = 3e-3  # rows logged before --lr was recorded used it
 
 
 def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
@@ -158,7 +159,7 @@ def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width
 
 def key(r: dict) -> tuple:
     """A run's identity; rows logged before --task existed were NSP runs, before --objectives MLM + NSP."""
-    return r.get("task", "nsp"), r.get("objective", "mlm+nsp"), r["seed"], r["steps"], r["lr"]
+    return r.get("task", "nsp"), r.get("objective", "mlm+nsp"), r["seed"], r["steps"], r.get("lr", DEFAULT_LR)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -166,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, default=DEFAULT_LR)
     parser.add_argument("--task", choices=["nsp", "copy"], default="nsp",
                         help="nsp: BERT's task; copy: the positive control (B = A for IsNext)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -176,7 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     steps = 20 if args.smoke else args.steps
     eval_every = 10 if args.smoke else args.eval_every
     # rows logged before the NSP-only objective existed were MLM + NSP runs
-    done = {key(r): {"objective": "mlm+nsp", "task": "nsp", **r} for r in common.log_rows(args.resume)}
+    done = {key(r): {"objective": "mlm+nsp", "task": "nsp", "lr": DEFAULT_LR, **r} for r in common.log_rows(args.resume)}
     todo = [(o, s, steps, args.lr, eval_every, args.width, args.smoke, args.task) for o in args.objectives
             for s in args.seeds if (args.task, o, s, steps, args.lr) not in done]
     runs = list(done.values()) + common.run_jobs(run, todo, args.jobs)
