@@ -83,6 +83,7 @@ def test_encode_texts_and_states_is_both_functions_in_one_pass(tokenizer):
     assert torch.equal(mask, want_mask) and states.shape == want.shape
     torch.testing.assert_close(states[mask], want[want_mask], atol=1e-5, rtol=1e-5)
     assert not states[~mask].any()  # padding rows zero
+    assert not pooled.requires_grad and not states.requires_grad  # features, not a graph
     with pytest.raises(ValueError, match="keep_depth"):
         encode_texts_and_states(model, tokenizer, texts, keep_depth=3)
 

@@ -96,6 +96,7 @@ def encode_texts_by_layer(model: Bert, tokenizer: WordPieceTokenizer, texts: Seq
     return out
 
 
+@torch.no_grad()
 def encode_texts_and_states(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], keep_depth: int,
                             batch_size: int = 64, device: torch.device | str = "cpu",
                             ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
