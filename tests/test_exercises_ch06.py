@@ -24,6 +24,10 @@ def max_large_negative_fill(hidden, token_mask):  # -1e9 instead of -inf: also r
     return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).amax(1)
 
 
+def max_finite_fill(hidden, token_mask):  # review 06c: -1e4 was accepted
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e4).amax(1)
+
+
 def max_with_padding(hidden, token_mask):
     return hidden.max(1).values
 
@@ -62,7 +66,7 @@ def max_min(hidden, token_mask):
 
 
 MAX_WRONG = [
-    (max_with_padding, "padding included"), (max_zero_filled, "padding zeroed"),
+    (max_with_padding, "padding included"), (max_finite_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
     (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
     (max_indices, "positions, not values"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
 ]

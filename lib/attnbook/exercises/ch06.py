@@ -74,6 +74,13 @@ def _max_pool_cases() -> list[Case]:
                           _reference_max_pool(hidden, mask),
                           hint="set the padding positions to -inf (masked_fill with ~token_mask of shape "
                                "(B, S, 1)), then take the largest value of each feature over S."))
+    # features far below zero at every real token: a finite fill such as -1e4 wins the maximum there
+    g = torch.Generator().manual_seed(45)
+    mask = torch.arange(4)[None, :] < torch.tensor([2, 4])[:, None]  # (2, 4)
+    hidden = torch.where(mask.unsqueeze(-1), torch.randn(2, 4, 3, generator=g) - 1e5, torch.full((2, 4, 3), 5.0))
+    cases.append(Case("B=2, S=4, D=3, lengths [2, 4], real values near -1e5", (hidden, mask),
+                      _reference_max_pool(hidden, mask),
+                      hint="fill padding with -inf: any finite fill can exceed every real value."))
     return cases
 
 
@@ -84,6 +91,9 @@ MAX_POOL_MISTAKES = (
     Mistake("padding zeroed", "you multiplied by the mask, so padding holds 0, and 0 wins wherever every "
                               "real token of a feature is negative: fill padding with -inf, not 0.",
             gives=lambda h, m: (h * m.unsqueeze(-1)).max(1).values),
+    Mistake("finite fill", "you filled padding with a finite number (like -1e4): where every real value of a "
+                           "feature lies below it (here near -1e5), the fill wins. Fill with -inf.",
+            gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), -1e4).amax(1)),
     Mistake("mean pooling", "that is the mean of the real tokens: this exercise takes their maximum.",
             gives=lambda h, m: _mean(h, m)),
     Mistake("[CLS] vector", "you returned the first ([CLS]) vector: max pooling looks at every real token.",
