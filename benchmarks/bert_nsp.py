@@ -1,8 +1,18 @@
 """Chapter 6's tiny BERT pretrained on verse pairs with MLM + NSP: does its NSP head learn?
 
 Usage (from the repository root):
-``python benchmarks/bert_nsp.py [--steps 500] [--width 64] [--seeds 0 1 2] [--objectives mlm+nsp nsp] [--jobs 3] [--smoke] [--out PATH]``
+``python benchmarks/bert_nsp.py [--steps 500] [--width 64] [--seeds 0 1 2] [--objectives mlm+nsp nsp] [--lr 3e-3]
+[--task nsp|copy] [--jobs 3] [--smoke] [--out PATH]``
 (without ``--out`` or ``--smoke`` it writes the committed ``lib/attnbook/results/bert_nsp.json``)
+
+Controls (``lib/attnbook/results/bert_nsp_controls.json``)::
+
+    python benchmarks/bert_nsp.py --task copy --objectives nsp --seeds 0 --steps 300 --out lib/attnbook/results/bert_nsp_controls.json
+    python benchmarks/bert_nsp.py --objectives nsp --seeds 0 --steps 300 --lr 3e-4 (and 1e-3, 1e-2), same --out, --resume
+
+``--task copy`` is the positive control: the same model, loss, optimizer and loop, but the
+positive B is a copy of A (against a verse of another chapter), a pair task that attention can
+solve by matching tokens. If the NSP head cannot learn this, the loop or head is broken.
 
 A tiny BERT like the chapter's (two layers, but D = 64 and 2 heads by default, to fit a shared
 CPU; the 1,000 most frequent WordPiece tokens of the World English Bible, masked 15% / 80-10-10),
@@ -37,6 +47,7 @@ from attnbook.tasks import masked_lm as mlm
 from attnbook.train import fit
 
 EVAL_PAIRS = 1000
+DEFAULT_LR = 3e-3  # rows logged before --lr was recorded used it
 
 
 def auc(scores: torch.Tensor, positive: torch.Tensor) -> float:
@@ -73,13 +84,28 @@ def nsp_only_loss(model: BertForPreTraining, batch: mlm.PretrainBatch) -> torch.
 LOSSES = {"mlm+nsp": mlm.pretraining_loss, "nsp": nsp_only_loss}
 
 
-def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width: int, smoke: bool) -> dict:
+def copy_pairs(pairs: list) -> list:
+    """The positive control: every IsNext pair's B replaced by a copy of its A."""
+    return [(a, a if label == mlm.IS_NEXT else b, label) for a, b, label in pairs]
+
+
+def copy_batches(docs, batch_size: int, seed: int, max_len: int, **ids):
+    rng, generator = random.Random(seed), torch.Generator().manual_seed(seed)
+    while True:
+        pairs = copy_pairs(mlm.make_nsp_pairs(docs, batch_size, rng))
+        yield mlm.pretrain_batch(pairs, max_len=max_len, generator=generator, **ids)
+
+
+def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width: int, smoke: bool,
+        task: str = "nsp") -> dict:
     torch.set_num_threads(1)
     train_docs, held_n, pairs_n, compact, full, vocab_size = data()
     n_special = len(SPECIAL_TOKENS)
     PAD, UNK, CLS, SEP, MASK = range(n_special)
     ids = dict(special_ids=list(range(n_special)), cls_id=CLS, sep_id=SEP, pad_id=PAD, mask_id=MASK,
                vocab_size=vocab_size, random_low=n_special)
+    if task == "copy":
+        pairs_n = copy_pairs(pairs_n)
     eval_pairs = [(compact[a], compact[b], label) for a, b, label in pairs_n]
     batch = mlm.pretrain_batch(eval_pairs, max_len=64, generator=torch.Generator().manual_seed(0), **ids)
     inputs, labels = batch.inputs, batch.nsp_labels  # clean (unmasked) ids, segment ids
@@ -106,10 +132,13 @@ def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width
     def eval_fn(m):
         row = evaluate(m)
         curve.append(row)
-        print(f"{objective}, seed {seed}, step {len(curve) * eval_every}: {row}", file=sys.stderr, flush=True)
+        print(f"{task} {objective} lr {lr}, seed {seed}, step {len(curve) * eval_every}: {row}", file=sys.stderr, flush=True)
         return row
 
-    stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **ids)
+    if task == "copy":
+        stream = copy_batches(train_docs, 64, seed=seed, max_len=64, **ids)
+    else:
+        stream = mlm.pair_batches(train_docs, 64, seed=seed, max_len=64, **ids)
     optimizer = torch.optim.AdamW(model.parameters(), lr=lr, weight_decay=0.01)
     scheduler = warmup_linear_scheduler(optimizer, max(1, steps // 10), steps)
     seconds, history = common.timed(
@@ -117,7 +146,7 @@ def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width
                     eval_fn=eval_fn, eval_every=eval_every, progress=False), torch.device("cpu"))
     steps_seen = [s for s, _ in history.metrics["nsp accuracy"]]
     final = evaluate(model.eval())
-    row = {"objective": objective, "seed": seed, "steps": steps, "lr": lr, "d_model": config.d_model, "num_layers": config.num_layers, "seconds": round(seconds, 1),
+    row = {"task": task, "objective": objective, "seed": seed, "steps": steps, "lr": lr, "d_model": config.d_model, "num_layers": config.num_layers, "seconds": round(seconds, 1),
            "parameters": sum(p.numel() for p in model.parameters()),
            "eval_pairs": len(pairs_n), "is_next": int(is_next.sum()),
            "nsp_accuracy": final["nsp accuracy"], "nsp_auc": final["nsp auc"],
@@ -128,12 +157,19 @@ def run(objective: str, seed: int, steps: int, lr: float, eval_every: int, width
     return row
 
 
+def key(r: dict) -> tuple:
+    """A run's identity; rows logged before --task existed were NSP runs, before --objectives MLM + NSP."""
+    return r.get("task", "nsp"), r.get("objective", "mlm+nsp"), r["seed"], r["steps"], r.get("lr", DEFAULT_LR)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = common.experiment_parser(__doc__)
     parser.add_argument("--steps", type=int, default=500)
     parser.add_argument("--width", type=int, default=64)
     parser.add_argument("--eval-every", type=int, default=100)
-    parser.add_argument("--lr", type=float, default=3e-3)
+    parser.add_argument("--lr", type=float, default=DEFAULT_LR)
+    parser.add_argument("--task", choices=["nsp", "copy"], default="nsp",
+                        help="nsp: BERT's task; copy: the positive control (B = A for IsNext)")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--objectives", nargs="+", default=list(LOSSES), choices=list(LOSSES))
     args = parser.parse_args(argv)
@@ -141,14 +177,13 @@ def main(argv: list[str] | None = None) -> int:
     steps = 20 if args.smoke else args.steps
     eval_every = 10 if args.smoke else args.eval_every
     # rows logged before the NSP-only objective existed were MLM + NSP runs
-    done = {(r.get("objective", "mlm+nsp"), r["seed"]): {"objective": "mlm+nsp", **r}
-            for r in common.log_rows(args.resume) if r.get("steps") == steps}
-    todo = [(o, s, steps, args.lr, eval_every, args.width, args.smoke) for o in args.objectives for s in args.seeds
-            if (o, s) not in done]
+    done = {key(r): {"objective": "mlm+nsp", "task": "nsp", "lr": DEFAULT_LR, **r} for r in common.log_rows(args.resume)}
+    todo = [(o, s, steps, args.lr, eval_every, args.width, args.smoke, args.task) for o in args.objectives
+            for s in args.seeds if (args.task, o, s, steps, args.lr) not in done]
     runs = list(done.values()) + common.run_jobs(run, todo, args.jobs)
-    runs.sort(key=lambda r: (list(LOSSES).index(r["objective"]), r["seed"]))
+    runs.sort(key=lambda r: (r["task"], list(LOSSES).index(r["objective"]), r["lr"], r["seed"]))
     for r in runs:
-        print(f"{r['objective']:8s} seed {r['seed']}: {r['steps']} steps in {r['seconds']:.0f} s; held-out NSP accuracy "
+        print(f"{r['task']:4s} {r['objective']:8s} lr {r['lr']:g} seed {r['seed']}: {r['steps']} steps in {r['seconds']:.0f} s; held-out NSP accuracy "
               f"{100 * r['nsp_accuracy']:.1f}%, AUC {r['nsp_auc']:.3f}; Jaccard AUC {r['jaccard_auc']:.3f}")
     out = common.out_path(args, "bert_nsp.json")
     if out:

@@ -26,6 +26,20 @@ def test_committed_results_hold_three_seeds_of_each_objective_on_the_same_pairs(
     assert all(r["curve"][-1]["step"] == r["steps"] for r in runs)
 
 
+def test_committed_controls_hold_the_positive_control_and_a_learning_rate_sweep():
+    result = load_result("bert_nsp_controls.json")
+    runs = result["runs"]
+    assert "--task copy" in result["command"]
+    assert {(r["task"], r["lr"]) for r in runs} == {("copy", 3e-3)} | {("nsp", lr) for lr in (3e-4, 1e-3, 3e-3, 1e-2)}
+    assert len({(r["steps"], r["d_model"], r["num_layers"], r["objective"], r["seed"]) for r in runs}) == 1
+    assert all(r["curve"][-1]["step"] == r["steps"] for r in runs)
+
+
+def test_copy_pairs_copy_a_into_b_for_is_next_only():
+    pairs = [("a1", "b1", bert_nsp.mlm.IS_NEXT), ("a2", "b2", bert_nsp.mlm.NOT_NEXT)]
+    assert bert_nsp.copy_pairs(pairs) == [("a1", "a1", bert_nsp.mlm.IS_NEXT), ("a2", "b2", bert_nsp.mlm.NOT_NEXT)]
+
+
 @pytest.mark.parametrize("scores, positive, expected", [
     ([1.0, 2.0, 3.0, 4.0], [False, False, True, True], 1.0),
     ([4.0, 3.0, 2.0, 1.0], [False, False, True, True], 0.0),

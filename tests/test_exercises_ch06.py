@@ -1,7 +1,8 @@
 """Each Chapter 6 checker accepts a reference solution, rejects plausible wrong answers, and names them."""
+import contextlib
+
 import pytest
 import torch
-
 from torch import nn
 
 from attnbook.data.wordpiece import WordPieceTokenizer, wordpiece_split
@@ -21,6 +22,10 @@ def max_reference(hidden, token_mask):
 
 def max_large_negative_fill(hidden, token_mask):  # -1e9 instead of -inf: also right
     return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).amax(1)
+
+
+def max_finite_fill(hidden, token_mask):  # review 06c: -1e4 was accepted
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e4).amax(1)
 
 
 def max_with_padding(hidden, token_mask):
@@ -61,7 +66,7 @@ def max_min(hidden, token_mask):
 
 
 MAX_WRONG = [
-    (max_with_padding, "padding included"), (max_zero_filled, "padding zeroed"),
+    (max_with_padding, "padding included"), (max_finite_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
     (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
     (max_indices, "positions, not values"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
 ]
@@ -521,13 +526,14 @@ class Classifier(nn.Module):
     """The reference, with switches that make each plausible mistake."""
 
     def __init__(self, encoder, num_classes, pool="mean", freeze=True, eval_encoder=True, mask_encoder=True,
-                 width=None, deep_head=False, nudge=False):
+                 width=None, deep_head=False, nudge=False, no_grad=False, all_no_grad=False):
         super().__init__()
         self.encoder = encoder.requires_grad_(False) if freeze else encoder
         D = encoder.config.d_model
         self.head = (nn.Sequential(nn.Linear(D, 4), nn.Linear(4, num_classes)) if deep_head
                      else nn.Linear(D, width or num_classes))
         self.pool, self.eval_encoder, self.mask_encoder = pool, eval_encoder, mask_encoder
+        self.no_grad, self.all_no_grad = no_grad, all_no_grad
         if nudge:
             with torch.no_grad():
                 encoder.embeddings.tokens.weight.add_(1.0)
@@ -539,7 +545,14 @@ class Classifier(nn.Module):
         return self
 
     def forward(self, input_ids, token_mask):
-        hidden = self.encoder(input_ids, None, token_mask if self.mask_encoder else None)
+        if self.all_no_grad:
+            with torch.no_grad():
+                return self._forward(input_ids, token_mask)
+        return self._forward(input_ids, token_mask)
+
+    def _forward(self, input_ids, token_mask):
+        with torch.no_grad() if self.no_grad else contextlib.nullcontext():
+            hidden = self.encoder(input_ids, None, token_mask if self.mask_encoder else None)
         features = {"mean": lambda: mean_pool(hidden, token_mask), "all": lambda: hidden.mean(1),
                     "cls": lambda: hidden[:, 0], "pooler": lambda: self.encoder.pool(hidden),
                     "max": lambda: hidden.max(1).values}[self.pool]()
@@ -550,7 +563,7 @@ FROZEN_WRONG = [
     (dict(pool="all"), "padding averaged"), (dict(pool="cls"), "[CLS] vector"), (dict(pool="pooler"), "pooler"),
     (dict(freeze=False), "encoder not frozen"), (dict(eval_encoder=False), "dropout in the features"),
     (dict(mask_encoder=False), "no token mask"), (dict(width=7), "wrong shape"), (dict(deep_head=True), "wrong head"),
-    (dict(nudge=True), MUTATION), (dict(pool="max"), ""),
+    (dict(nudge=True), MUTATION), (dict(pool="max"), ""), (dict(freeze=False, all_no_grad=True), "head frozen"),
 ]
 
 
@@ -561,6 +574,17 @@ def test_frozen_classifier_checker(switches, diagnosis, capsys):
     result = check_frozen_classifier(lambda encoder, c: Classifier(encoder, c, **switches))
     assert not result
     assert result.diagnosis == diagnosis, result.message
+
+
+def test_frozen_classifier_accepts_no_grad_without_requires_grad_false(capsys):
+    """An encoder run under no_grad gets no gradient, so no optimizer step can change it (review 06c)."""
+    assert check_frozen_classifier(lambda encoder, c: Classifier(encoder, c, freeze=False, no_grad=True))
+    assert "all 3 cases pass" in capsys.readouterr().out
+
+
+def test_frozen_classifier_names_the_gradient_not_the_flag(capsys):
+    result = check_frozen_classifier(lambda encoder, c: Classifier(encoder, c, freeze=False))
+    assert not result and "gives" in result.message and "a gradient" in result.message
 
 
 # ----------------------------------------------------------------------------- [SEP] vectors (predict, then measure)

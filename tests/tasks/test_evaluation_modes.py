@@ -109,6 +109,11 @@ HELPERS = {
         lambda m: text_classification.cached_states(
             m, WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt"), ["in the beginning", "amen"],
             depth=1)),
+    "text_classification.encode_texts_and_states": (
+        lambda: Bert(BertConfig(d_model=16, num_layers=1, num_heads=2, d_ff=32)),
+        lambda m: text_classification.encode_texts_and_states(
+            m, WordPieceTokenizer.from_file(minilm_dir() / "vocab.txt"), ["in the beginning", "amen"],
+            keep_depth=1)),
     "text_to_text.generate_text": (
         _t5, lambda m: text_to_text.generate_text(m, ["abc", "de"], BYTES, max_len=4)),
     "text_classification.accuracy": (

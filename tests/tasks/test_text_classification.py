@@ -7,7 +7,7 @@ from attnbook.data.bible import genre_names, load_bible
 from attnbook.data.wordpiece import WordPieceTokenizer
 from attnbook.models.bert import Bert, BertConfig
 from attnbook.tasks.text_classification import (
-    bag_of_tokens, encode_texts, genre_sample, probe_accuracies, stratified_split, train_linear_probe,
+    bag_of_tokens, cached_states, encode_texts, encode_texts_and_states, encode_texts_by_layer, genre_sample, probe_accuracies, stratified_split, train_linear_probe,
 )
 
 
@@ -71,6 +71,21 @@ def test_encode_texts_keeps_the_order(tokenizer):
     for i, t in enumerate(texts):
         torch.testing.assert_close(together[i], encode_texts(model, tokenizer, [t])[0], atol=1e-5, rtol=1e-5)
     torch.testing.assert_close(together.norm(dim=-1), torch.ones(3))
+
+
+def test_encode_texts_and_states_is_both_functions_in_one_pass(tokenizer):
+    torch.manual_seed(0)
+    model = Bert(BertConfig(d_model=16, num_layers=2, num_heads=2, d_ff=32)).eval()
+    texts = ["a much longer verse than the others here", "short", "medium length verse"]
+    pooled, states, mask = encode_texts_and_states(model, tokenizer, texts, keep_depth=1, batch_size=2)
+    torch.testing.assert_close(pooled, encode_texts_by_layer(model, tokenizer, texts, batch_size=2))
+    want, want_mask = cached_states(model, tokenizer, texts, depth=1)
+    assert torch.equal(mask, want_mask) and states.shape == want.shape
+    torch.testing.assert_close(states[mask], want[want_mask], atol=1e-5, rtol=1e-5)
+    assert not states[~mask].any()  # padding rows zero
+    assert not pooled.requires_grad and not states.requires_grad  # features, not a graph
+    with pytest.raises(ValueError, match="keep_depth"):
+        encode_texts_and_states(model, tokenizer, texts, keep_depth=3)
 
 
 def test_sequence_classifier_poolings_and_fine_tuning_changes_the_encoder(tokenizer):

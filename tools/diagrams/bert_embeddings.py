@@ -6,19 +6,20 @@ from .svg import Figure
 L = "attnbook.layers"
 DESC = (
     "A sentence pair '[CLS] my dog is cute [SEP] he likes [SEP]' (ids of shape (B, S)) enters "
-    "BERT through the library's Embeddings. For every position three vectors of width D are added: "
-    "the token embedding (tokens: nn.Embedding over the vocabulary), the segment embedding "
-    "(segments: nn.Embedding; segment A for the first sentence and its [SEP], B for the second), "
-    "and the learned position embedding E_0 ... E_8 (positions: LearnedPositionalEmbedding). The sum, "
+    "BERT through the library's Embeddings. At position i, holding token x_i, three vectors of width D "
+    "are added: the token's row E_tok[x_i] (tokens: nn.Embedding over the vocabulary), its segment's "
+    "row E_seg[0] or E_seg[1] (segments: nn.Embedding; segment 0 for [CLS], the first sentence and "
+    "its [SEP], 1 for the second) and the position's row E_pos[0] ... E_pos[8] (positions: "
+    "LearnedPositionalEmbedding). The sum, "
     "(B, S, D), goes through norm (nn.LayerNorm) and dropout, then into the stack of post-norm "
     "EncoderBlocks with GELU."
 )
 WORDS = ["[CLS]", "my", "dog", "is", "cute", "[SEP]", "he", "likes", "[SEP]"]
 X0, CW, BW = 280, 72, 62  # first column, column pitch, box width
 ROWS = (  # y, label, library path, the embedding drawn in column j for word w
-    (300, "tokens: nn.Embedding", f"{L}.Embeddings:tokens", lambda j, w: f"E_{{{w}}}"),
-    (235, "segments: nn.Embedding", f"{L}.Embeddings:segments", lambda j, w: "E_{A}" if j < 6 else "E_{B}"),
-    (170, "positions:", f"{L}.Embeddings:positions", lambda j, w: f"E_{{{j}}}"),
+    (300, "tokens: nn.Embedding", f"{L}.Embeddings:tokens", lambda j, w: f"E_{{tok}}[x_{{{j}}}]"),
+    (235, "segments: nn.Embedding", f"{L}.Embeddings:segments", lambda j, w: "E_{seg}[0]" if j < 6 else "E_{seg}[1]"),
+    (170, "positions:", f"{L}.Embeddings:positions", lambda j, w: f"E_{{pos}}[{j}]"),
 )
 
 
@@ -40,7 +41,7 @@ def draw() -> Figure:
     fig.line([(X0 + 4.5 * CW - 5, 90), (X0 + 4.5 * CW - 5, 56)], "stream")
     fig.text(X0 + 4.5 * CW + 5, 62, fig.code("EncoderBlock", f"{L}.EncoderBlock")
              + " × L (post-norm, GELU)", "code", anchor="start", size=12)
-    fig.legend(30, 408, ["stream"])
+    fig.text(30, 379, "at position i, token x_{i}:", "note", anchor="start")
     return fig
 
 
@@ -52,7 +53,7 @@ def column(fig: Figure, j: int, word: str) -> None:
     for y, *_rest in ROWS:
         fig.rect(x, y, BW, 32, "module", rx=4)
     for y, _label, _path, name in ROWS:
-        fig.text(x + BW / 2, y + 21, name(j, word), "math", size=12)
+        fig.text(x + BW / 2, y + 21, name(j, word), "math", size=11)
     fig.text(x + BW / 2, 292, "+", size=14)
     fig.text(x + BW / 2, 227, "+", size=14)
     fig.line([(x + BW / 2, 170), (x + BW / 2, 132)], "stream")

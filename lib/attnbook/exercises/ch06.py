@@ -74,6 +74,13 @@ def _max_pool_cases() -> list[Case]:
                           _reference_max_pool(hidden, mask),
                           hint="set the padding positions to -inf (masked_fill with ~token_mask of shape "
                                "(B, S, 1)), then take the largest value of each feature over S."))
+    # features far below zero at every real token: a finite fill such as -1e4 wins the maximum there
+    g = torch.Generator().manual_seed(45)
+    mask = torch.arange(4)[None, :] < torch.tensor([2, 4])[:, None]  # (2, 4)
+    hidden = torch.where(mask.unsqueeze(-1), torch.randn(2, 4, 3, generator=g) - 1e5, torch.full((2, 4, 3), 5.0))
+    cases.append(Case("B=2, S=4, D=3, lengths [2, 4], real values near -1e5", (hidden, mask),
+                      _reference_max_pool(hidden, mask),
+                      hint="fill padding with -inf: any finite fill can exceed every real value."))
     return cases
 
 
@@ -84,6 +91,9 @@ MAX_POOL_MISTAKES = (
     Mistake("padding zeroed", "you multiplied by the mask, so padding holds 0, and 0 wins wherever every "
                               "real token of a feature is negative: fill padding with -inf, not 0.",
             gives=lambda h, m: (h * m.unsqueeze(-1)).max(1).values),
+    Mistake("finite fill", "you filled padding with a finite number (like -1e4): where every real value of a "
+                           "feature lies below it (here near -1e5), the fill wins. Fill with -inf.",
+            gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), -1e4).amax(1)),
     Mistake("mean pooling", "that is the mean of the real tokens: this exercise takes their maximum.",
             gives=lambda h, m: _mean(h, m)),
     Mistake("[CLS] vector", "you returned the first ([CLS]) vector: max pooling looks at every real token.",
@@ -557,9 +567,9 @@ def _batch(seed: int, lengths: list[int], pad_to: int) -> tuple[torch.Tensor, to
 
 
 def _head_of(module) -> torch.nn.Linear | None:
-    """The one trainable ``nn.Linear`` of ``module``, if it has exactly one."""
+    """The one ``nn.Linear`` of ``module`` whose parameters all received a gradient, if exactly one did."""
     linears = [m for m in module.modules() if isinstance(m, torch.nn.Linear)
-               and all(p.requires_grad for p in m.parameters())]
+               and all(p.grad is not None for p in m.parameters())]
     return linears[0] if len(linears) == 1 else None
 
 
@@ -596,16 +606,25 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
             return _verdict(exercise, False, f"the logits must be (B, num_classes) = {(len(lengths), C)}; got "
                             f"{shape}.\n   {case}", "wrong shape")
-        trainable = [p for p in model.parameters() if p.requires_grad]
-        encoder_trainable = sum(p.numel() for p in encoder.parameters() if p.requires_grad)
+        # what an optimizer over model.parameters() would change: the parameters a backward pass
+        # reaches (optimizers, AdamW's weight decay included, skip a parameter whose grad is None)
+        if not got.requires_grad:
+            return _verdict(exercise, False, f"the logits carry no gradient, so nothing could train: run only "
+                            f"the encoder without gradients, not the head.\n   {case}", "head frozen")
+        model.zero_grad(set_to_none=True)
+        encoder.zero_grad(set_to_none=True)
+        got.sum().backward()
+        trainable = [p for p in model.parameters() if p.grad is not None]
+        encoder_trainable = sum(p.numel() for p in encoder.parameters() if p.grad is not None)
         if encoder_trainable:
-            return _verdict(exercise, False, f"{encoder_trainable:,} of the encoder's parameters still have "
-                            "requires_grad=True: an optimizer over model.parameters() would change the encoder. "
-                            f"Freeze it (requires_grad_(False)).\n   {case}", "encoder not frozen")
+            return _verdict(exercise, False, f"a backward pass through your classifier gives {encoder_trainable:,} "
+                            "of the encoder's parameters a gradient, so an optimizer over model.parameters() "
+                            "would change the encoder. Freeze it (requires_grad_(False)) or run it under "
+                            f"torch.no_grad().\n   {case}", "encoder not frozen")
         head = _head_of(model)
         if head is None or sum(p.numel() for p in trainable) != D * C + C:
-            return _verdict(exercise, False, f"the trainable parameters should be one nn.Linear({D}, {C}) with a "
-                            f"bias ({D * C + C} numbers); got {sum(p.numel() for p in trainable)} in "
+            return _verdict(exercise, False, f"the parameters that get a gradient should be one nn.Linear({D}, {C}) "
+                            f"with a bias ({D * C + C} numbers); got {sum(p.numel() for p in trainable)} in "
                             f"{len(trainable)} tensors.\n   {case}", "wrong head")
         if any(not torch.equal(before[k], v) for k, v in encoder.state_dict().items()):
             return _verdict(exercise, False, f"building or running your classifier changed the encoder's "

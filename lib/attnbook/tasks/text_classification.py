@@ -96,6 +96,32 @@ def encode_texts_by_layer(model: Bert, tokenizer: WordPieceTokenizer, texts: Seq
     return out
 
 
+@torch.no_grad()
+def encode_texts_and_states(model: Bert, tokenizer: WordPieceTokenizer, texts: Sequence[str], keep_depth: int,
+                            batch_size: int = 64, device: torch.device | str = "cpu",
+                            ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """:func:`encode_texts_by_layer`'s ``(L + 1, N, D)`` and, from the same pass, what
+    :func:`cached_states` gives for ``keep_depth``: the hidden states after that many blocks
+    ``(N, S, D)`` and the token mask ``(N, S)``, every text padded to the longest (padding rows
+    zero). On the CPU, in the order of ``texts``."""
+    if not 0 <= keep_depth <= model.config.num_layers:
+        raise ValueError(f"keep_depth must be in [0, {model.config.num_layers}], got {keep_depth}")
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    mask = tokenizer.encode_batch(list(texts)).token_mask  # (N, S)
+    out = torch.empty(model.config.num_layers + 1, len(texts), model.config.d_model, device="cpu")
+    kept = torch.zeros(len(texts), mask.shape[1], model.config.d_model)
+    with evaluating(model):
+        for start in range(0, len(order), batch_size):
+            rows = order[start:start + batch_size]
+            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(device)
+            states = model(inputs.input_ids, inputs.segment_ids, inputs.token_mask, all_layers=True).hidden_states
+            for depth, hidden in enumerate(states):
+                out[depth, rows] = F.normalize(mean_pool(hidden, inputs.token_mask), dim=-1).cpu()
+            hidden = states[keep_depth] * inputs.token_mask.unsqueeze(-1)  # (B, S', D), padding zeroed
+            kept[rows, :hidden.shape[1]] = hidden.cpu()
+    return out, kept, mask
+
+
 def bag_of_tokens(tokenizer: WordPieceTokenizer, texts: Sequence[str]) -> torch.Tensor:
     """``(N, V')`` token counts over the V' vocabulary entries that occur in ``texts``."""
     ids = [tokenizer.convert_tokens_to_ids(tokenizer.tokenize(t)) for t in texts]
