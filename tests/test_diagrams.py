@@ -186,6 +186,10 @@ def test_sub_and_superscripts_become_tspans_and_text_is_escaped():
     assert svg.rich("s_{i-1}") == 's<tspan dy="4" font-size="75%">i-1</tspan>'
     assert svg.rich("W^{Q} x") == 'W<tspan dy="-6" font-size="75%">Q</tspan><tspan dy="6"> x</tspan>'
     assert svg.rich("<bos> & <eos>") == "&lt;bos&gt; &amp; &lt;eos&gt;"
+    # a superscript right after a subscript stacks above it (x_p^i, not x_p followed by ^i)
+    stacked = svg.rich("x_{p}^{i} E")
+    assert 'dx="-0.55em" dy="-10" font-size="75%">i<' in stacked and 'dx="0.3em" dy="6"> E<' in stacked
+    assert "dx" not in svg.rich("x_{p} y^{i}")
 
 
 @pytest.mark.parametrize("number", ["01", "02", "03", "04", "05"])

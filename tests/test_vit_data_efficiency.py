@@ -18,13 +18,33 @@ def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
     assert {(r["model"], r["fraction"]) for r in runs} == {(m, f) for m in ("vit", "cnn") for f in (0.1, 1.0)}
     controls = result["controls"]
     assert {(r["model"], r["fraction"]) for r in controls} == {
-        ("vit_small", 0.1), ("vit_small", 1.0), ("vit_nopos", 1.0), ("vit_noaug", 1.0), ("cnn_noaug", 1.0)}
+        ("vit_small", 0.1), ("vit_small", 1.0), ("vit_nopos", 1.0), ("vit_noaug", 1.0), ("cnn_noaug", 1.0),
+        ("vit_local", 0.1)}
     for r in runs + controls:
         for key in ("test_accuracy", "test_accuracy_shift_1", "test_accuracy_shift_2"):
             assert 0.0 <= r[key] <= 1.0
     sizes = {r["model"]: r["parameters"] for r in runs + controls}
     assert sizes["vit_small"] < sizes["vit"] and sizes["vit_nopos"] < sizes["vit"]  # no position table
     assert sizes["vit_noaug"] == sizes["vit"] and sizes["cnn_noaug"] == sizes["cnn"]
+    assert sizes["vit_local"] == sizes["vit"]  # the mask adds no parameter
+
+
+def test_the_local_vit_sees_only_neighbouring_patches():
+    """A patch token's output after one block depends on its 3 x 3 neighbourhood of patches only;
+    the class token still sees every patch."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import torch
+    import vit_data_efficiency as bench
+    from attnbook.layers import run_blocks
+    mask = bench.neighbour_mask(4)
+    assert mask.shape == (17, 17) and mask[0].all() and not mask[1:, 0].any()
+    assert mask[1:, 1:].sum(1).tolist() == [4, 6, 6, 4, 6, 9, 9, 6, 6, 9, 9, 6, 4, 6, 6, 4]
+    model = bench.build("vit_local", 0, smoke=False).eval()
+    x = model.embeddings(torch.randn(1, 1, 8, 8)).detach().requires_grad_(True)  # (1, 17, D)
+    run_blocks(model.blocks[:1], x, model.mask).hidden[0, 1].sum().backward()  # patch 0 (top left)
+    reached = (x.grad[0].abs().sum(-1) > 0).tolist()
+    assert reached == [False, True, True, False, False, True, True] + [False] * 10
+    assert model(torch.randn(3, 1, 8, 8)).shape == (3, 10)
 
 
 def test_the_small_vit_has_about_the_cnns_parameter_count():

@@ -75,18 +75,22 @@ def attributes(*pairs: tuple[str, str | None]) -> str:
 
 def rich(text: str) -> str:
     """``s_{i-1}`` and ``W^{Q}`` as tspans (sub- and superscripts), everything else escaped."""
-    out, level = [], 0
+    out, level, sub, stacked = [], 0, "", False
     for part in re.split(r"([_^]\{[^}]*\})", text):
         if not part:
             continue
         if part[0] in "_^" and part[1:2] == "{":
             shift = 4 if part[0] == "_" else -6
-            out.append(f'<tspan dy="{shift - level}" font-size="75%">{escape(part[2:-1])}</tspan>')
-            level = shift
+            # a superscript right after a subscript (x_{p}^{i}) stacks above it, as in LaTeX:
+            # step back by about the subscript's width (0.55 em a character)
+            dx = f' dx="-{0.55 * len(sub):.2f}em"' if part[0] == "^" and sub else ""
+            out.append(f'<tspan{dx} dy="{shift - level}" font-size="75%">{escape(part[2:-1])}</tspan>')
+            level, sub, stacked = shift, part[2:-1] if part[0] == "_" else "", bool(dx)
         else:
             dy = f' dy="{-level}"' if level else ""
+            dy = ' dx="0.3em"' + dy if stacked else dy  # clear of the wider of the two scripts
             out.append(f"<tspan{dy}>{escape(part)}</tspan>" if dy else escape(part))
-            level = 0
+            level, sub, stacked = 0, "", False
     return "".join(out)
 
 

@@ -76,7 +76,7 @@ def tokens(fig: Figure) -> None:
     for k in range(10):
         x = TX + k * (TW + 5)
         fig.rect(x, TY, TW, 30, "module", rx=4)
-        fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k - 1}}}E", "math", size=12)
+        fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k - 1}}} E", "math", size=12)
         fig.text(x + TW / 2, TY + 48, "+", size=14)
         fig.rect(x, TY + 56, TW, 30, "module", rx=4)
         fig.text(x + TW / 2, TY + 76, f"row {k}", "note", size=11)
