@@ -63,3 +63,19 @@ def test_span_target_baselines_rank_as_expected():
 def test_g2p_table_on_short_words(word):
     aligner = LetterAligner(PAIRS)
     assert LetterWindowG2P(PAIRS, aligner)(word) == ()
+
+
+def test_wider_g2p_tables_look_at_more_letters_first():
+    """The 7- and 9-letter tables try a wider window before the 5-letter back-off: 'ought' words differ
+    only three letters from the centre, so only the wider windows tell 'thought' from 'sought'."""
+    aligner = LetterAligner(PAIRS)
+    g2p5 = LetterWindowG2P(PAIRS, aligner)
+    assert g2p5.shapes[0] == (2, 2)
+    for width in (7, 9):
+        wide = LetterWindowG2P(PAIRS, aligner, width=width)
+        assert wide.shapes[0] == ((width - 1) // 2,) * 2
+        assert wide.shapes[-len(g2p5.shapes):] == g2p5.shapes
+        for word, phonemes in PAIRS:  # every training word's widest window is its own
+            assert wide(word) == phonemes
+    with pytest.raises(ValueError, match="width must be one of"):
+        LetterWindowG2P(PAIRS, aligner, width=6)

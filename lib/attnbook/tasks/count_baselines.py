@@ -137,26 +137,32 @@ class WindowTable:
 
 def _windows(symbols: Sequence, i: int, shapes: Sequence[tuple[int, int]]) -> list[tuple]:
     """Contexts of ``symbols[i]``: ``(left, right)`` neighbours each, edges padded with ``EDGE``."""
-    padded = [EDGE, EDGE, *symbols, EDGE, EDGE]
-    return [tuple(padded[i + 2 - left : i + 3 + right]) for left, right in shapes]
+    pad = max(max(left, right) for left, right in shapes)
+    padded = [EDGE] * pad + [*symbols] + [EDGE] * pad
+    return [tuple(padded[i + pad - left : i + pad + 1 + right]) for left, right in shapes]
 
 
 G2P_SHAPES = ((2, 2), (1, 1), (1, 0), (0, 0))  # 5 letters, 3, the letter and the one before, 1
+# wider tables: the same back-off with a 7-letter (and a 9-letter) window tried first
+G2P_SHAPES_BY_WIDTH = {5: G2P_SHAPES, 7: ((3, 3), *G2P_SHAPES), 9: ((4, 4), (3, 3), *G2P_SHAPES)}
 
 
 class LetterWindowG2P:
     """Each letter's unit is the most frequent one after the same letter window in training."""
 
-    def __init__(self, pairs: Sequence[Pair], aligner: LetterAligner) -> None:
-        self.table = WindowTable(len(G2P_SHAPES))
+    def __init__(self, pairs: Sequence[Pair], aligner: LetterAligner, width: int = 5) -> None:
+        if width not in G2P_SHAPES_BY_WIDTH:
+            raise ValueError(f"width must be one of {sorted(G2P_SHAPES_BY_WIDTH)} letters, got {width}")
+        self.shapes = G2P_SHAPES_BY_WIDTH[width]
+        self.table = WindowTable(len(self.shapes))
         for word, phonemes in pairs:
             units = aligner.align(word, phonemes)
             for i, unit in enumerate(units or []):
-                self.table.add(_windows(word, i, G2P_SHAPES), unit)
+                self.table.add(_windows(word, i, self.shapes), unit)
 
     def __call__(self, word: str) -> tuple[str, ...]:
         return tuple(p for i in range(len(word))
-                     for p in self.table.lookup(_windows(word, i, G2P_SHAPES), ()))
+                     for p in self.table.lookup(_windows(word, i, self.shapes), ()))
 
 
 P2G_SHAPES = ((2, 2), (1, 1), (0, 0))
