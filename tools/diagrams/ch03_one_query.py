@@ -71,6 +71,8 @@ def draw() -> Figure:
     fig.tensor(COLS["z"], ROW_Y[1] + 3, f"z_{{0}} = {vec(tuple(round(c, 2) for c in z))}", "context", w=W["z"])
     fig.text(COLS["weight"] + W["weight"] / 2, ROW_Y[-1] + H + 20, f"sum: {sum(weights):.2f}", "note")
     fig.text(20, 330, "Every query i does the same with its own q_{i}; stacking the rows gives "
-             "Z = softmax(Q K^{T} / √d_{k}) V (Figure 3.2).", "note", anchor="start")
+             "Z = softmax(Q K^{T} / √d_{k}) V (Figure 3.2), "
+             + fig.code("scaled_dot_product_attention", "attnbook.layers.scaled_dot_product_attention")
+             + ".", "note", anchor="start")
     fig.legend(20, 362, ["query", "key", "value", "weights", "context"])
     return fig
