@@ -9,7 +9,8 @@ import torch.nn.functional as F
 from attnbook.exercises.ch03 import (
     LENGTH_TRANSFER_RANGE, chapter_model, check_attention_pool, check_length_prediction,
     check_length_transfer, check_pe_similarity, check_position_accuracy,
-    check_scaled_dot_product_attention, check_self_attention_module, check_window_causal_mask,
+    check_dropout_row_sums, check_scaled_dot_product_attention, check_self_attention_module,
+    check_window_causal_mask,
 )
 from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import causal_mask, key_mask, token_mask
@@ -688,3 +689,21 @@ def test_self_attention_rejected(wrong, diagnosis, capsys):
     out = assert_rejected(check_self_attention_module, wrong, diagnosis, capsys)
     if wrong in (SelfAttentionNoBias, SelfAttentionQKVFused):
         assert "q_proj, k_proj, v_proj and out_proj" in out
+
+
+@pytest.mark.parametrize("prediction", [1.0, 1, 0.98, torch.tensor(1.02)])
+def test_dropout_row_sum_prediction_accepted(prediction, capsys):
+    assert check_dropout_row_sums(prediction)
+    assert "mean row sum 1.0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("prediction", "diagnosis"), [
+    (0.5, "no rescaling"), (0.52, "no rescaling"), (2.0, "wrong prediction"),
+    (0.0, "wrong prediction"), ("one", "prediction not a number"), (True, "prediction not a number"),
+    (float("nan"), "prediction not a number"), (None, ""),
+])
+def test_dropout_row_sum_prediction_rejected(prediction, diagnosis, capsys):
+    result = check_dropout_row_sums(prediction)
+    assert not result
+    assert result.diagnosis == diagnosis
+    assert "✗" in capsys.readouterr().out

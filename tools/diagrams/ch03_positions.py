@@ -34,7 +34,6 @@ def draw() -> Figure:
         column(fig, j, word)
     fig.text(30, 408, "Adding keeps the width D; concatenating [e_{p}; PE(p)] would make it 2D.",
              "note", anchor="start")
-    fig.legend(640, 408, ["stream"])
     return fig
 
 

@@ -946,6 +946,41 @@ def check_self_attention_module(cls: Callable) -> CheckResult:
                      SELF_ATTENTION_MISTAKES)
 
 
+def check_dropout_row_sums(prediction: object) -> CheckResult:
+    """Exercise 6's prediction: in training mode with ``dropout=0.5``, the mean row sum of ``A``
+    after dropout, over many rows. The checker measures it (each weight kept with probability
+    1 - p and divided by 1 - p, what ``nn.Dropout`` does) and explains the prediction."""
+    name = "row sums after dropout"
+    g = torch.Generator().manual_seed(7)
+    weights = torch.softmax(torch.randn(4000, 8, generator=g), dim=-1)  # (rows, keys)
+    kept = torch.rand(weights.shape, generator=g) >= 0.5  # (rows, keys)
+    sums = (weights * kept / 0.5).sum(-1)  # (rows,)
+    measured = (f"measured over {len(sums)} rows of 8 weights, p = 0.5: mean row sum "
+                f"{sums.mean():.2f}, single rows from {sums.min():.2f} to {sums.max():.2f}")
+
+    def verdict(passed: bool, text: str, diagnosis: str = "") -> CheckResult:
+        message = f"{'✓' if passed else '✗'} {name}: {text}"
+        print(message)
+        return CheckResult(name, passed, message, diagnosis)
+
+    if prediction is None:
+        return verdict(False, "not done yet: write your prediction into row_sum_prediction.")
+    guess = prediction.item() if isinstance(prediction, torch.Tensor) and prediction.numel() == 1 \
+        else prediction
+    if isinstance(guess, bool) or not isinstance(guess, (int, float)) or math.isnan(guess):
+        return verdict(False, f"the prediction must be a number, got {prediction!r}.",
+                       "prediction not a number")
+    if abs(guess - 1.0) <= 0.05:
+        return verdict(True, f"right; {measured}. nn.Dropout divides the kept weights by 1 - p, "
+                             "so a row sums to 1 on average, but not row by row.")
+    if abs(guess - 0.5) <= 0.05:
+        return verdict(False, f"{measured}. 0.5 forgets that nn.Dropout divides the weights it "
+                              "keeps by 1 - p = 0.5: half are zeroed, the rest doubled.",
+                       "no rescaling")
+    return verdict(False, f"{measured}. Half the weights are zeroed and the rest doubled, so "
+                          "on average nothing changes.", "wrong prediction")
+
+
 EXERCISES = {
     "batched_attention": check_scaled_dot_product_attention,
     "attention_pool": check_attention_pool,
