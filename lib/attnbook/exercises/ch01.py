@@ -1,6 +1,6 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
-``check_swapped_context`` and ``check_probe_middle`` are predict-then-measure exercises. In the
+``check_swapped_context`` and ``check_first_letter`` are predict-then-measure exercises. In the
 first, the reader predicts the PER of the
 trained model when each word keeps its own start state but reads another word's context C at every
 step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
