@@ -535,3 +535,92 @@ def test_one_hot_that_raises_on_empty_ids_gets_the_empty_input_hint(capsys):
     result = check_one_hot(raises_on_empty)
     assert not result.passed
     assert "empty ids must give an empty result" in capsys.readouterr().out
+
+
+# --- predict, then measure: which half of C holds the first letter ----------------------------
+from attnbook.exercises.ch01 import check_first_letter, measure_halves  # noqa: E402
+
+FLOOR = [0.12, 0.14, 0.10, 0.13, 0.15, 0.10, 0.11, 0.20, 0.19, 0.23]
+HALVED = {"forward": {"accuracy": [0.25, 0.33, 0.50, 0.52, 0.48, 0.52, 0.60, 0.67, 0.78, 0.97],
+                      "majority": FLOOR},
+          "backward": {"accuracy": [0.99, 0.82, 0.75, 0.58, 0.43, 0.37, 0.35, 0.29, 0.28, 0.31],
+                       "majority": FLOOR}}  # the chapter's model
+
+
+def _halved():
+    return {h: {k: list(v) for k, v in d.items()} for h, d in HALVED.items()}
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (0.25, True, ""), (0.18, True, ""), (0.34, True, ""),
+    (0.99, False, "like one direction alone"), (1.0, False, "like one direction alone"),
+    (0.9, False, "like one direction alone"),
+    (0.75, False, "too optimistic"), (0.5, False, "too optimistic"), (0.36, False, "too optimistic"),
+    (0.12, False, "too pessimistic"), (0.0, False, "too pessimistic"), (0.14, False, "too pessimistic"),
+    (25, False, "percent"), (99, False, "percent"), ("0.25", False, "not a number"),
+    (True, False, "not a number"),
+])
+def test_first_letter_prediction(predicted, passed, diagnosis, capsys):
+    result = check_first_letter(predicted, _halved)
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_first_letter_verdict_follows_the_measurement(capsys):
+    """The same guess passes or fails by the measurement, not by a stored answer."""
+    moved = _halved()
+    moved["forward"]["accuracy"][0] = 0.55
+    assert check_first_letter(0.55, lambda: moved)
+    assert not check_first_letter(0.25, lambda: moved)
+    assert "55.0%" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("measured", [
+    {"forward": HALVED["backward"], "backward": HALVED["forward"]},  # the halves swapped
+    {"forward": {"accuracy": [0.99, 0.87, 0.76, 0.66, 0.57, 0.53, 0.62, 0.67, 0.80, 0.97],
+                 "majority": FLOOR}, "backward": HALVED["backward"]},  # the whole C as "forward"
+    {"forward": {"accuracy": [1.0] * 10, "majority": FLOOR},
+     "backward": {"accuracy": [1.0] * 10, "majority": FLOOR}},  # scored on the training words
+    {"forward": {"accuracy": HALVED["forward"]["accuracy"][:8], "majority": FLOOR[:8]},
+     "backward": {"accuracy": HALVED["backward"]["accuracy"][:8], "majority": FLOOR[:8]}},  # 8 letters
+    {"forward": HALVED["forward"]},  # no backward half
+    HALVED["forward"],  # measure_probe's result, not measure_halves'
+    {"forward": {"accuracy": HALVED["forward"]["accuracy"]}, "backward": HALVED["backward"]},  # no floor
+    0.25,  # not a dict
+])
+def test_first_letter_rejects_a_wrong_measurement(measured, capsys):
+    result = check_first_letter(0.25, lambda: measured)
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_first_letter_not_done(capsys):
+    assert not check_first_letter(None, _halved)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_measure_halves_splits_c_in_two():
+    """C = the one-hot letters of a 3-letter word, 3 x 8 numbers: its first half holds letter 1
+    (and nothing of letter 2's real letters), its second half letters 2 and 3."""
+    src_vocab, tgt_vocab = Vocab("abcd"), Vocab(["A"])
+
+    class OneHotEncoder(torch.nn.Module):
+        def forward(self, src, src_lengths):
+            return None, torch.nn.functional.one_hot(src, len(src_vocab)).flatten(1).float()
+
+    class Model(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.encoder, self.dummy = OneHotEncoder(), torch.nn.Linear(1, 1)
+
+    words = ["".join(w) for w in __import__("itertools").product("abcd", repeat=3)]
+    pairs = [(w, ["A"]) for w in words]
+    halves = measure_halves(Model(), pairs, pairs[1::3], src_vocab, tgt_vocab, length=3)
+    assert set(halves) == {"forward", "backward"}
+    assert halves["forward"]["accuracy"][0] == pytest.approx(1.0)
+    assert max(halves["forward"]["accuracy"][1:]) < 0.6
+    assert halves["backward"]["accuracy"][1:] == pytest.approx([1.0, 1.0])
+    assert halves["backward"]["accuracy"][0] < 0.6
+    alone = measure_probe(Model(), pairs, pairs[1::3], src_vocab, tgt_vocab, length=3, half="backward")
+    assert alone == halves["backward"]
+    with pytest.raises(ValueError, match="half"):
+        measure_probe(Model(), pairs, pairs, src_vocab, tgt_vocab, length=3, half="left")
