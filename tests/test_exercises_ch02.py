@@ -152,7 +152,38 @@ def luong_context_only(cell, W_c, x, hidden, memory, src_tokens):
     return torch.tanh(context @ W_c[:, : h.shape[-1]].T), h, weights
 
 
+def luong_inverted_mask(cell, W_c, x, hidden, memory, src_tokens):
+    """The mask filled where it is True (the real letters): NaN on a row with no padding."""
+    h = cell(x, hidden)
+    scores = torch.einsum("bsd,bd->bs", memory, h).masked_fill(src_tokens, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def luong_inverted_mask_no_nan(cell, W_c, x, hidden, memory, src_tokens):
+    """The same inverted mask, NaN rows zeroed: the weights sit on the padding."""
+    tilde, h, weights = luong_inverted_mask(cell, W_c, x, hidden, memory, src_tokens)
+    weights = weights.nan_to_num(0.0)
+    context = torch.einsum("bs,bsd->bd", weights, memory)
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def luong_carries_tanh(cell, W_c, x, hidden, memory, src_tokens):
+    tilde, h, weights = luong_step(cell, W_c, x, hidden, memory, src_tokens)
+    return tilde, torch.tanh(h), weights
+
+
+def luong_scaled_by_source(cell, W_c, x, hidden, memory, src_tokens):
+    return luong_variant(scale=math.sqrt(memory.shape[-2]))(cell, W_c, x, hidden, memory, src_tokens)
+
+
 LUONG_WRONG = [
+    # unnamed before the thirteenth review (rev02e): an inverted mask (NaN), tanh(h) carried, / sqrt(S)
+    (luong_inverted_mask, "inverted mask"),
+    (luong_inverted_mask_no_nan, "inverted mask"),
+    (luong_carries_tanh, "carries tanh of h"),
+    (luong_scaled_by_source, "scaled by source length"),
     # unnamed before the twelfth review (rev02d): sigmoid weights, h~ without h_t
     (luong_sigmoid, "sigmoid weights"),
     (luong_context_only, "h tilde without h_t"),
@@ -406,7 +437,31 @@ def local_p_absolute(scores, lengths, query, W_p, v_p, sigma):
     return align * torch.exp(-(j - centre[:, None]).abs() / (2 * sigma ** 2)), centre
 
 
+def local_p_mask_zero(scores, lengths, query, W_p, v_p, sigma):
+    """Padding's scores set to 0, not -inf, before the softmax."""
+    S = scores.shape[-1]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, 0.0), dim=-1)
+    j = torch.arange(S).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
+def local_p_window_inside(scores, lengths, query, W_p, v_p, sigma):
+    """softmax(e * window): the Gaussian multiplied into the scores before the softmax."""
+    S = scores.shape[-1]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    j = torch.arange(S).float()[None, :]
+    window = torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2))
+    weights = torch.softmax((scores * window).masked_fill(~real, float("-inf")), dim=-1)
+    return weights.masked_fill(~real, 0.0), centre
+
+
 LOCAL_P_WRONG = [
+    # unnamed before the thirteenth review (rev02e): masking with 0, the window inside the softmax
+    (local_p_mask_zero, "masked with zero"),
+    (local_p_window_inside, "window inside the softmax"),
     (local_p_absolute, "absolute distance"),  # unnamed before the twelfth review (rev02d)
     (local_p_one_based, "1-based positions"),  # unnamed before the tenth review
     (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
@@ -478,7 +533,23 @@ def cov_not_averaged(weights, tgt_mask):
     return coverage, (torch.minimum(weights, coverage).sum(-1) * tgt_mask).sum()
 
 
+def cov_inclusive_returned(weights, tgt_mask):
+    """The loss from the right (exclusive) coverage, but the inclusive cumsum returned."""
+    coverage, loss = coverage_loss(weights, tgt_mask)
+    return weights.cumsum(dim=1), loss
+
+
+def cov_n_plus_one(weights, tgt_mask):
+    coverage, loss = coverage_loss(weights, tgt_mask)
+    n = tgt_mask.sum()
+    return coverage, loss * n / (n + 1)
+
+
 COVERAGE_LOSS_WRONG = [
+    # unnamed or misnamed before the thirteenth review (rev02e): the inclusive coverage with a right
+    # loss; a loss over N + 1, which case 1 (B * T = N + 1 there) read as "divided by B times T"
+    (cov_inclusive_returned, "coverage includes current step"),
+    (cov_n_plus_one, "divided by N + 1"),
     (cov_not_averaged, "not averaged"),  # misnamed "mean over batch" before the twelfth review
     (cov_variant(lambda a: a.cumsum(1)), "includes current step"),
     (cov_variant(lambda a: a.cumsum(-1) - a), "cumsum over positions"),
