@@ -12,7 +12,7 @@ DESC = (
     "scores e_ij, shape (B, 1, S). context_from_scores turns the scores into weights a_ij with masked_softmax "
     "under key_mask, shape (B, 1, S): the padding gets exactly zero. The context C_i = sum_j a_ij h_j "
     "(B, 2He) and the embedding emb(y_{i-1}) (B, E) enter the GRUCell with s_{i-1}; it returns s_i "
-    "(B, Hd), which the output layer turns into logits (B, V) and which is the query of step i+1."
+    "(B, Hd), which the output layer turns into logits (B, V) and which goes back to W as the query of step i+1."
 )
 X0, Y0, BW, BH = 40, 110, 80, 32  # the memory h_j: one box per position
 SCORES_SHOWN = [[1.6, 0.3, -0.4, 0.9, -1.0, None]]  # made-up scores; the last position is padding
@@ -110,7 +110,7 @@ def gru_step(fig: Figure) -> None:
     """C_i, emb(y_{i-1}) and s_{i-1} into the GRUCell; s_i through ``out`` to the logits."""
     fig.line([(775, 412), (672, 412)], "context")
     fig.text(718, 404, "C_{i}", "math", size=14)
-    fig.shape(718, 428, "(B, 2He)", anchor="middle")
+    fig.shape(700, 428, "(B, 2He)", anchor="middle")  # clear of the s_i line back to W
     fig.box(510, 390, 160, 44, fig.code("cell: nn.GRUCell", f"{RNN}.AttentionDecoder:cell"))
     fig.tensor(525, 318, "emb(y_{i-1})", "stream", w=130)
     fig.line([(590, 346), (590, 388)], "stream")
@@ -119,8 +119,9 @@ def gru_step(fig: Figure) -> None:
     fig.text(243, 404, "s_{i-1}: previous state", "note", anchor="start")
     fig.line([(590, 434), (590, 458)], "stream")
     fig.text(582, 452, "s_{i}", "math", size=13, anchor="end")
-    fig.line([(590, 446), (740, 446)], "stream")  # s_i goes on to the next step
-    fig.text(664, 482, "s_{i}: the query of step i+1", "note", anchor="start")
+    # s_i goes back to W as the query of step i+1: up between the two frames, over the top, into W
+    fig.line([(590, 446), (737, 446), (737, 38), (375, 38), (375, 58)], "query", dashed=True)
+    fig.text(664, 482, "s_{i}: back to W, the query of step i+1", "note", anchor="start")
     fig.box(525, 460, 130, 30, fig.code("out: nn.Linear", f"{RNN}.AttentionDecoder:out"), size=12)
     fig.line([(525, 475), (445, 475)], "stream")
     fig.text(438, 480, "logits (B, V)", "code", anchor="end", size=12)
