@@ -15,9 +15,10 @@ The schedule and label smoothing were chosen by ``g2p_compare.py`` (its ``tune``
 - ``size``: training-step time of D=64 (d_ff 256) against D=128 (d_ff 512), one thread, timed
   interleaved on the same batch (median of per-pair ratios); dropout 0.1 against none, likewise.
 
-- ``count_table``: the strongest simple baseline, no neural network: Chapter 10's letter-window
-  count table (``attnbook.tasks.count_baselines``: letters aligned to phonemes by hard EM, then
-  each letter's phonemes looked up by its five-letter window, backing off to three, two, one),
+- ``count_table``: a simple baseline, no neural network: Chapter 10's letter-window count table
+  at its default width (``attnbook.tasks.count_baselines``: letters aligned to phonemes by hard
+  EM, then each letter's phonemes looked up by its five-letter window, backing off to three,
+  two, one; the width tuned on dev, 9 letters, is in ``benchmarks/count_table_width.py``),
   fitted on the same training words and scored on the same dev and test words, with the test WER
   per word-length bucket; beside it the 26-line one-phoneme-per-letter rule.
 
