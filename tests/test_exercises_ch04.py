@@ -76,6 +76,9 @@ SPLIT_WRONG = [
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
     (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
+    # H hard-coded to 4: at D = 12, H = 3 the same tensor as "blocks view, then permuted"
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, 4).permute(0, 3, 1, 2), "ignores num_heads"),
+    (lambda x, h: x.view(x.shape[0], x.shape[1], 4, -1).transpose(1, 2), "ignores num_heads"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 1, 3, 2), "heads not moved"),
     (split_in_place, MUTATION),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3),

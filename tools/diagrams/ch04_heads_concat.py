@@ -8,7 +8,7 @@ MHA = "attnbook.layers.MultiHeadAttention"
 HEADS = (  # (label, its own pattern of weights: key offset j - i it favours, what it stands for)
     ("1", -1, "looks one token back"),
     ("2", +1, "looks one token ahead"),
-    ("H", 0, "looks at itself"),
+    ("H", -1, "one token back as well"),
 )
 ROW_Y = (78, 188, 328)  # top of each head's frame
 FRAME_X, FRAME_W, FRAME_H = 150, 440, 92
@@ -17,7 +17,7 @@ DESC = (
     "(head 1, head 2, ..., head H). Each head has its own projections W^Q_h, W^K_h, W^V_h of width "
     "Dh = D / H, so it computes its own attention weights softmax(q k^T / sqrt(Dh)), of shape "
     "(B, T, S), drawn as a small T by S map in which head 1 looks one token back, head 2 one token "
-    "ahead and head H at the token itself; each head returns its own output head_h, of shape "
+    "ahead and head H one token back as well (heads can share a relation); each head returns its own output head_h, of shape "
     "(B, T, Dh). The H outputs are concatenated side by side into (B, T, H Dh) = (B, T, D), and "
     "one more linear map W^O, out_proj in MultiHeadAttention, mixes them into the output (B, T, D)."
 )
@@ -46,7 +46,7 @@ def draw() -> Figure:
         fig.line([(FRAME_X + FRAME_W - 6, y + 46), (concat_x - 4, concat_y + 20 + ROW_Y.index(y) * 80)],
                  "context")
     fig.text(FRAME_X + 90, 306, "⋮", size=20)
-    fig.text(FRAME_X + FRAME_W / 2 + 40, 306, "one head per relation it learns", "note")
+    fig.text(FRAME_X + FRAME_W / 2 + 40, 306, "each head its own pattern of weights", "note")
     fig.box(concat_x, concat_y, 110, concat_h, "concat", "side by side", kind="sans")
     fig.text(concat_x + 75, concat_y + concat_h + 26, "[head_{1}; …; head_{H}]", "math", size=13)
     fig.line([(concat_x + 110, 250), (850, 250)], "context")
@@ -63,8 +63,8 @@ def draw() -> Figure:
 def head(fig: Figure, label: str, offset: int, note: str, y: float) -> None:
     """One head: its own projections, its own weights, its own output."""
     fig.frame(FRAME_X, y, FRAME_W, FRAME_H, f"head {label}")
-    fig.box(FRAME_X + 14, y + 26, 150, 44, "projections", f"W^{{Q}}_{{{label}}}, W^{{K}}_{{{label}}}, "
-            f"W^{{V}}_{{{label}}}", kind="sans", size=12)
+    fig.box(FRAME_X + 14, y + 26, 150, 44, f"W^{{Q}}_{{{label}}}, W^{{K}}_{{{label}}}, "
+            f"W^{{V}}_{{{label}}}", kind="math", size=13)
     fig.line([(FRAME_X + 164, y + 48), (FRAME_X + 196, y + 48)], "weights")
     fig.cells(FRAME_X + 200, y + 28, pattern(offset), 10, "weights")
     fig.text(FRAME_X + 220, y + 84, note, "note", anchor="middle", size=10)

@@ -108,8 +108,30 @@ SPLIT_MISTAKES = [
 ]
 
 
+def _hard_coded_heads(fn: Callable, args: tuple, got: object) -> bool:
+    """True when ``fn`` gives the same shape for a second num_heads on the same x, with a number of
+    heads that is not the num_heads asked for: the number of heads is fixed in the code."""
+    x, num_heads = args
+    if not (isinstance(got, torch.Tensor) and got.dim() == 4 and got.shape[1] != num_heads):
+        return False
+    D = x.shape[-1]
+    second = next((h for h in range(1, D + 1) if D % h == 0 and h != num_heads), None)
+    if second is None:
+        return False
+    other = fn(x.clone(), second)
+    return isinstance(other, torch.Tensor) and other.shape == got.shape  # H and Dh both fixed
+
+
 def check_split_heads_strided(fn: Callable) -> CheckResult:
-    """``split_heads_strided(x (B, T, D), num_heads) -> (B, H, T, Dh)``: head h holds columns h::H."""
+    """``split_heads_strided(x (B, T, D), num_heads) -> (B, H, T, Dh)``: head h holds columns h::H.
+
+    A wrong output is first tried with a second num_heads on the same x: a number of heads that does
+    not follow the argument is named "ignores num_heads" (a hard-coded H can give, for one H, the
+    same tensor as another mistake)."""
+    hard_coded = Mistake(
+        "ignores num_heads", "the number of heads is the num_heads argument: your function gives the same "
+        "number of heads for two different num_heads (a fixed H in the code?); dimension 1 must be num_heads.",
+        when=lambda args, got: _hard_coded_heads(fn, args, got))
     shapes = [((2, 5, 12), 3), ((1, 3, 4), 2), ((2, 4, 16), 8), ((3, 2, 6), 1), ((2, 1, 6), 6), ((1, 4, 10), 5)]
     cases = [
         Case(f"x of shape {shape}, num_heads={h}", (_x(n, *shape), h), _reference_split(_x(n, *shape), h),
@@ -117,7 +139,7 @@ def check_split_heads_strided(fn: Callable) -> CheckResult:
                   "puts that column at index [c, h]? Then order the axes as (B, H, T, Dh).")
         for n, (shape, h) in enumerate(shapes)
     ]
-    return run_cases("split heads, strided", fn, cases, SPLIT_MISTAKES)
+    return run_cases("split heads, strided", fn, cases, [hard_coded, *SPLIT_MISTAKES])
 
 
 # --- merge heads, strided layout -----------------------------------------------------------------
