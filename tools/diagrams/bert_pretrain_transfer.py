@@ -7,7 +7,7 @@ M = "attnbook.models.bert"
 DESC = (
     "Left, pretraining on unlabelled verse pairs: the input [CLS] A1 A2 [SEP] B1 [MASK] B3 [SEP] goes "
     "through Bert, embeddings and a stack of L post-norm EncoderBlocks (BertForPreTraining). The NSP head "
-    "(the pooler, tanh of a linear map of the [CLS] vector, then a two-class softmax) predicts IsNext or "
+    "(the pooler, tanh(W_p h + b_p) of the [CLS] vector h, then a two-class softmax) predicts IsNext or "
     "NotNext; the MLM head (MaskedLMHead: dense, GELU, LayerNorm, then scores against the tied token "
     "table) predicts the hidden token B2 at the chosen position. Right, transfer "
     "(BertForSequenceClassification): the same weights, copied, read one verse [CLS] w1 w2 ... [SEP]; a "
@@ -34,7 +34,7 @@ def draw() -> Figure:
     fig.text(247, 326, "inside " + fig.code("BertForPreTraining", f"{M}.BertForPreTraining"), "code", size=11)
     fig.line([(55, 248), (55, 200)], "stream")
     fig.text(61, 230, "[CLS] vector", "note", anchor="start")
-    head(fig, 30, 164, "NSP head", ["pooler tanh(W_{p} h),", "2-class softmax"])
+    head(fig, 30, 164, "NSP head", ["pooler tanh(W_{p} h + b_{p}),", "2-class softmax"])
     fig.line([(55, 123), (55, 90)], "stream")
     fig.text(35, 80, "IsNext / NotNext", "code", anchor="start", size=11)
     fig.line([(330, 248), (330, 200)], "stream")
