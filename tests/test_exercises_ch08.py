@@ -139,6 +139,9 @@ def test_perplexity_wrong_answers(capsys):
                     capsys, "per-sequence perplexities")
     expect_rejected(check_perplexity, lambda ls: 2 ** float(torch.cat(ls).mean()), capsys, "nats")
     expect_rejected(check_perplexity, lambda ls: float(torch.cat(ls).mean()), capsys, "its exp")
+    # the mean loss turned into bits, then exp: a mix of the two bases
+    expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).mean()) / math.log(2)),
+                    capsys, "converted the mean loss to bits")
     expect_rejected(check_perplexity, lambda ls: math.exp(float(ls[0].mean())), capsys)  # ignores sequences
     expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).median())), capsys,
                     "median")
@@ -302,7 +305,7 @@ def test_top_p_wrong_answers(capsys):
         drop = (probs.cumsum(-1) - probs >= p)[:1].expand_as(probs)
         return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
 
-    expect_rejected(check_top_p, drops_crossing, capsys, "crosses p")
+    expect_rejected(check_top_p, drops_crossing, capsys, "crosses rho")
     expect_rejected(check_top_p, unsorted, capsys, "sort")
     expect_rejected(check_top_p, on_logits, capsys, "not logits")
     expect_rejected(check_top_p, in_place, capsys, "in place")
@@ -420,7 +423,18 @@ def test_greedy_cached_wrong_answers(capsys):
                 logits, state = m.step(token, state)
         return torch.cat(out, 1)
 
-    expect_rejected(check, sampled, capsys)
+    expect_rejected(check, sampled, capsys, "not the most likely")
+    # temperature sampling, and the right tokens but argmin by mistake, are named the same way
+    def argmin(m, x, n):
+        out, (logits, state) = [x], m.start(x)
+        for i in range(n):
+            token = logits.argmin(-1)
+            out.append(token[:, None])
+            if i + 1 < n:
+                logits, state = m.step(token, state)
+        return torch.cat(out, 1)
+
+    expect_rejected(check, argmin, capsys, "not the most likely")
 
 
 # --- next-token loss ---

@@ -109,3 +109,33 @@ def test_committed_window16_is_the_exercises_run():
     result = load_result("gpt_window16.json")
     assert (result["window"], result["batch"], result["steps"], result["seed"]) == (16, 256, 600, 0)
     assert "--window 16" in result["command"]
+
+
+def test_finetune_smoke_run_chooses_on_validation(tmp_path):
+    out = tmp_path / "finetune.json"
+    _run("gpt_finetune.py", "--smoke", "--seeds", "0", "--lrs", "1e-3", "3e-3", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert len(result["runs"]) == 4 and len(result["chosen"]) == 2
+    _assert_chosen_on_validation(result)
+
+
+def _assert_chosen_on_validation(result):
+    """Each chosen point is the best validation accuracy of its side and seed (the earliest
+    step, then the lowest rate, on ties); the test accuracy chooses nothing."""
+    for pick in result["chosen"]:
+        points = [(-p["valid"], p["step"], r["lr"], p["test"]) for r in result["runs"]
+                  if r["side"] == pick["side"] and r["seed"] == pick["seed"]
+                  for p in r["curve"]]
+        assert min(points) == (-pick["valid"], pick["step"], pick["lr"], pick["test"])
+        assert pick["valid"] == max(-p[0] for p in points)
+
+
+def test_committed_finetune_is_complete():
+    result = load_result("gpt_finetune.json")
+    assert {(r["side"], r["seed"], r["lr"]) for r in result["runs"]} == {
+        (side, seed, lr) for side in ("pre-trained", "from scratch") for seed in (0, 1, 2)
+        for lr in result["lrs"]}
+    assert all(r["curve"][-1]["step"] == result["steps"] for r in result["runs"])
+    assert (result["train_verses"], result["valid_verses"], result["test_verses"]) == (
+        1200, 400, 600)
+    _assert_chosen_on_validation(result)

@@ -5,14 +5,15 @@ from .svg import Figure
 
 LM = "attnbook.tasks.language_modeling.next_token_loss"
 BATCHES = "attnbook.tasks.token_stream.lm_batches"
-WORDS = ["In", "·the", "·begin", "ning", "·God", "·created"]  # BPE pieces of Genesis 1:1
+WORDS = ["I", "n", "·the", "·be", "g", "in"]  # the chapter's BPE pieces of "In the beginning"
 DESC = (
     "The next-token shift. A window of T + 1 consecutive tokens x_1 ... x_{T+1} (lm_batches) is cut "
     "twice: its first T tokens are the model's input, its last T tokens are the targets. Position t "
     "of the input reads x_1 ... x_t through the causal mask and is scored on x_{t+1}, so one forward "
     "pass gives T (context, target) pairs: x_1 predicts x_2, x_1 x_2 predict x_3, and so on "
-    "(next_token_loss averages the T cross-entropies). Drawn for the first six pieces of Genesis 1:1, "
-    "T = 5; in this chapter T = 64."
+    "(next_token_loss averages the T cross-entropies). Drawn for the first six pieces into which the "
+    "chapter's 512-token BPE cuts 'In the beginning, God created' (I, n, ·the, ·be, g, in), T = 5; "
+    "in this chapter T = 64."
 )
 X0, CW, GAP = 210, 104, 10  # left edge of the first token, cell width, gap between cells
 WINDOW_Y, TARGET_Y, INPUT_Y = 72, 150, 250
@@ -30,9 +31,7 @@ def draw() -> Figure:
         fig.text(mid[i], WINDOW_Y - 8, word, "code", size=12)
         fig.tensor(x, WINDOW_Y, f"x_{{{i + 1}}}", "stream", w=CW)
     fig.text(X0 - 16, TARGET_Y + 12, "targets x_{2} … x_{T+1}", "note", anchor="end")
-    fig.text(X0 - 16, TARGET_Y + 28, "tokens[:, 1:]", "code", anchor="end", size=11)
     fig.text(X0 - 16, INPUT_Y + 12, "input x_{1} … x_{T}", "note", anchor="end")
-    fig.text(X0 - 16, INPUT_Y + 28, "tokens[:, :-1]", "code", anchor="end", size=11)
     for i in range(n - 1):
         fig.tensor(xs[i + 1], TARGET_Y, f"x_{{{i + 2}}}", "value", w=CW)
         fig.tensor(xs[i], INPUT_Y, f"x_{{{i + 1}}}", "query", w=CW)

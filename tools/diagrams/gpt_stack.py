@@ -7,7 +7,7 @@ L = "attnbook.layers"
 GPT = "attnbook.models.gpt.GPT"
 BLOCK = f"{L}.CausalBlock"
 DESC = (
-    "The library's GPT, labelled with Section 8.3's symbols. Tokens x_1 ... x_T (one-hot U, (B, T)) go through "
+    "The library's GPT, labelled with Section 8.3's symbols. Token ids x_1 ... x_T, shape (B, T) (U, the equation's (T, V) matrix, is their one-hot) go through "
     "embeddings (Embeddings: token table W_E plus LearnedPositionalEmbedding W_P), giving X^(0) = U W_E + W_P, "
     "shape (B, T, D), then L CausalBlocks (blocks), X^(l) = block(X^(l-1)), ending at X^(L). The residual stream "
     "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
@@ -25,7 +25,7 @@ def draw() -> Figure:
     fig = Figure("gpt_stack", 900, 670, "GPT: a decoder-only stack of pre-norm causal blocks", DESC)
     fig.text(30, 28, fig.code("GPT", GPT) + ": pre-norm, x = x + sublayer(LayerNorm(x)); causal; tied output",
              "title", anchor="start")
-    fig.text(SX, 630, "tokens x_{1} … x_{T}: U (B, T)", "code", size=12)
+    fig.text(SX, 630, "token ids x_{1} … x_{T} (B, T); U = one-hot", "code", size=12)
     fig.line([(SX, 612), (SX, 588)], "stream")
     fig.box(SX - 135, 546, 270, 40, fig.code("embeddings: Embeddings", f"{GPT}:embeddings", f"{L}.Embeddings"),
             sub="tokens + " + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)

@@ -99,6 +99,10 @@ def check_perplexity(fn: Callable) -> CheckResult:
         Mistake("mean of sequence means", "you averaged the sequences' mean losses: every *token* must count once, so long sequences weigh more.", gives=lambda losses: math.exp(sum(float(x.mean()) for x in losses) / len(losses))),
         Mistake("mean of perplexities", "you averaged per-sequence perplexities: average the losses first, then take one exp.", gives=lambda losses: sum(math.exp(float(x.mean())) for x in losses) / len(losses)),
         Mistake("base 2", "the losses are in nats (natural log): use exp, not 2 ** loss.", gives=lambda losses: 2 ** (float(torch.cat(losses).mean()))),
+        Mistake("bits, then exp", "you converted the mean loss to bits (divided by ln 2) and "
+                "then took exp: a loss in bits goes with 2 ** loss, a loss in nats with "
+                "exp(loss); the two give the same perplexity, a mix of them does not.",
+                gives=lambda losses: math.exp(float(torch.cat(losses).mean()) / math.log(2))),
         Mistake("no exp", "that is the mean loss itself: the perplexity is its exp.", gives=lambda losses: float(torch.cat(losses).mean())),
         Mistake("first token of each sequence skipped", "every loss given counts, the first "
                 "of each sequence too: the losses are already one per predicted token (the "
@@ -312,40 +316,41 @@ _BPE_ENDLESS = ("your function did not stop (over 2 million lines run on a case 
 # --- 3. top-p (nucleus) filtering --------------------------------------------------------------
 
 def check_top_p(fn: Callable) -> CheckResult:
-    """``fn(logits (B, V), p) -> (B, V)``: keep the smallest set of most likely tokens whose
-    probabilities add up to at least p (always at least the most likely one); set the others to -inf."""
+    """``fn(logits (B, V), rho) -> (B, V)``: keep the smallest set of most likely tokens whose
+    probabilities add up to at least rho, the threshold the chapter calls ρ (always at least the
+    most likely one); set the others to -inf."""
     def probs_to_logits(rows):
         return torch.tensor(rows, dtype=torch.float64).log()
 
     examples = [
         # first: a threshold filter and a cumsum of logits fail here differently
-        ("probabilities 0.6 0.35 0.05, p=0.5: only the top stays",
+        ("probabilities 0.6 0.35 0.05, rho=0.5: only the top stays",
          probs_to_logits([[0.6, 0.35, 0.05]]),
          0.5),
-        ("probabilities 0.5 0.3 0.2, p=0.7", probs_to_logits([[0.5, 0.3, 0.2]]), 0.7),
-        ("unsorted row, p=0.65", probs_to_logits([[0.1, 0.6, 0.05, 0.25]]), 0.65),
-        ("three tokens, p=0.7", probs_to_logits([[0.2, 0.5, 0.3]]), 0.7),
-        ("p smaller than the top probability: only the top stays", probs_to_logits([[0.2, 0.7, 0.1]]), 0.3),
-        ("p = 1 keeps everything", probs_to_logits([[0.4, 0.35, 0.25]]), 1.0),
+        ("probabilities 0.5 0.3 0.2, rho=0.7", probs_to_logits([[0.5, 0.3, 0.2]]), 0.7),
+        ("unsorted row, rho=0.65", probs_to_logits([[0.1, 0.6, 0.05, 0.25]]), 0.65),
+        ("three tokens, rho=0.7", probs_to_logits([[0.2, 0.5, 0.3]]), 0.7),
+        ("rho smaller than the top probability: only the top stays", probs_to_logits([[0.2, 0.7, 0.1]]), 0.3),
+        ("rho = 1 keeps everything", probs_to_logits([[0.4, 0.35, 0.25]]), 1.0),
         ("a batch of rows with different nuclei",
          torch.randn(3, 9, generator=torch.Generator().manual_seed(0), dtype=torch.float64) * 2, 0.8),
-        ("raw logits (not log-probabilities), p=0.9", torch.tensor([[2.0, 1.0, 0.0, -1.0, 3.0]]), 0.9),
-        ("ties: equal probabilities join the nucleus lower index first, p=0.45",
+        ("raw logits (not log-probabilities), rho=0.9", torch.tensor([[2.0, 1.0, 0.0, -1.0, 3.0]]), 0.9),
+        ("ties: equal probabilities join the nucleus lower index first, rho=0.45",
          probs_to_logits([[0.1, 0.2, 0.2, 0.2, 0.3], [0.24, 0.24, 0.24, 0.24, 0.04]]),
          0.45),
         # exact in binary: the mass before the 65th of 128 equal tokens is exactly 0.5; at
         # this width PyTorch's default (unstable) CPU sort reverses equal values, so only a
         # stable sort keeps the lower indices
-        ("on the boundary: the mass before a token is exactly p, 128 equal tokens, p=0.5",
+        ("on the boundary: the mass before a token is exactly rho, 128 equal tokens, rho=0.5",
          torch.zeros(2, 128, dtype=torch.float64), 0.5),
-        ("the nucleus sits in the middle of a shuffled row, p=0.6",
+        ("the nucleus sits in the middle of a shuffled row, rho=0.6",
          probs_to_logits([[0.05, 0.15, 0.4, 0.1, 0.3]]), 0.6),
-        ("float32, 512 tokens, p = 1 keeps every token",
+        ("float32, 512 tokens, rho = 1 keeps every token",
          torch.randn(4, 512, generator=torch.Generator().manual_seed(1)) * 3, 1.0),
     ]
     cases = [Case(d, (logits, p), filter_logits(logits, top_p=p),
                   hint="softmax, sort descending, cumulative sum; drop a token when the mass *before* it "
-                       "already reaches p; on a tie the lower index comes first")
+                       "already reaches rho; on a tie the lower index comes first")
              for d, logits, p in examples]
 
     def drops_crossing(logits, p):
@@ -409,7 +414,7 @@ def check_top_p(fn: Callable) -> CheckResult:
                 "the logits with the dropped tokens at -inf: return the logits themselves, unchanged "
                 "where kept.", gives=log_probs_unnormalised),
         Mistake("float32 at p = 1", "in float32 the running sum reaches 1.0 before the tail, "
-                "so p = 1 dropped tokens: p = 1 must keep every token (return the logits "
+                "so rho = 1 dropped tokens: rho = 1 must keep every token (return the logits "
                 "unchanged then, or sum in float64).",
                 when=lambda args, got: args[1] >= 1.0 and isinstance(got, torch.Tensor)
                 and bool(torch.isinf(got).any())),
@@ -418,12 +423,12 @@ def check_top_p(fn: Callable) -> CheckResult:
                 "rows): sort with stable=True so equally likely tokens join lower index first.",
                 gives=unstable),
         Mistake("keeps every tie",
-                "you kept every token as likely as the one that reaches p: tied tokens "
+                "you kept every token as likely as the one that reaches rho: tied tokens "
                 "join the nucleus one at a time, lower index first, and it stops as soon "
-                "as the mass reaches p.", gives=keeps_every_tie),
-        Mistake("drops the crossing token", "you dropped the token that crosses p: keep it (drop only when the mass *before* a token reaches p).", gives=drops_crossing),
+                "as the mass reaches rho.", gives=keeps_every_tie),
+        Mistake("drops the crossing token", "you dropped the token that crosses rho: keep it (drop only when the mass *before* a token reaches rho).", gives=drops_crossing),
         Mistake("drops only past p", "a token is dropped as soon as the mass *before* it "
-                "reaches p, equal included (>=, not >).", gives=strict),
+                "reaches rho, equal included (>=, not >).", gives=strict),
         Mistake("mask not scattered back", "you built the drop mask in sorted order and "
                 "applied it in vocabulary order: scatter it back through the sort's indices "
                 "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
@@ -434,8 +439,8 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("unsorted", "sort the probabilities from largest to smallest before the cumulative sum.", gives=unsorted),
         Mistake("cumsum of logits", "accumulate probabilities (softmax), not logits.", gives=on_logits),
         Mistake("probability threshold", "you kept every token whose probability is at least "
-                "(1 - p) times the top one (a min-p-style threshold): top-p keeps the most likely "
-                "tokens until their *summed* probability reaches p (sort, cumulative sum).",
+                "(1 - rho) times the top one (a min-p-style threshold): top-p keeps the most likely "
+                "tokens until their *summed* probability reaches rho (sort, cumulative sum).",
                 gives=threshold),
     ]
     return run_cases("top-p filter", _without(fn, ("filter_logits",), _TOP_P_LIBRARY), cases,
@@ -546,6 +551,24 @@ def _greedy(model: GPT, prompt: torch.Tensor, num_new: int) -> torch.Tensor:
     return torch.cat(out, dim=1)
 
 
+def _not_greedy_path(args: tuple, got: object) -> bool:
+    """Whether ``got`` is the prompt followed by tokens of the right count of which at least
+    one is not the argmax of the model's logits after the tokens before it (read with the
+    cache done right): the sign of sampling in place of greedy choice."""
+    model, prompt, num_new = args
+    if not (isinstance(got, torch.Tensor) and got.shape == (prompt.shape[0], prompt.shape[1] + num_new)
+            and torch.equal(got[:, :prompt.shape[1]], prompt)):
+        return False
+    with torch.no_grad():
+        logits, state = model.start(prompt)
+        for i in range(num_new):
+            if not torch.equal(logits.argmax(-1), got[:, prompt.shape[1] + i]):
+                return True
+            if i + 1 < num_new:
+                logits, state = model.step(got[:, prompt.shape[1] + i], state)
+    return False
+
+
 def check_greedy_cached(fn: Callable) -> CheckResult:
     """``fn(model, prompt (B, T), num_new) -> (B, T + num_new)``: greedy decoding through
     ``model.start`` and ``model.step`` (the key-value cache), the prompt followed by the
@@ -606,6 +629,9 @@ def check_greedy_cached(fn: Callable) -> CheckResult:
                 gives=last_prompt_token_again),
         Mistake("same token fed", "give step the token chosen *last*, a new one each time.",
                 gives=same_token_fed),
+        Mistake("not the argmax", "a token you chose is not the most likely one after the "
+                "tokens before it: greedy takes logits.argmax(-1) at every step (no sampling, "
+                "no torch.multinomial, no temperature).", when=_not_greedy_path),
     ]
     guarded = _counting_calls(_without(fn, ("generate", "generate_uncached"), _GREEDY_LIBRARY))
     return run_cases("greedy decoding with the cache", no_grad(guarded) if callable(fn) else fn,
