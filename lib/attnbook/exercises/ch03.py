@@ -141,7 +141,7 @@ SDPA_MISTAKES = [
 
 
 def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
-    """``attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
+    """``batched_attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
     cases = []
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
