@@ -3,7 +3,10 @@
 The exercises are variants the chapter does not show: patches cut with an overlapping stride put
 back into an image, attention rollout with one residual weight per layer, and a ViT read out by
 mean pooling instead of its class token. ``check_patch_halving_prediction`` and
-``check_nopos_prediction`` compare a prediction with a measurement.
+``check_nopos_prediction`` compare a prediction with a measurement; on the command line they read
+the answers file's ``predicted_ratio`` and ``predicted_nopos`` (their ``reads_variables``), not a
+``prediction_<name>`` variable. The notebook no longer poses ``mean_accuracy`` (Section 7.5 prints
+the no-position measurement after a "predict now" prompt); its checker stays for the command line.
 
 Each checker varies every argument of the exercise; ``attnbook.exercises.core.run_cases`` guards
 the inputs against in-place changes and names a known mistake when a wrong answer equals its answer.
