@@ -100,7 +100,7 @@ def test_checkers_say_not_done_for_the_stub(capsys):
 
 def test_every_exercise_is_in_the_cli_map():
     assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits",
-                                   "mean_accuracy", "interpolate_positions"}
+                                   "local_attention_mask", "interpolate_positions"}
 
 
 def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
@@ -418,111 +418,94 @@ def test_the_command_line_checks_the_prediction_too(tmp_path, capsys):
     assert "write your prediction into predicted_ratio" in capsys.readouterr().out
 
 
-# ----- 6. predict, then read the measurement: a ViT without positions -----
+# ----- 6. a local attention mask for any grid and radius -----
 
-def mean_accuracy_reference(rows, model, fraction, key):
-    values = [r[key] for r in rows if r["model"] == model and r["fraction"] == fraction]
-    return sum(values) / len(values)
-
-
-def mean_accuracy_statistics(rows, model, fraction, key):
-    import statistics
-    return statistics.mean(r[key] for r in rows if (r["model"], r["fraction"]) == (model, fraction))
-
-
-def _measured():
-    from attnbook.results import load_result
-    result = load_result("vit_data_efficiency.json")
-    rows = result["runs"] + result["controls"]
-    f = max(result["fractions"])
-    # the ViT with positions from the same library as the one without (a rerun, where the file has one)
-    vit = "vit_rerun" if any(r["model"] == "vit_rerun" for r in rows) else "vit"
-    got = {(m, k): 100 * mean_accuracy_reference(rows, m, f, k)
-           for m in (vit, "vit_nopos") for k in ("test_accuracy", "test_accuracy_shift_2")}
-    return {(m.replace("_rerun", ""), k): v for (m, k), v in got.items()}
+def local_mask_reference(grid_size, radius):
+    index = torch.arange(grid_size * grid_size)
+    rows, cols = index // grid_size, index % grid_size
+    near = torch.maximum((rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()) <= radius
+    mask = torch.ones(1 + grid_size ** 2, 1 + grid_size ** 2, dtype=torch.bool)
+    mask[1:, 0] = False
+    mask[1:, 1:] = near
+    return mask
 
 
-@pytest.mark.parametrize("fn", [mean_accuracy_reference, mean_accuracy_statistics])
-def test_mean_accuracy_accepts_correct_answers(fn, capsys):
-    assert ch07.check_mean_accuracy(fn)
-    got = _measured()
-    plain, shift = got[("vit_nopos", "test_accuracy")], got[("vit_nopos", "test_accuracy_shift_2")]
-    for prediction in ((plain, shift), (round(plain), round(shift)), (plain + 8, shift - 8)):
-        assert ch07.check_nopos_prediction(prediction, fn)
+def local_mask_loops(grid_size, radius):
+    n = grid_size * grid_size
+    mask = torch.zeros(1 + n, 1 + n, dtype=torch.bool)
+    mask[0] = True
+    for a in range(n):
+        for b in range(n):
+            (ra, ca), (rb, cb) = divmod(a, grid_size), divmod(b, grid_size)
+            mask[1 + a, 1 + b] = max(abs(ra - rb), abs(ca - cb)) <= radius
+    return mask
 
 
-MEAN_ACCURACY_WRONG = {
-    "percent": (lambda rows, m, f, k: 100 * mean_accuracy_reference(rows, m, f, k), "percent"),
-    "every fraction": (lambda rows, m, f, k: mean_accuracy_reference([dict(r, fraction=0) for r in rows], m, 0, k),
-                       "all_fractions"),
-    "every model": (lambda rows, m, f, k: mean_accuracy_reference([dict(r, model="") for r in rows], "", f, k),
-                    "models_mixed"),
-    "name prefix": (lambda rows, m, f, k: mean_accuracy_reference(
-        [dict(r, model=m) if r["model"].startswith(m) else r for r in rows], m, f, k), "prefix_match"),
-    "first seed only": (lambda rows, m, f, k: next(r[k] for r in rows if (r["model"], r["fraction"]) == (m, f)),
-                        "first_seed"),
-    "median": (lambda rows, m, f, k: __import__("statistics").median(
-        r[k] for r in rows if (r["model"], r["fraction"]) == (m, f)), "median"),
-    "wrong key": (lambda rows, m, f, k: mean_accuracy_reference(rows, m, f, "test_accuracy"), None),
-    "sorts the rows in place": (lambda rows, m, f, k: rows.sort(key=lambda r: r[k]) or
-                                mean_accuracy_reference(rows, m, f, k), MUTATION),
+def _edited(**changes):
+    def wrong(g, r):
+        mask = local_mask_reference(g, r)
+        if "patches_read_class" in changes:
+            mask[1:, 0] = True
+        if "class_self" in changes:
+            mask[0, 1:] = False
+        if "float" in changes:
+            mask = mask.float()
+        return mask
+    return wrong
+
+
+def _manhattan(g, r):
+    index = torch.arange(g * g)
+    rows, cols = index // g, index % g
+    mask = local_mask_reference(g, r)
+    mask[1:, 1:] = (rows[:, None] - rows[None]).abs() + (cols[:, None] - cols[None]).abs() <= r
+    return mask
+
+
+def _flat(g, r):
+    index = torch.arange(g * g)
+    mask = local_mask_reference(g, r)
+    mask[1:, 1:] = (index[:, None] - index[None]).abs() <= r
+    return mask
+
+
+LOCAL_MASK_WRONG = {
+    "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
+    "a diamond (Manhattan distance)": (_manhattan, "manhattan"),
+    "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),
+    "neighbours along the flattened sequence": (_flat, "flattened_sequence"),
+    "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),
+    "class token reads only itself": (_edited(class_self=True), "class_reads_self_only"),
+    "no class token": (lambda g, r: local_mask_reference(g, r)[1:, 1:], "no_class_token"),
+    "radius fixed at 1": (lambda g, r: local_mask_reference(g, 1), None),
+    "grid fixed at 4x4": (lambda g, r: local_mask_reference(4, r), None),
+    "floats, not booleans": (_edited(float=True), None),
 }
 
 
-@pytest.mark.parametrize("name", MEAN_ACCURACY_WRONG)
-def test_mean_accuracy_checker_rejects(name, capsys):
-    fn, diagnosis = MEAN_ACCURACY_WRONG[name]
-    result = ch07.check_mean_accuracy(fn)
+@pytest.mark.parametrize("fn", [local_mask_reference, local_mask_loops])
+def test_local_mask_accepts_correct_answers(fn):
+    assert ch07.check_local_attention_mask(fn)
+
+
+@pytest.mark.parametrize("name", LOCAL_MASK_WRONG)
+def test_local_mask_checker_rejects(name, capsys):
+    fn, diagnosis = LOCAL_MASK_WRONG[name]
+    result = ch07.check_local_attention_mask(fn)
     assert not result
     assert result.diagnosis == (diagnosis or "")
-    # and the prediction is not compared while the function is wrong
-    assert not ch07.check_nopos_prediction((50, 35), fn)
 
 
-def _wrong_predictions():
-    got = _measured()
-    plain, shift = got[("vit_nopos", "test_accuracy")], got[("vit_nopos", "test_accuracy_shift_2")]
-    kept_with_positions = got[("vit", "test_accuracy_shift_2")] / got[("vit", "test_accuracy")]
-    return {
-        "the paper's few points": ((got[("vit", "test_accuracy")] - 3, shift), "paper_few_points"),
-        "fractions, not percent": ((plain / 100, shift / 100), "fractions_not_percent"),
-        "no drop under the shift": ((plain, plain), "no_drop"),
-        "the same share as with positions": ((plain, plain * kept_with_positions), "like_positions"),
-        "far too low": ((plain - 30, shift), "unshifted_off"),
-        "shifted far too low": ((plain, 0.0), "shifted_off"),
-    }
-
-
-@pytest.mark.parametrize("name", ["the paper's few points", "fractions, not percent", "no drop under the shift",
-                                  "the same share as with positions", "far too low", "shifted far too low"])
-def test_nopos_prediction_far_from_the_file_fails(name, capsys):
-    prediction, diagnosis = _wrong_predictions()[name]
-    result = ch07.check_nopos_prediction(prediction, mean_accuracy_reference)
-    assert not result
-    assert result.diagnosis == diagnosis
-
-
-def test_nopos_prediction_not_done_and_not_numbers(capsys):
-    assert not ch07.check_nopos_prediction(None, mean_accuracy_reference)
-    assert "not done yet" in capsys.readouterr().out
-    assert not ch07.check_nopos_prediction("about half", mean_accuracy_reference)
-    assert not ch07.check_nopos_prediction((50, 35), lambda *a: (_ for _ in ()).throw(NotImplementedError))
-
-
-def test_the_command_line_checks_the_nopos_prediction(tmp_path, capsys):
-    from attnbook.exercises.__main__ import check_file
-    got = _measured()
-    answers = tmp_path / "answers.py"
-    body = ("def mean_accuracy(rows, model, fraction, key):\n"
-            "    values = [r[key] for r in rows if r['model'] == model and r['fraction'] == fraction]\n"
-            "    return sum(values) / len(values)\n")
-    answers.write_text(body + f"\npredicted_nopos = ({got[('vit_nopos', 'test_accuracy')]:.0f}, "
-                              f"{got[('vit_nopos', 'test_accuracy_shift_2')]:.0f})\n")
-    check_file("ch07", answers)
-    assert "✓ a ViT without positions" in capsys.readouterr().out
-    answers.write_text(body + "\npredicted_nopos = (97, 95)\n")
-    check_file("ch07", answers)
-    assert "✗ a ViT without positions" in capsys.readouterr().out
+def test_the_chapter_local_mask_is_the_benchmark_mask():
+    import importlib.util
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "vit_data_efficiency.py"
+    import sys
+    sys.path.insert(0, str(path.parent))
+    spec = importlib.util.spec_from_file_location("vit_data_efficiency", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert torch.equal(module.neighbour_mask(4), local_mask_reference(4, 1))
 
 
 # ----- 7. the position table interpolated in 2-D -----

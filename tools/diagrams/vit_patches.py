@@ -29,8 +29,6 @@ def draw() -> Figure:
     image(fig)
     flattened(fig)
     tokens(fig)
-    # the grey lines carry the image, its patches and the tokens (no residual connection is drawn)
-    fig.legend(30, 408, ["stream"], meanings={"stream": "data: the image, its patches, the tokens"})
     return fig
 
 
@@ -83,7 +81,7 @@ def tokens(fig: Figure) -> None:
     fig.text(TX - 8, TY + 20, fig.code("PatchTokens", f"{PATCHES}.PatchTokens"), "code", anchor="end", size=11)
     fig.text(TX - 8, TY + 76, "+ rows of E_{pos}", "math",
              anchor="end", size=13)
-    fig.text(TX - 8, TY + 92, "(1 + N, D)", "shape", anchor="end")
+    fig.text(TX - 8, TY + 112, "(1 + N, D)", "shape", anchor="end")
     fig.text(TX + TW / 2, TY + 104, "learned class token in front; the sum is z_{0}", "note", anchor="start")
     end = TX + 10 * (TW + 5)
     fig.line([(end, TY + 43), (end + 24, TY + 43)], "stream")

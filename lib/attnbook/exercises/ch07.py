@@ -2,8 +2,10 @@
 
 The exercises are variants the chapter does not show: patches cut with an overlapping stride put
 back into an image, attention rollout with one residual weight per layer, and a ViT read out by
-mean pooling instead of its class token. ``check_patch_halving_prediction`` and
-``check_nopos_prediction`` compare a prediction with a measurement.
+mean pooling instead of its class token, and the local attention mask of Section 7.5's
+``vit_local`` for any grid and radius. ``check_patch_halving_prediction`` compares a prediction
+with a measurement; on the command line it reads the answers file's ``predicted_ratio`` (its
+``reads_variables``), not a ``prediction_<name>`` variable.
 
 Each checker varies every argument of the exercise; ``attnbook.exercises.core.run_cases`` guards
 the inputs against in-place changes and names a known mistake when a wrong answer equals its answer.
@@ -683,156 +685,78 @@ def check_mean_pool_logits(fn: Callable) -> CheckResult:
     return run_cases("mean pooling instead of the class token", no_grad(fn), cases, MEAN_POOL_MISTAKES)
 
 
-# ----- 6. predict, then read the measurement: a ViT without positions ---------------------------------
+# ----- 6. a local attention mask for any grid and radius ------------------------------------------
 
-def _mean_accuracy(rows: Sequence[dict], model: str, fraction: float, key: str) -> float:
-    values = [r[key] for r in rows if r["model"] == model and r["fraction"] == fraction]
-    return sum(values) / len(values)
-
-
-def _mean_all_fractions(rows, model, fraction, key):
-    values = [r[key] for r in rows if r["model"] == model]
-    return sum(values) / len(values)
-
-
-def _first_seed(rows, model, fraction, key):
-    return next(r[key] for r in rows if r["model"] == model and r["fraction"] == fraction)
+def _local_mask(grid_size: int, radius: int, distance: str = "chebyshev") -> torch.Tensor:
+    index = torch.arange(grid_size * grid_size)
+    rows, cols = index // grid_size, index % grid_size  # (N,) each
+    dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()  # (N, N)
+    d = torch.maximum(dr, dc) if distance == "chebyshev" else dr + dc
+    mask = torch.ones(1 + grid_size ** 2, 1 + grid_size ** 2, dtype=torch.bool)
+    mask[1:, 0] = False  # patches do not read the class token
+    mask[1:, 1:] = d <= radius
+    return mask
 
 
-def _median(rows, model, fraction, key):
-    values = sorted(r[key] for r in rows if r["model"] == model and r["fraction"] == fraction)
-    return values[len(values) // 2] if len(values) % 2 else (values[len(values) // 2 - 1] + values[len(values) // 2]) / 2
+def _local_mask_flat(grid_size, radius):  # neighbours along the flattened sequence, not the grid
+    n = grid_size * grid_size
+    mask = _local_mask(grid_size, radius)
+    index = torch.arange(n)
+    mask[1:, 1:] = (index[:, None] - index[None]).abs() <= radius
+    return mask
 
 
-def _models_mixed(rows, model, fraction, key):
-    values = [r[key] for r in rows if r["fraction"] == fraction]
-    return sum(values) / len(values)
+def _local_mask_edit(**changes):
+    def wrong(grid_size, radius):
+        mask = _local_mask(grid_size, radius)
+        if "patches_read_class" in changes:
+            mask[1:, 0] = True
+        if "class_reads_self_only" in changes:
+            mask[0, 1:] = False
+        return mask
+    return wrong
 
 
-def _prefix_match(rows, model, fraction, key):
-    values = [r[key] for r in rows if r["model"].startswith(model) and r["fraction"] == fraction]
-    return sum(values) / len(values)
-
-
-MEAN_ACCURACY_MISTAKES = (
-    Mistake("percent", "the mean is right but in percent; return it as the file stores it, between 0 and 1",
-            gives=lambda rows, m, f, k: 100 * _mean_accuracy(rows, m, f, k)),
-    Mistake("all_fractions", "the rows of every training fraction were averaged; keep only the rows of "
-            "`fraction`", gives=_mean_all_fractions),
-    Mistake("models_mixed", "the rows of every model were averaged; keep only the rows of `model`",
-            gives=_models_mixed),
-    Mistake("prefix_match", "rows whose model name only starts with `model` were kept too ('vit' also matches "
-            "'vit_nopos'); compare the names exactly", gives=_prefix_match),
-    Mistake("first_seed", "only the first matching row (one seed) was read; average all the seeds' rows",
-            gives=_first_seed),
-    Mistake("median", "this is the median of the seeds; take their mean", gives=_median),
+LOCAL_MASK_MISTAKES = (
+    Mistake("inverted",
+            "True and False are swapped: in this book True means 'may attend' (the opposite of "
+            "nn.MultiheadAttention's attn_mask)",
+            gives=lambda g, r: ~_local_mask(g, r)),
+    Mistake("manhattan",
+            "this is a diamond (|row difference| + |column difference| <= radius); the 3x3 neighbourhood "
+            "of a convolution is a square: the larger of the two differences <= radius",
+            gives=lambda g, r: _local_mask(g, r, "manhattan")),
+    Mistake("strict",
+            "one ring too small: use distance <= radius (radius 0 keeps each patch's own position)",
+            gives=lambda g, r: _local_mask(g, r - 1)),
+    Mistake("flattened_sequence",
+            "neighbours along the flattened sequence are not neighbours on the grid: patch n is at row "
+            "n // grid_size, column n % grid_size",
+            gives=_local_mask_flat),
+    Mistake("patches_read_class",
+            "the patches may read the class token here; in vit_local they attend only to patches "
+            "(column 0 is False below row 0)",
+            gives=_local_mask_edit(patches_read_class=True)),
+    Mistake("class_reads_self_only",
+            "the class token must still read every patch (row 0 is all True), or the read-out sees nothing",
+            gives=_local_mask_edit(class_reads_self_only=True)),
+    Mistake("no_class_token",
+            "the class token is missing: the mask is (1 + N, 1 + N), row and column 0 for the class token",
+            when=lambda args, got: isinstance(got, torch.Tensor)
+            and tuple(got.shape) == (args[0] ** 2, args[0] ** 2)),
 )
 
 
-def _rows_table(seed: int, seeds: int) -> list[dict]:
-    """Results-file-like rows: three models (one named as a prefix of another), two fractions."""
-    g = torch.Generator().manual_seed(seed)
-    rows = []
-    for model in ("vit", "cnn", "vit_nopos"):
-        for fraction in (0.1, 1.0):
-            for s in range(seeds):
-                acc = torch.rand(3, generator=g).mul(0.6).add(0.35).tolist()
-                rows.append({"model": model, "fraction": fraction, "seed": s, "test_accuracy": round(acc[0], 4),
-                             "test_accuracy_shift_1": round(acc[1], 4), "test_accuracy_shift_2": round(acc[2], 4)})
-    return rows
-
-
-def _check_mean_accuracy_cases(fn: Callable) -> CheckResult:
-    cases = []
-    for n, (seeds, model, fraction, key) in enumerate([
-            (3, "vit_nopos", 1.0, "test_accuracy"), (3, "vit", 1.0, "test_accuracy_shift_2"),
-            (4, "vit", 0.1, "test_accuracy"), (2, "cnn", 0.1, "test_accuracy_shift_1"),
-            (5, "vit_nopos", 0.1, "test_accuracy_shift_2")]):
-        rows = _rows_table(n, seeds)
-        cases.append(Case(f"{len(rows)} rows ({seeds} seeds), model {model!r}, fraction {fraction}, {key!r}",
-                          (rows, model, fraction, key), _mean_accuracy(rows, model, fraction, key), atol=1e-9,
-                          hint="keep the rows whose 'model' equals model and whose 'fraction' equals fraction; "
-                               "return the mean of their `key` values (between 0 and 1)."))
-    return run_cases("mean accuracy over the seeds", fn, cases, MEAN_ACCURACY_MISTAKES)
-
-
-CHANCE = 10.0  # percent: ten balanced classes
-
-
-def _file_rows() -> tuple[list[dict], dict]:
-    from attnbook.results import load_result
-    result = load_result("vit_data_efficiency.json")
-    return result["runs"] + result.get("controls", []), result
-
-
-def check_nopos_prediction(predicted: object, mean_accuracy: Callable) -> CheckResult:
-    """Compare the reader's prediction, ``(unshifted %, shifted by 2 pixels %)`` for the ViT without
-    position embeddings trained on all the data, with the results file (read through the reader's
-    ``mean_accuracy(rows, model, fraction, key)``, which is checked first on made-up rows)."""
-    name = "a ViT without positions"
-    if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_nopos, then run the cell.")
-    try:
-        guess_plain, guess_shift = (float(v) for v in predicted)  # type: ignore[union-attr]
-    except (TypeError, ValueError):
-        return _finish(name, False, f"predicted_nopos must be two numbers (percent), got {predicted!r}.")
-    checked = _check_mean_accuracy_cases(mean_accuracy)
-    if not checked:
-        return _finish(name, False, "fix mean_accuracy first (above), then compare your prediction.",
-                       checked.diagnosis)
-    rows, result = _file_rows()
-    if not any(r["model"] == "vit_nopos" for r in rows):
-        return _finish(name, False, "the results file holds no run of the ViT without positions.")
-    fraction = max(result["fractions"])
-    # the ViT with positions run with the same library as vit_nopos, where the file has that rerun
-    vit = "vit_rerun" if any(r["model"] == "vit_rerun" for r in rows) else "vit"
-    got = {(m, k): 100 * float(mean_accuracy(rows, m, fraction, k))
-           for m in (vit, "vit_nopos") for k in ("test_accuracy", "test_accuracy_shift_2")}
-    plain, shift = got[("vit_nopos", "test_accuracy")], got[("vit_nopos", "test_accuracy_shift_2")]
-    vit_plain, vit_shift = got[(vit, "test_accuracy")], got[(vit, "test_accuracy_shift_2")]
-    seeds = len({r["seed"] for r in rows if r["model"] == "vit_nopos"})
-    def above_chance(shifted: float, clean: float) -> float:  # share of the gain over 10% chance kept
-        return 100 * (shifted - CHANCE) / (clean - CHANCE)
-
-    note = (f"the results file ({seeds} seeds, all the training data): without positions {plain:.1f}% unshifted "
-            f"and {shift:.1f}% shifted by 2 pixels (it keeps {above_chance(shift, plain):.0f}% of its accuracy "
-            f"above the 10% chance level); with positions {vit_plain:.1f}% and {vit_shift:.1f}% (it keeps "
-            f"{above_chance(vit_shift, vit_plain):.0f}%)")
-    tolerance = 10.0  # points, for each of the two numbers
-    if abs(guess_plain - plain) <= tolerance and abs(guess_shift - shift) <= tolerance:
-        return _finish(name, True, f"you predicted {guess_plain:g}% and {guess_shift:g}%; {note}.")
-    if max(guess_plain, guess_shift) <= 1.0 < plain:
-        why, diagnosis = "write percentages (98 for 98%), not fractions", "fractions_not_percent"
-    elif guess_plain > plain + tolerance and guess_plain >= vit_plain - 10:
-        why, diagnosis = ("you expected the paper's few points: there a patch is 16x16x3 numbers, a recognisable "
-                          "piece of the image; here it is 2x2 pixels, and 16 such pieces with no places say little "
-                          "about a digit's shape"), "paper_few_points"
-    elif abs(guess_plain - plain) > tolerance:
-        why, diagnosis = "the unshifted accuracy is off", "unshifted_off"
-    elif guess_shift >= guess_plain - 2 and shift < plain - tolerance / 2:
-        why, diagnosis = ("without positions the model sees the same set of patches wherever they are, but a "
-                          "2-pixel shift also pushes a row or column of patches, with their ink, out of the frame "
-                          "and brings in blank ones"), "no_drop"
-    elif abs(guess_shift / max(guess_plain, 1e-9) - vit_shift / vit_plain) <= 0.1:
-        why, diagnosis = ("you expected it to lose as large a share as the ViT with positions: without a position "
-                          "table there is no position for a patch to be wrong about, only the patches lost at the "
-                          "border"), "like_positions"
-    else:
-        why, diagnosis = "the shifted accuracy is off", "shifted_off"
-    return _finish(name, False, f"you predicted {guess_plain:g}% and {guess_shift:g}%: {why}. Measured: {note}.",
-                   diagnosis)
-
-
-def check_mean_accuracy(mean_accuracy: Callable, predicted_nopos: object = _NOT_GIVEN) -> CheckResult:
-    """``mean_accuracy(rows, model, fraction, key)``: the mean over the seeds of ``key`` in the rows of one
-    model and training fraction; with the answers file's ``predicted_nopos`` (the command line passes it),
-    ``check_nopos_prediction``."""
-    if predicted_nopos is not _NOT_GIVEN:
-        return check_nopos_prediction(predicted_nopos, mean_accuracy)
-    return _check_mean_accuracy_cases(mean_accuracy)
-
-
-check_mean_accuracy.reads_variables = ("predicted_nopos",)  # the answers file's prediction, for the CLI
+def check_local_attention_mask(fn: Callable) -> CheckResult:
+    """``fn(grid_size, radius) -> (1 + N, 1 + N)`` bool mask, True = may attend: the class token reads
+    every token; a patch reads the patches within Chebyshev distance ``radius`` on the grid, not the
+    class token."""
+    cases = [Case(f"a {g}x{g} grid, radius {r}", (g, r), _local_mask(g, r),
+                  hint="patch n sits at (n // g, n % g); a patch may attend to a patch when "
+                       "max(|row difference|, |column difference|) <= radius; row 0 (the class token) "
+                       "is all True, column 0 below it all False.")
+             for g, r in ((4, 1), (3, 1), (4, 0), (5, 2), (2, 1), (6, 1), (5, 3), (1, 1))]
+    return run_cases("a local attention mask", fn, cases, LOCAL_MASK_MISTAKES)
 
 
 # ----- 7. the position table interpolated in 2-D for a larger grid ---------------------------------
@@ -933,5 +857,5 @@ EXERCISES = {
     "unpatchify": check_unpatchify,
     "rollout": check_attention_rollout,
     "mean_pool_logits": check_mean_pool_logits,
-    "mean_accuracy": check_mean_accuracy,
+    "local_attention_mask": check_local_attention_mask,
 }
