@@ -178,7 +178,25 @@ def luong_scaled_by_source(cell, W_c, x, hidden, memory, src_tokens):
     return luong_variant(scale=math.sqrt(memory.shape[-2]))(cell, W_c, x, hidden, memory, src_tokens)
 
 
+def luong_swapped(cell, W_c, x, hidden, memory, src_tokens):
+    """Returns (new_hidden, h_tilde, weights): the first two outputs swapped."""
+    tilde, h, weights = luong_step(cell, W_c, x, hidden, memory, src_tokens)
+    return h, tilde, weights
+
+
+def luong_relu(cell, W_c, x, hidden, memory, src_tokens):
+    """ReLU where h~_t has a tanh."""
+    h = cell(x, hidden)
+    scores = (memory @ h[:, :, None])[..., 0].masked_fill(~src_tokens, float("-inf"))
+    weights = torch.softmax(scores, dim=-1)
+    context = (weights[:, None, :] @ memory)[:, 0]
+    return torch.relu(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
 LUONG_WRONG = [
+    # unnamed before the fifteenth review (rev02f): outputs swapped, ReLU for tanh
+    (luong_swapped, "outputs swapped"),
+    (luong_relu, "relu instead of tanh"),
     # unnamed before the thirteenth review (rev02e): an inverted mask (NaN), tanh(h) carried, / sqrt(S)
     (luong_inverted_mask, "inverted mask"),
     (luong_inverted_mask_no_nan, "inverted mask"),
@@ -458,7 +476,18 @@ def local_p_window_inside(scores, lengths, query, W_p, v_p, sigma):
     return weights.masked_fill(~real, 0.0), centre
 
 
+def local_p_tanh_after(scores, lengths, query, W_p, v_p, sigma):
+    """The tanh on the scalar v_p^T (W_p h_t) instead of on the vector W_p h_t."""
+    S = scores.shape[-1]
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh((query @ W_p.T) @ v_p))
+    real = torch.arange(S)[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), dim=-1).masked_fill(~real, 0.0)
+    j = torch.arange(S).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
 LOCAL_P_WRONG = [
+    (local_p_tanh_after, "tanh after v_p"),  # unnamed before the fifteenth review (rev02f)
     # unnamed before the thirteenth review (rev02e): masking with 0, the window inside the softmax
     (local_p_mask_zero, "masked with zero"),
     (local_p_window_inside, "window inside the softmax"),
@@ -552,6 +581,11 @@ COVERAGE_LOSS_WRONG = [
     (cov_n_plus_one, "divided by N + 1"),
     (cov_not_averaged, "not averaged"),  # misnamed "mean over batch" before the twelfth review
     (cov_variant(lambda a: a.cumsum(1)), "includes current step"),
+    # unnamed before the fifteenth review (rev02f): the batch axis, the previous step only, later steps
+    (cov_variant(lambda a: a.cumsum(0) - a), "cumsum over the batch"),
+    (cov_variant(lambda a: torch.nn.functional.pad(a[:, :-1], (0, 0, 1, 0))), "previous step only"),
+    (cov_variant(lambda a: torch.nn.functional.pad(a[:, 1:], (0, 0, 0, 1)).flip(1).cumsum(1).flip(1)),
+     "later steps only"),
     (cov_variant(lambda a: a.cumsum(-1) - a), "cumsum over positions"),
     (cov_variant(lambda a: (a.cumsum(1) - a).sum(-1, keepdim=True).expand_as(a)), "summed over positions"),
     (cov_variant(lambda a: a - a.cumsum(1)), "coverage subtracted"),

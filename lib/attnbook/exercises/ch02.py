@@ -134,7 +134,8 @@ def check_additive_score(fn: Callable) -> CheckResult:
 
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
-           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False):
+           dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False,
+           relu=False, swap=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
@@ -158,9 +159,11 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
     state = {"new": new_hidden, "old": hidden, "none": torch.zeros_like(hidden)}[joined]  # "none": c_t alone
     pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
     out = pair @ W_c.T
-    out = torch.tanh(out) if tanh else out  # (B, D): h~_t
+    out = torch.relu(out) if relu else torch.tanh(out) if tanh else out  # (B, D): h~_t
     carried = {"h": new_hidden, "tilde": out, "context": context, "old": hidden,
                "tanh_h": torch.tanh(new_hidden)}[carry]
+    if swap:  # (new_hidden, h_tilde, weights): the first two outputs in the wrong order
+        return carried, out, weights
     return out, carried, weights
 
 
@@ -199,6 +202,11 @@ LUONG_MISTAKES = [
     Mistake("wrong axis", "the weights of each sequence must sum to 1 over its source positions: softmax over dim=-1.",
             gives=lambda *a: _luong(*a, dim=0)),
     Mistake("no tanh", "h̃_t = tanh(W_c [c_t; h_t]): the tanh is missing.", gives=lambda *a: _luong(*a, tanh=False)),
+    Mistake("relu instead of tanh", "your h̃_t uses ReLU: Luong's attentional state is tanh(W_c [c_t; h_t]), "
+            "so it lies in (-1, 1) and keeps its negative values.", gives=lambda *a: _luong(*a, relu=True)),
+    Mistake("outputs swapped", "your first two outputs are the wrong way round: return (h_tilde, new_hidden, "
+            "weights), the attentional state h̃_t first and the GRU's new state h_t second.",
+            gives=lambda *a: _luong(*a, swap=True)),
     Mistake("carries h tilde", "the GRU's state is h_t: return it as the new hidden state (h̃_t is what "
             "predicts the token).", gives=lambda *a: _luong(*a, carry="tilde")),
     Mistake("carries tanh of h", "you returned tanh(h_t) as the new hidden state: the GRU cell's output h_t "
@@ -371,8 +379,8 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
              one_sided=False, density=False, one_based=False, absolute=False, window_inside=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
-    hidden = torch.tanh(Wq) if tanh else Wq
-    gate = torch.sigmoid(hidden @ v_p)  # (B,)
+    hidden = torch.tanh(Wq) if tanh is True else Wq
+    gate = torch.sigmoid(torch.tanh(hidden @ v_p) if tanh == "after" else hidden @ v_p)  # (B,)
     L = lengths.to(scores.dtype) if use_lengths else torch.full_like(gate, float(S))
     centre = (L - 1) * gate if span == "L-1" else L * gate  # (B,)
     if rounded:  # True or "round", "floor", "ceil"
@@ -402,6 +410,9 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
 
 
 LOCAL_P_MISTAKES = [
+    Mistake("tanh after v_p", "your tanh sits after v_p, on the scalar: local-p's centre is "
+            "(n - 1)·sigmoid(v_pᵀ tanh(W_p h_t)), the tanh on the vector W_p h_t, before v_p.",
+            gives=lambda *a: _local_p(*a, tanh="after")),
     Mistake("padded width", "your centre uses the padded width S for every row: p = (n - 1)·sigmoid(·) with n "
             "the row's own length, so that the centre lies on the word's letters.",
             gives=lambda *a: _local_p(*a, use_lengths=False)),
@@ -476,10 +487,16 @@ def check_local_p_attention(fn: Callable) -> CheckResult:
 # --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
 def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
               mask_steps=True, reduce="steps", zero_padded=False, rolled=False, others=False,
-              returned_inclusive=False):
+              returned_inclusive=False, source="earlier"):
     if zero_padded:  # padded steps' weights zeroed before the coverage is accumulated
         weights = weights * tgt_mask[..., None].to(weights.dtype)
-    if others:  # every other step's weights, the later ones included: total minus this step
+    if source == "batch":  # accumulated over the batch axis (dim 0), not the steps
+        coverage = weights.cumsum(dim=0) - weights
+    elif source == "previous":  # the previous step's weights only, not all earlier steps
+        coverage = torch.cat([torch.zeros_like(weights[:, :1]), weights[:, :-1]], dim=1)
+    elif source == "later":  # the steps after this one instead of those before it
+        coverage = weights.sum(dim=1, keepdim=True) - weights.cumsum(dim=1)
+    elif others:  # every other step's weights, the later ones included: total minus this step
         coverage = weights.sum(dim=1, keepdim=True) - weights
     elif rolled:  # shifted one step with torch.roll: the last step's weights wrap round to step 0
         coverage = torch.roll(weights, 1, dims=1).cumsum(dim=1)
@@ -519,6 +536,15 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
 
 
 COVERAGE_LOSS_MISTAKES = [
+    Mistake("cumsum over the batch", "you accumulated over axis 0, the batch: coverage adds up one "
+            "sequence's own earlier decoder steps, axis 1 (weights.cumsum(dim=1) - weights), never another "
+            "sequence's weights.", gives=lambda a, m: _cov_loss(a, m, source="batch")),
+    Mistake("previous step only", "your coverage holds only the previous step's weights: it is the sum of "
+            "*all* earlier steps' weights, Σ_{t' < t} a_{t'} (weights.cumsum(dim=1) - weights).",
+            gives=lambda a, m: _cov_loss(a, m, source="previous")),
+    Mistake("later steps only", "your coverage sums the steps *after* this one: it is what a letter received "
+            "at the steps before this one (weights.cumsum(dim=1) - weights), 0 at the first step.",
+            gives=lambda a, m: _cov_loss(a, m, source="later")),
     Mistake("includes current step", "your coverage already includes this step's own weights (a plain "
             "cumulative sum), so min(a, c) is just a and the loss is 1 per step: coverage is the "
             "attention received at the steps *before* this one.",
