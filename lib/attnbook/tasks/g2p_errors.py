@@ -153,3 +153,17 @@ def nearest_spelling(train: Sequence[tuple[str, Sequence[str]]], words: Sequence
                 best, best_edits = i, edits
         out.append(tuple(train[best][1]))
     return out
+
+
+def edits_after_first_mistake(out: Sequence, ref: Sequence) -> tuple[int, int] | None:
+    """The first reference position that ``out`` gets wrong, and the edits ``out`` makes after it.
+
+    Returns ``None`` when every reference position is right (an extra token after the end is not
+    counted). The first mistake is charged once: the edits are ``edit_distance(out[first:],
+    ref[first:]) - 1``, so a dropped or extra phoneme at ``first`` is not charged again by shifting
+    everything after it (as scoring ``out[first + 1:]`` against ``ref[first + 1:]`` would)."""
+    wrong = [t >= len(out) or out[t] != r for t, r in enumerate(ref)]
+    if not any(wrong):
+        return None
+    first = wrong.index(True)
+    return first, edit_distance(out[first:], ref[first:]) - 1
