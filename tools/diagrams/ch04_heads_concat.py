@@ -52,8 +52,11 @@ def draw() -> Figure:
     fig.line([(concat_x + 110, 250), (850, 250)], "context")
     fig.shape(concat_x + 118, 240, "(B, T, H·Dh)")
     fig.shape(concat_x + 118, 272, "= (B, T, D)")
-    fig.box(850, 222, 100, 56, fig.code("out_proj", f"{MHA}:out_proj"), "W^{O}", size=13)
-    fig.text(900, 298, "mixes the heads", "note")
+    # drawn by hand, not with box(sub=...): W^O's superscript would touch out_proj above it
+    fig.rect(850, 216, 100, 68, "module", rx=5)
+    fig.text(900, 242, fig.code("out_proj", f"{MHA}:out_proj"), "code")
+    fig.text(900, 272, "W^{O}", "math", size=14)
+    fig.text(900, 302, "mixes the heads", "note")
     fig.line([(950, 250), (990, 250)], "context")
     fig.shape(995, 212, "(B, T, D)", anchor="end")
     fig.legend(30, 452, meanings={"stream": "layer input, (B, T, D)"})
