@@ -124,7 +124,6 @@ def check_parallel_encoder_layer(fn: Callable) -> CheckResult:
 # same modules: the attention term MHA(LayerNorm1(x)) is the pre-norm layer's own, only the
 # feed-forward's input changes. The reader predicts both before the checker measures them.
 LAYER_CHOICES = ("pre-norm", "post-norm")
-TERM_CHOICES = ("attention", "feed-forward", "neither")
 
 
 def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
@@ -153,19 +152,17 @@ def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
             "feed-forward term": rel(ffn_parallel, ffn_sequential)}
 
 
-def check_parallel_layer_prediction(predicted_closer: str | None, predicted_shared: str | None,
-                                    fn: Callable) -> CheckResult:
+def check_parallel_layer_prediction(predicted_closer: str | None, fn: Callable) -> CheckResult:
     """Check ``fn`` (``check_parallel_encoder_layer``), then measure it (``measure_parallel_layer``) and
-    compare the reader's two predictions: which sequential layer the parallel one is closer to
-    (``LAYER_CHOICES``), and which sublayer term it shares with the pre-norm layer (``TERM_CHOICES``)."""
+    compare the reader's prediction: which sequential layer the parallel one is closer to
+    (``LAYER_CHOICES``). The sublayer terms are printed as the explanation, not predicted: which one the
+    parallel layer shares with the pre-norm layer follows from the definition."""
     name = "parallel layer prediction"
-    if predicted_closer is None or predicted_shared is None:
-        return _finish(name, False, "not done yet: write both predictions (predicted_closer and "
-                       "predicted_shared) before you run the cell.")
+    if predicted_closer is None:
+        return _finish(name, False, "not done yet: write your prediction (predicted_closer) before you run "
+                       "the cell.")
     if predicted_closer not in LAYER_CHOICES:
         return _finish(name, False, f"predicted_closer is one of {LAYER_CHOICES}; you wrote {predicted_closer!r}.")
-    if predicted_shared not in TERM_CHOICES:
-        return _finish(name, False, f"predicted_shared is one of {TERM_CHOICES}; you wrote {predicted_shared!r}.")
     if not check_parallel_encoder_layer(fn):
         return _finish(name, False, "fix parallel_encoder_layer first: the measurement uses it.")
     m = measure_parallel_layer(fn)
@@ -174,23 +171,16 @@ def check_parallel_layer_prediction(predicted_closer: str | None, predicted_shar
           f"to the post-norm layer's {m['to post-norm']:.2f} (same modules, one layer, 8 sequences)")
     print(f"   against the pre-norm layer: attention term differs by {m['attention term']:.2f}, "
           f"feed-forward term by {m['feed-forward term']:.2f} (relative)")
-    wrong = []
-    diagnosis = ""
-    if predicted_closer != closer:
-        wrong.append("the parallel layer is closer to the PRE-norm layer: it keeps the stream x itself and adds "
-                     "the sublayers to it, as pre-norm does; the post-norm layer normalises the stream after each "
-                     "sum, so its output is a LayerNorm's, on another scale, and its attention reads x, not LN(x)")
-        diagnosis = "closer: post-norm"
-    if predicted_shared != "attention":
-        wrong.append("the attention term is shared: in both layers it is MHA(LayerNorm1(x)), computed from the "
-                     "layer's input; only the feed-forward's input changes (LayerNorm1(x) here, "
-                     "LayerNorm2(x + MHA(...)) in the sequential layer)")
-        diagnosis = diagnosis or f"shared: {predicted_shared}"
-    if not wrong:
-        return _finish(name, True, f"you predicted {predicted_closer} and {predicted_shared}: both as measured.")
-    said = "; ".join(wrong)
-    return _finish(name, False, f"{said[0].upper() + said[1:]}. Note what surprised you, then set the "
-                   "predictions to what was measured to move on.", diagnosis)
+    if predicted_closer == closer:
+        return _finish(name, True, f"you predicted {predicted_closer}, as measured: the two layers share the "
+                       "stream x and the attention term MHA(LayerNorm1(x)) (difference 0.00 above); only the "
+                       "feed-forward's input differs.")
+    return _finish(name, False, "the parallel layer is closer to the PRE-norm layer: it keeps the stream x itself "
+                   "and adds the sublayers to it, as pre-norm does, and its attention term MHA(LayerNorm1(x)) is "
+                   "the pre-norm layer's exactly (only the feed-forward's input changes); the post-norm layer "
+                   "normalises the stream after each sum, so its output is a LayerNorm's, on another scale, and its "
+                   "attention reads x, not LN(x). Note what surprised you, then set the prediction to what was "
+                   "measured to move on.", "closer: post-norm")
 
 
 # --- the label-smoothed loss ------------------------------------------------------------------------
@@ -725,7 +715,8 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
-                  count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False):
+                  count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False,
+                  stop_on_top=False):
     """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
     beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
     candidate leaves, not only those among the beam_size best)."""
@@ -757,6 +748,8 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
                 break
         else:
             beams = candidates[:beam_size]
+            if stop_on_top and beams[0][3]:  # the mistake: stops as soon as the best one has finished
+                break
             if all(b[3] for b in beams):
                 break
     pool = done + beams
@@ -805,6 +798,11 @@ BEAM_MISTAKES = [
             "and compete with the live ones to the end; your search drops it at the next step, so a finished "
             "hypothesis can only win if it ends at the very last step.",
             gives=lambda *a: _beam_variant(*a, drop_finished=True)),
+    Mistake("stops when the top beam finishes", "your search stops as soon as the best-scoring hypothesis "
+            "has produced <eos>. Keep going until ALL beam_size kept hypotheses have finished (or max_len): "
+            "the final choice divides by n ** length_penalty, so a longer hypothesis still running can overtake "
+            "the finished one (with length_penalty 0 it cannot, as live scores only fall).",
+            gives=lambda *a: _beam_variant(*a, stop_on_top=True)),
     Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
             "the encoded source), not from an empty one.",
             gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
