@@ -43,11 +43,11 @@ def sequence_nll_in_place(logits, targets, pad_id):
 
 
 def shift_targets(targets, bos_id, eos_id, pad_id, eos_last=False, eos_in_input=False,
-                  pads_eos=False, fixed=False, bos=True, narrow=False):
+                  pads_eos=False, fixed=False, bos=True, narrow=False, pad_zero=False):
     if fixed:
         bos_id, eos_id, pad_id = 1, 2, 0
     B, T = targets.shape
-    lengths = (targets != pad_id).sum(-1)
+    lengths = (targets != (0 if pad_zero else pad_id)).sum(-1)
     column = lambda v: torch.full((B, 1), v, dtype=targets.dtype)  # noqa: E731
     tgt_out = torch.cat([targets, column(pad_id)], dim=1)
     tgt_out[torch.arange(B), torch.full_like(lengths, T) if eos_last else lengths] = eos_id
@@ -199,6 +199,7 @@ def shift_unpadded(targets, bos_id, eos_id, pad_id):  # the one-sequence answer,
 
 SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
+    (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
     (lambda *a: shift_targets(*a)[::-1], "swapped"),
     (lambda *a: shift_targets(*a, eos_last=True), "eos after the padding"),
     (lambda *a: shift_targets(*a, eos_in_input=True), "eos in the input"),

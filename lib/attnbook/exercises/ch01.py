@@ -143,10 +143,10 @@ def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
 
 
 # --- shift_targets (a padded batch) ----------------------------------------------------------
-def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=None):
+def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=None, count_pad=None):
     """Decoder input and target for a padded batch, with one known mistake switched on."""
     B = targets.shape[0]
-    lengths = (targets != pad_id).sum(-1)  # (B,) real tokens per row
+    lengths = (targets != (pad_id if count_pad is None else count_pad)).sum(-1)  # (B,) real tokens
     first = torch.full((B, 1), bos_id if bos else pad_id, dtype=targets.dtype)
     tail = torch.full((B, 1), pad_id if pad_as is None else pad_as, dtype=targets.dtype)
     tgt_in = torch.cat([first, targets], dim=1)  # (B, T + 1)
@@ -167,6 +167,9 @@ def _eos_in_input(targets, bos_id, eos_id, pad_id):
 SHIFT_MISTAKES = [
     Mistake("hard-coded ids", "use the bos_id, eos_id and pad_id arguments, not fixed numbers.",
             gives=lambda t, b, e, p: _shift(t, 1, 2, 0)),
+    Mistake("pad assumed 0", "you find each row's length by counting tokens != 0: the padding id is "
+            "pad_id, which need not be 0. Count targets != pad_id.",
+            gives=lambda t, b, e, p: _shift(t, b, e, p, count_pad=0)),
     Mistake("swapped", "the two are swapped: the decoder input starts with <bos>, the target ends with <eos>.",
             gives=lambda t, b, e, p: _shift(t, b, e, p)[::-1]),
     Mistake("eos after the padding", "<eos> goes right after each row's last real token, not in the last "
