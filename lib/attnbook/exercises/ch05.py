@@ -702,7 +702,7 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
     elif gap > 0:
         why = ("you allowed for smoothing, and perhaps for the wrong phonemes, but two things pull the "
                f"average down: about one position in eight is wrong (PER about 12%) and gives the right "
-               f"phoneme little, and after only 1,200 steps even the right positions sit below "
+               f"phoneme little, and after only 960 steps even the right positions sit below "
                f"{SMOOTHING_OPTIMUM:.3f} (the training loss ends well above its smoothing floor)")
         diagnosis = "too confident"
     else:
