@@ -106,6 +106,15 @@ def sdpa_key_dot_t(q, k, v):  # key.T: reverses every dimension of a batched key
     return own_softmax(scores, dim=-1) @ v
 
 
+def sdpa_key_transpose_1_2(q, k, v):  # right only for a (B, S, Dk) key: IndexError on (S, Dk)
+    return own_softmax(q @ k.transpose(1, 2) / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
+def sdpa_key_transpose_1_2_unless_2d(q, k, v):  # 2-D and 3-D right, (B, H, S, Dk) fails
+    kt = k.mT if k.dim() == 2 else k.transpose(1, 2)
+    return own_softmax(q @ kt / math.sqrt(q.shape[-1]), dim=-1) @ v
+
+
 def sdpa_key_dot_t_on_scores(q, k, v):  # .T applied after a batched product, shape mangled
     scores = (k @ q.transpose(-2, -1)).T / math.sqrt(q.shape[-1])
     return own_softmax(scores, dim=-1) @ v
@@ -115,6 +124,8 @@ SDPA_WRONG = [
     (sdpa_global_max, "global max subtracted"),
     (sdpa_key_dot_t, "key.T"),
     (sdpa_key_dot_t_on_scores, "key.T"),
+    (sdpa_key_transpose_1_2, "key.transpose(1, 2)"),
+    (sdpa_key_transpose_1_2_unless_2d, "key.transpose(1, 2)"),
     (sdpa(lambda q, k: 1.0), "unscaled"),
     (sdpa(dim=-2), "wrong axis"),
     (sdpa(lambda q, k: math.sqrt(q.shape[-2])), "scaled by length"),
@@ -150,6 +161,14 @@ def pool_masked_with_minus_large(x, query, lengths):  # -1e9 instead of -inf: ri
     real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
     scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, -1e9)
     return (torch.softmax(scores, 1)[:, :, None] * x).sum(1)
+
+
+def pool_finite_fill(fill):  # masked_fill(~real, -1e4): leaks when the real scores are lower
+    def fn(x, query, lengths):
+        real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+        scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, fill)
+        return (torch.softmax(scores, 1)[:, :, None] * x).sum(1)
+    return fn
 
 
 def pool_in_place(x, query, lengths):
@@ -230,6 +249,8 @@ POOL_WRONG = [
     (pool(weights=True), "returns weights"),
     (pool(divisor=lambda x, n: x.shape[-1]), "scaled by D"),
     (pool_fill_zero, "padding scored 0"),
+    (pool_finite_fill(-1e4), "padding filled with a finite number"),
+    (pool_finite_fill(-1e3), "padding filled with a finite number"),
     (pool_one_short, "padding mask one short"),
     (pool(divisor=lambda x, n: 1 / math.sqrt(x.shape[-1])), "multiplied by √D"),
     (pool_max, "max pooling"),
@@ -641,6 +662,8 @@ class SelfAttention(nn.Module):
         on = self.training or self.eval_dropout
         if self.dropout_on == "weights":
             a = F.dropout(a, self.p, training=on)
+        if self.dropout_on == "value":
+            v = F.dropout(v, self.p, training=on)
         y = self.out_proj(a @ v) if self.out else a @ v
         return F.dropout(y, self.p, training=on) if self.dropout_on == "output" else y
 
@@ -674,6 +697,7 @@ SELF_ATTENTION_WRONG = [
     (self_attention(use_mask=False), "mask ignored"),
     (self_attention(out=False), "no output projection"),
     (self_attention(dropout_on="output"), "dropout on the output"),
+    (self_attention(dropout_on="value"), "dropout on V"),
     (self_attention(eval_dropout=True), "dropout in eval mode"),
     (SelfAttentionNoBias, ""),
     (SelfAttentionQKVFused, ""),

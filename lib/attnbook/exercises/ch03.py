@@ -58,6 +58,27 @@ class _KeyTransposedAll:
         return f"key.T on a batched key ({self.error})"
 
 
+class _KeyTransposed12:
+    """What the checker sees when the answer swapped dimensions 1 and 2 of the key (right only
+    for a 3-dimensional key) and then raised."""
+
+    def __init__(self, error: object):
+        self.error = error
+
+    def __repr__(self) -> str:
+        return f"key.transpose(1, 2) on a key of another number of dimensions ({self.error})"
+
+
+def _uses_transpose_1_2(fn: Callable) -> bool:
+    import inspect
+    import re
+    try:
+        source = inspect.getsource(getattr(fn, "__wrapped__", fn))
+    except (OSError, TypeError):
+        return False
+    return re.search(r"\.transpose\(\s*1\s*,\s*2\s*\)", source) is not None
+
+
 def _key_t_named(fn: Callable) -> Callable:
     """``fn``, but when it calls ``.T`` on a tensor of 3 or more dimensions (PyTorch warns) and
     then raises or returns a wrongly shaped answer, the checker gets a ``_KeyTransposedAll``."""
@@ -77,6 +98,9 @@ def _key_t_named(fn: Callable) -> Callable:
             except Exception as err:  # noqa: BLE001 - named below when key.T caused it
                 if key.dim() >= 3 and (_warned_t(caught) or _uses_dot_t(fn)):
                     return _KeyTransposedAll(f"{type(err).__name__}: {err}")
+                if key.dim() != 3 and isinstance(err, (IndexError, RuntimeError)) \
+                        and _uses_transpose_1_2(fn):
+                    return _KeyTransposed12(f"{type(err).__name__}: {err}")
                 raise
         for w in caught:  # let the reader still see their warnings
             warnings.showwarning(w.message, w.category, w.filename, w.lineno)
@@ -123,6 +147,10 @@ SDPA_MISTAKES = [
     Mistake("key.T", "`key.T` reverses ALL the dimensions of a tensor: a (B, S, Dk) key becomes (Dk, S, B), "
             "not (B, Dk, S). Swap only the last two: key.mT or key.transpose(-2, -1).",
             when=lambda args, got: isinstance(got, _KeyTransposedAll)),
+    Mistake("key.transpose(1, 2)", "`key.transpose(1, 2)` swaps dimensions 1 and 2, which are the last "
+            "two only for a (B, S, Dk) key: a (S, Dk) key has no dimension 2 (IndexError), and a "
+            "(B, H, S, Dk) key becomes (B, S, H, Dk). Count from the end: key.transpose(-2, -1) or key.mT.",
+            when=lambda args, got: isinstance(got, _KeyTransposed12)),
     Mistake("global max subtracted", "your output holds nan where some rows' scores are far below the "
             "largest score of the whole tensor: you subtracted ONE maximum for everything, so every "
             "exponential of such a row underflows to 0 and 0 / 0 is nan. Subtract each row's own "
@@ -225,10 +253,13 @@ def _pool_zeroed_tokens(x, query, lengths):
     return (weights[:, :, None] * zeroed).sum(1)  # (B, D)
 
 
-def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: float):
+def _pool_inputs(seed: int, B: int, S: int, D: int, lengths: list[int], scale: float,
+                 shift: float = 0.0):
+    """``shift``: added to every score (through x, along the query), real and padded alike."""
     g = torch.Generator().manual_seed(seed)
     x = torch.randn(B, S, D, generator=g)  # (B, S, D), padding included
     query = scale * torch.randn(D, generator=g)  # (D,)
+    x = x + shift * math.sqrt(D) * query / query.dot(query)  # each score moves by `shift`
     return x, query, torch.tensor(lengths)
 
 
@@ -277,6 +308,13 @@ POOL_MISTAKES = [
     Mistake("masked after the softmax", "you zeroed the padding's weights after the softmax, so each row "
             "no longer sums to 1: mask the scores (-inf) before it.",
             gives=lambda x, q, n: _pool(x, q, n, renormalise=False)),
+    Mistake("padding filled with a finite number", "masked_fill(..., -1e4) (or another finite number) "
+            "still gives the padding weight when the real scores are lower than the fill: here they "
+            "are about -20000, so the padding took the weight. The padding's weight must be exactly 0 "
+            "whatever the scores are: fill with float('-inf').",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _pool(*args).shape
+            and any(torch.allclose(got, _pool_fill(*args, fill), atol=1e-3, rtol=1e-4)
+                    for fill in (-1e4, -1e3, -1e5))),
     Mistake("padding scored 0", "masked_fill(..., 0.0) gives the padding a score of 0, and exp(0) = 1 is "
             "still weight: fill the padded scores with -inf.",
             gives=lambda x, q, n: _pool_fill(x, q, n, 0.0)),
@@ -322,17 +360,20 @@ def check_attention_pool(fn: Callable) -> CheckResult:
     """``attention_pool(x (B, S, D), query (D,), lengths (B,)) -> (B, D)``: softmax over the real
     tokens of x · query / √D, then the weighted sum of the tokens."""
     cases = []
-    for n, (B, S, D, lengths, scale) in enumerate([
+    for n, (B, S, D, lengths, scale, *shift) in enumerate([
         (2, 4, 8, [4, 2], 1.0), (3, 5, 16, [1, 5, 3], 2.0), (1, 6, 4, [6], 1.0), (2, 3, 9, [3, 1], 3.0),
         (4, 7, 6, [2, 7, 5, 1], 1.5), (1, 1, 5, [1], 1.0),
+        (2, 5, 8, [3, 2], 10.0, -2e4),  # every score near -20000: a finite fill leaks
     ]):
-        x, query, lengths = _pool_inputs(n, B, S, D, lengths, scale)
+        x, query, lengths = _pool_inputs(n, B, S, D, lengths, scale, *shift)
+        far = f", scores near {shift[0]:g}" if shift else ""
         cases.append(Case(
-            f"x {tuple(x.shape)}, query ({D},), lengths {lengths.tolist()}", (x, query, lengths),
+            f"x {tuple(x.shape)}, query ({D},), lengths {lengths.tolist()}{far}", (x, query, lengths),
             _pool(x, query, lengths),
             hint="one score per position, scaled as in this chapter; the padded positions must end "
                  "with exactly zero weight and the real ones share all of it; then a weighted sum "
                  "of the tokens, (B, D).",
+            atol=1e-3 if shift else 1e-5, rtol=1e-4 if shift else 1e-5,
         ))
     return run_cases("attention pooling", fn, cases, POOL_MISTAKES)
 
@@ -846,6 +887,8 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     torch.manual_seed(0)
     if dropout_on == "weights":
         a = torch.nn.functional.dropout(a, dropout)
+    if dropout_on == "value":
+        v = torch.nn.functional.dropout(v, dropout)
     out = a @ v if value_only else linear("out_proj", a @ v)  # (B, T, D)
     return torch.nn.functional.dropout(out, dropout) if dropout_on == "output" else out
 
@@ -908,6 +951,11 @@ SELF_ATTENTION_MISTAKES = [
             "MultiHeadAttention) drop attention weights, A, before A V.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and compare(got, _dropped("output")(*args), 1e-5, 1e-5) is None),
+    Mistake("dropout on V", "you applied dropout to the values V (or to v_proj's output); the exercise "
+            "(and MultiHeadAttention) drop attention weights, A, after the softmax and before A V: "
+            "a dropped link, not a dropped feature.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and compare(got, _dropped("value")(*args), 1e-5, 1e-5) is None),
     Mistake("dropout in eval mode", "dropout is on in eval mode: use nn.Dropout (a submodule, "
             "which follows module.train()/eval()) or F.dropout(..., training=self.training).",
             when=lambda args, got: not args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
