@@ -145,6 +145,9 @@ def test_perplexity_wrong_answers(capsys):
     expect_rejected(check_perplexity, lambda ls: math.exp(float(ls[0].mean())), capsys)  # ignores sequences
     expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).median())), capsys,
                     "median")
+    # each sequence's last loss dropped (as if the shift were still to be done): named
+    expect_rejected(check_perplexity, lambda ls: perplexity([x[:-1] for x in ls if len(x) > 1]),
+                    capsys, "do not drop x[-1]")
 
     def mutating(ls):
         ls[0].mul_(1.0).add_(0.0)
@@ -403,6 +406,9 @@ def test_greedy_cached_wrong_answers(capsys):
     # step count is refused by name before the last case would overflow max_len)
     expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
                     "each extra step")
+    # ... and labelled as that mistake, not as a use of the library
+    expect_rejected(check, lambda m, x, n: greedy_cached(m, x, n, extra_step=True), capsys,
+                    "raised WrongNumberOfStepCalls")
     # the slow way (no cache) and the library's loops are refused by name
     def recomputed(m, x, n):
         for _ in range(n):

@@ -30,6 +30,11 @@ class _LibraryUsed(RuntimeError):
     pass
 
 
+class WrongNumberOfStepCalls(_LibraryUsed):
+    """The named mistake of a cached decoding loop that gives the right tokens with too many
+    (or too few) calls of ``step``: its name is what the verdict prints."""
+
+
 def _without(fn: Callable, names: tuple[str, ...], why: str,
              module: str = "attnbook.tasks.language_modeling") -> Callable:
     """``fn`` with the chapter's library functions ``names`` (of ``module``) out of reach:
@@ -108,6 +113,10 @@ def check_perplexity(fn: Callable) -> CheckResult:
                 "of each sequence too: the losses are already one per predicted token (the "
                 "shift is done), so do not drop x[0].",
                 gives=lambda losses: _perplexity([x[1:] for x in losses])),
+        Mistake("last token of each sequence dropped", "every loss given counts, the last "
+                "of each sequence too: the losses are already one per predicted token (the "
+                "shift is done), so do not drop x[-1].",
+                gives=lambda losses: _perplexity([x[:-1] for x in losses if len(x) > 1])),
         Mistake("exp of the median", "you took the median token loss: the perplexity is the exp "
                 "of the *mean* loss over every token (the median ignores how bad the worst "
                 "tokens are).", gives=lambda losses: math.exp(float(torch.cat(losses).median()))),
@@ -516,7 +525,7 @@ def _counting_calls(fn: Callable) -> Callable:
         if steps != num_new - 1 and not held_back and isinstance(got, torch.Tensor):
             right = _greedy(model, prompt, num_new)
             if got.shape == right.shape and torch.equal(got, right):
-                raise _LibraryUsed(
+                raise WrongNumberOfStepCalls(
                     f"the tokens are right, but step was called {steps} times for "
                     f"{num_new} new tokens: start(prompt)'s logits give the first new token "
                     f"and the last one chosen is never fed back, so num_new - 1 = "
