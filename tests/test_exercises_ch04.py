@@ -74,6 +74,8 @@ SPLIT_WRONG = [
     (lambda x, h: split_heads_strided(x, h).roll(1, 1), "heads rolled"),
     (blocks_split, "blocks of columns"),
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
+    (lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], x.shape[2] // h),
+     "transposed before the view"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
     (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
     # H hard-coded to 4: at D = 12, H = 3 the same tensor as "blocks view, then permuted"
@@ -307,6 +309,14 @@ def cached_query_projected(attn, x, cache):  # attend projects the query a secon
     return attn.attend(attn.q_proj(x), full, offset_mask(x.shape[1], len(full))), full
 
 
+def cached_mask_off_by_one(attn, x, cache):  # new query i also sees key P + i + 1
+    kv = attn.project_kv(x, x)
+    full = kv if cache is None else cache.extend(kv.key, kv.value)
+    T, S = x.shape[1], len(full)
+    mask = torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None] + 1  # (T, P+T)
+    return attn.attend(x, full, mask), full
+
+
 CACHED_WRONG = [
     (cached_upper_mask, "upper-triangle mask"),
     (cached_query_projected, "query projected twice"),
@@ -315,6 +325,7 @@ CACHED_WRONG = [
     (cached_ignores_cache, "ignores the cache"),
     (cached_new_first, "new before old"),
     (cached_no_mask, "no causal mask"),
+    (cached_mask_off_by_one, "mask off by one"),
     (cached_square_mask, "mask aligned to the first keys"),
     (cached_strict_mask, "own key hidden"),
     (cached_forward, "ignores the cache"),

@@ -89,6 +89,10 @@ SPLIT_MISTAKES = [
             "in dimension 2: permute(0, 3, 1, 2), no reshape needed.",
             gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 3, 2, 1)
             .reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("transposed before the view", "transpose(1, 2) makes x (B, D, T), and reshaping that to "
+            "(B, H, T, Dh) reads positions as features: keep x as (B, T, D), view its last dimension "
+            "as (Dh, H), then permute(0, 3, 1, 2).",
+            gives=lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
     Mistake("heads in reverse order", "the heads come out in reverse order: head h takes columns h, h + H, "
             "..., so head 0 starts at column 0.", gives=lambda x, h: _reference_split(x, h).flip(1)),
     Mistake("heads rolled", "the heads come out shifted by one (a roll of dimension 1): head h takes the "
@@ -345,6 +349,8 @@ def _cached_variant(attn, x, cache, mask="right", order="old-new", return_old=Fa
         m = ~causal_mask(T, S)
     elif mask == "strict":
         m = torch.ones(T, S, dtype=torch.bool).tril(S - T - 1)
+    elif mask == "shifted":  # one key too many: new query i sees key P + i + 1
+        m = torch.ones(T, S, dtype=torch.bool).tril(S - T + 1)
     elif mask == "upper":  # True from key P + i onwards: PyTorch's upper triangle, True = may attend
         m = torch.ones(T, S, dtype=torch.bool).triu(S - T)
     out = attn.attend(attn.q_proj(x) if project_query else x, full, m)
@@ -414,6 +420,9 @@ CACHED_MISTAKES = [
             "and the T new queries are the last T of them: the mask is (T, P + T) "
             "(the library refused the (T, T) one).",
             when=lambda args, got: isinstance(got, _SquareMaskRefused)),
+    Mistake("mask off by one", "your mask is one key too wide: new query i sees key P + i + 1, the next "
+            "new position (the future). New query i sits at position P + i, so it may see keys 0 .. P + i "
+            "and no further.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="shifted")),
     Mistake("no causal mask", "with several new positions, each must not see the ones after it: give "
             "attend a (T, P + T) causal mask.", gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask=None)),
     Mistake("own key hidden", "each new query must see its own key too: the mask is True for keys 0 .. "
@@ -462,7 +471,9 @@ def check_cached_self_attention(fn: Callable) -> CheckResult:
     causal self-attention of T new positions after the P cached ones; the new cache holds P + T."""
     cases = []
     for seed, (B, P, T, D, H) in enumerate([
-        (3, 4, 2, 12, 3), (2, 3, 1, 8, 2), (1, 0, 1, 8, 4), (2, 0, 4, 6, 1), (1, 5, 3, 16, 4), (2, 1, 1, 4, 4),
+        # T = 3 first: with T = 2 a mask one key too wide equals no mask, and the first case that
+        # fails names the mistake
+        (1, 5, 3, 16, 4), (3, 4, 2, 12, 3), (2, 3, 1, 8, 2), (1, 0, 1, 8, 4), (2, 0, 4, 6, 1), (2, 1, 1, 4, 4),
     ]):
         torch.manual_seed(seed)
         attn = MultiHeadAttention(D, H).eval()
