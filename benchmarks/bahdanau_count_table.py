@@ -5,7 +5,9 @@ Usage: ``python benchmarks/bahdanau_count_table.py`` writes ``lib/attnbook/resul
 
 The table (``attnbook.tasks.count_baselines.LetterWindowG2P``, no network) is fitted on the single training
 words and scored on ``benchmarks/bahdanau_length.py``'s own joined test inputs (joins of 1-6 test words, 150 per
-length bucket, the same seeds), and on the single test words. About half a CPU-minute.
+length bucket, the same seeds), and on the single test words, where it also records the table's
+``error_thirds`` on the test words of 9+ letters (section 2.6 sets them beside the networks'). About half a
+CPU-minute.
 """
 from __future__ import annotations
 
@@ -14,6 +16,8 @@ from attnbook.data import load_g2p
 from attnbook.data.joined_words import join_words
 from attnbook.metrics import phoneme_error_rate, word_error_rate
 from attnbook.tasks.count_baselines import LetterAligner, LetterWindowG2P
+from attnbook.tasks.g2p import G2PResult
+from attnbook.tasks.g2p_errors import error_thirds
 from bahdanau_length import BUCKETS, TEST_PER_BUCKET
 
 
@@ -22,6 +26,16 @@ def scores(table, pairs) -> dict:
     refs = [tuple(phones) for _, phones in pairs]
     return {"inputs": len(pairs), "per": round(phoneme_error_rate(hyps, refs), 4),
             "wer": round(word_error_rate(hyps, refs), 4)}
+
+
+def thirds(table, pairs) -> dict:
+    """``error_thirds`` of the table on the words of 9+ letters: counts, and shares per third."""
+    words = [word for word, _ in pairs]
+    refs = [tuple(phones) for _, phones in pairs]
+    t = error_thirds(G2PResult(words, refs, [tuple(table(w)) for w in words], 0.0, 0.0, {}))
+    return {"words": t.words, "errors": t.errors,
+            "shares": {k: [round(x, 4) for x in t.shares[k]]
+                       for k in ("positions", "expected from vowels", "errors")}}
 
 
 def main() -> None:
@@ -46,6 +60,7 @@ def main() -> None:
         "machine": common.machine(), "training_words": len(train),
         "single_words": scores(table, data.test[:200] if args.smoke else data.test),
         "by_length": by_length,
+        "error_thirds": thirds(table, data.test[:2000] if args.smoke else data.test),
     })
 
 

@@ -57,3 +57,8 @@ def test_count_table_benchmark_smoke_and_committed_results(tmp_path):
         assert all(cell["inputs"] == per_bucket and 0 < cell["per"] < 1 for cell in result["by_length"].values())
     assert list(committed["by_length"]) == load_result("bahdanau_length.json")["setup"]["buckets"]
     assert committed["training_words"] > 100_000 and committed["single_words"]["inputs"] > 5_000
+    for result in (smoke, committed):  # the table's error thirds on the 9+-letter test words (Ch2 §2.6)
+        thirds = result["error_thirds"]
+        assert 0 < thirds["words"] and 0 < thirds["errors"]
+        assert all(abs(sum(shares) - 1) < 1e-3 for shares in thirds["shares"].values())
+    assert committed["error_thirds"]["words"] == 1528  # the words of the networks' error_thirds

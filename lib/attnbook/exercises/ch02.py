@@ -5,7 +5,7 @@ written out below; each checker lists the known mistakes it can name. The chapte
 are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
 and the predict-then-measure ``check_trained_uniform_prediction`` (a three-way choice: a decoder
-trained with uniform weights against the model without attention, read from the committed
+trained with uniform weights placed against the model without attention and the fixed band, read from the committed
 ``bahdanau_baselines.json``; the command line passes it the file's ``prediction_trained_uniform_wers``),
 with ``check_uniform_attention`` as its second part (the page's trained model decoded with uniform
 weights by ``measure_uniform_attention``; notebook only, it needs the trained models);
@@ -799,13 +799,15 @@ def check_uniform_prediction(measure: Callable[[], dict], prediction: str | None
 
 # --- predict, then measure: a decoder *trained* with uniform weights (the chapter's edition) --------
 TRAINED_UNIFORM_CHOICES = {
-    "a": "lower than the model without attention (test WER more than 1 point below, seed for seed: having "
-         "every letter's state at hand helps even without choosing among them)",
-    "b": "about the same as the model without attention (within 1 point of WER, seed for seed)",
-    "c": "higher than the model without attention (test WER more than 1 point above, seed for seed)",
+    "a": "as good as the fixed band or better (test WER at most 1 point above the band's, seed for seed: "
+         "a plain average of every letter serves as well as weights that pick letters)",
+    "b": "between the two (more than 1 point above the band's WER and more than 1 point below the model "
+         "without attention's, seed for seed)",
+    "c": "no better than the model without attention (test WER not more than 1 point below its, seed for "
+         "seed)",
 }
 TRAINED_UNIFORM_TOLERANCE = 0.01  # one point of WER: the bound between the choices
-TRAINED_RANGES = {"none": (0.45, 0.75), "uniform": (0.40, 0.90)}  # 360-step test WERs (§2.6's recipe)
+TRAINED_RANGES = {"none": (0.45, 0.75), "uniform": (0.40, 0.90), "band": (0.40, 0.75)}  # 360-step test WERs (§2.6's recipe)
 
 
 def baseline_wers(result: dict) -> dict[str, list[float]]:
@@ -822,16 +824,19 @@ def _seed_gaps(none: list[float], uniform: list[float]) -> list[float]:
     return [u - n for u, n in zip(uniform, none)]
 
 
-def _trained_uniform_outcome(none: list[float], uniform: list[float]) -> str:
-    """The choices the seeds allow, as a string ("c", "bc", ...): each choice whose range of gaps
-    (below -1 point, within 1 point, above +1 point) meets the interval from the smallest to the
-    largest per-seed gap. Where that interval straddles a bound the seeds do not settle between the
-    two choices, and both are accepted."""
-    gaps = _seed_gaps(none, uniform)
-    low, high = min(gaps), max(gaps)
+def _seed_choice(none: float, uniform: float, band: float) -> str:
+    """The choice one seed's WERs make: (a) at most 1 point above the band, else (c) at most 1 point
+    below no attention (or above it), else (b)."""
     tol = TRAINED_UNIFORM_TOLERANCE
-    return "".join(c for c, hit in (("a", low < -tol), ("b", low <= tol and high >= -tol), ("c", high > tol))
-                   if hit)
+    if uniform - band <= tol:
+        return "a"
+    return "c" if uniform - none >= -tol else "b"
+
+
+def _trained_uniform_outcome(none: list[float], uniform: list[float], band: list[float]) -> str:
+    """The choices the seeds allow, as a string ("c", "bc", ...): each seed's choice; where the seeds
+    disagree they do not settle between their choices, and each is accepted."""
+    return "".join(sorted({_seed_choice(n, u, b) for n, u, b in zip(none, uniform, band)}))
 
 
 def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: str | None = None) -> CheckResult:
@@ -860,11 +865,12 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
     if not ok:
         return _finish(name, False, "run the measurement as given: baseline_wers(load_result("
                        "\"bahdanau_baselines.json\")) returns test WERs per model, one per seed.", "measurement")
-    none, uniform = measured["none"], measured["uniform"]
-    if none == uniform:
+    none, uniform, band = measured["none"], measured["uniform"], measured["band"]
+    if none == uniform or band == uniform:
         return _finish(name, False, "the two models' WERs are identical: the same model was read twice.",
                        "measurement")
-    for label, key in (("no attention", "none"), ("uniform weights, trained", "uniform")):
+    for label, key in (("no attention", "none"), ("fixed band", "band"),
+                       ("uniform weights, trained", "uniform")):
         low, high = TRAINED_RANGES[key]
         if not all(low <= x <= high for x in measured[key]):
             return _finish(name, False, f"the {label} WERs {measured[key]} are not what the committed runs give "
@@ -873,28 +879,26 @@ def check_trained_uniform_prediction(measure: Callable[[], dict], prediction: st
         shown = ", ".join(f"{100 * x:.1f}%" for x in measured[key])
         print(f"   test WER, {label}, by seed: {shown} (expected {100 * low:.1f}%–{100 * high:.1f}% each); "
               f"mean {100 * statistics.mean(measured[key]):.1f}%")
-    outcome = _trained_uniform_outcome(none, uniform)
+    outcome = _trained_uniform_outcome(none, uniform, band)
     gaps = ", ".join(f"{100 * g:+.1f}" for g in _seed_gaps(none, uniform))
+    band_gaps = ", ".join(f"{100 * g:+.1f}" for g in _seed_gaps(band, uniform))
     print(f"   uniform minus no attention, seed by seed (points of WER): {gaps}")
+    print(f"   uniform minus the band, seed by seed (points of WER): {band_gaps}")
     if len(outcome) == 1:
         verdict = f"every seed puts the measurement in ({outcome}), {TRAINED_UNIFORM_CHOICES[outcome]}"
     else:
         allowed = " and ".join(f"({c})" for c in outcome)
-        verdict = (f"the seeds' gaps ({gaps} points) straddle a one-point bound, so three seeds do not "
-                   f"settle between {allowed}: each is accepted")
+        verdict = (f"the seeds disagree (uniform minus no attention {gaps}, minus the band {band_gaps} "
+                   f"points), so three seeds do not settle between {allowed}: each is accepted")
     meaning = {
-        "a": ": even an unweighted average of the encoder states helps; picking letters is not the only "
-             "source of attention's gain.",
-        "b": ": every encoder state at hand, read as a plain average, buys nothing over Chapter 1's single "
-             "summary C.",
-        "c": ": the average of every state served this decoder worse than C did.",
+        "a": ": a plain average of every letter served as well as the band; the gain would not need weights "
+             "that pick letters.",
+        "b": ": every letter at hand helped, but weights that pick letters (the band) helped more.",
+        "c": ": every encoder state at hand, read as a plain average, bought nothing over Chapter 1's single "
+             "summary C at this budget, while the band, which weights letters unequally, did: the gain "
+             "comes from weighting letters, not from having them all at hand.",
     }
-    common = (" Either way the plain average gained nothing over C at this budget on any seed; the decoders "
-              "that weight letters unequally (the band and the learned weights) did.")
-    if len(outcome) == 1:
-        meaning_text = meaning[outcome] + (common if outcome != "a" else "")
-    else:
-        meaning_text = "." + (common if "a" not in outcome else "")
+    meaning_text = meaning[outcome] if len(outcome) == 1 else "."
     if choice in outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning_text}")
     return _finish(name, False, f"you chose ({choice}), {TRAINED_UNIFORM_CHOICES[choice]}; {verdict}"
