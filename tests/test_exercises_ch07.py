@@ -416,6 +416,20 @@ def test_the_command_line_checks_the_prediction_too(tmp_path, capsys):
     answers.write_text(body)  # no prediction in the file
     check_file("ch07", answers)
     assert "write your prediction into predicted_ratio" in capsys.readouterr().out
+    # the CLI's generic names for a prediction are read too, and still judged
+    for variable in ("prediction_count_scores", "prediction"):
+        answers.write_text(body + f"\n{variable} = 16\n")
+        check_file("ch07", answers)
+        assert "✓ halving the patch size: you predicted x16" in capsys.readouterr().out
+        answers.write_text(body + f"\n{variable} = 4\n")
+        check_file("ch07", answers)
+        assert "✗ halving the patch size: you predicted x4" in capsys.readouterr().out
+
+
+def test_the_cli_listing_names_the_prediction_variable(capsys):
+    from attnbook.exercises.__main__ import list_functions
+    list_functions("ch07")
+    assert "predicted_ratio" in capsys.readouterr().out
 
 
 # ----- 6. a local attention mask for any grid and radius -----

@@ -145,12 +145,17 @@ def _measure_scores(count_scores: Callable[[int], int]) -> tuple[dict[int, int],
 _NOT_GIVEN = object()
 
 
-def check_count_scores(count_scores: Callable[[int], int], predicted_ratio: object = _NOT_GIVEN) -> CheckResult:
-    """``count_scores(P)``: the attention scores one layer of ``ViT(ViTConfig(patch_size=P))``
+def check_count_scores(count_scores: Callable[[int], int], predicted_ratio: object = _NOT_GIVEN,
+                       prediction: object = _NOT_GIVEN) -> CheckResult:
+    """``count_scores(P), and predicted_ratio = <your prediction>``: the attention scores one layer of ``ViT(ViTConfig(patch_size=P))``
     computes for one 8x8 digit (all heads); the measuring half of the prediction exercise.
 
     The command line passes the answers file's ``predicted_ratio`` too (``reads_variables``);
-    then this is ``check_patch_halving_prediction(predicted_ratio, count_scores)``."""
+    then this is ``check_patch_halving_prediction(predicted_ratio, count_scores)``. A file that
+    follows the command line's generic convention (``prediction_count_scores`` or ``prediction``)
+    is accepted too when it has no ``predicted_ratio``."""
+    if predicted_ratio is None and prediction is not _NOT_GIVEN:
+        predicted_ratio = prediction  # the CLI's documented name for a prediction
     if predicted_ratio is not _NOT_GIVEN:
         return check_patch_halving_prediction(predicted_ratio, count_scores)
     measured, problem = _measure_scores(count_scores)
