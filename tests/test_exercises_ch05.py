@@ -631,3 +631,79 @@ def test_parallel_layer_measurement_separates_the_two_layers():
 def test_parallel_layer_prediction_needs_a_right_layer(capsys):
     result = check_parallel_layer_prediction("pre-norm", ENCODER_WRONG[0][0])
     assert not result and "fix parallel_encoder_layer first" in capsys.readouterr().out
+
+
+# --- the command line reads the predict-then-measure exercises' predictions ------------------------
+@pytest.mark.parametrize(("prediction", "passes", "says"), [
+    (None, False, "not done yet"),
+    ("pre-norm", True, "as measured"),
+    ("post-norm", False, "closer: post-norm"),
+    ("pre", False, "is one of"),
+])
+def test_parallel_layer_file_checks_the_prediction(prediction, passes, says, capsys):
+    from attnbook.exercises.ch05 import check_parallel_layer_file
+    result = check_parallel_layer_file(parallel_encoder_layer, prediction=prediction)
+    out = capsys.readouterr().out
+    assert bool(result) is passes
+    assert says in out or result.diagnosis == says
+
+
+def test_parallel_layer_file_needs_a_right_layer(capsys):
+    from attnbook.exercises.ch05 import check_parallel_layer_file
+    assert not check_parallel_layer_file(ENCODER_WRONG[0][0], prediction="pre-norm")
+    assert "fix parallel_encoder_layer first" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize(("prediction", "passes", "says"), [
+    (None, False, "not done yet"),
+    (0.77, True, "consistent"),
+    (0.86, True, "consistent"),              # within 0.03 of the accepted range's top
+    ((0.69, 0.85), True, "consistent"),
+    (0.88, False, "too confident"),
+    (0.95, False, "above the smoothing optimum"),
+    ((0.91, 0.99), False, "above the smoothing optimum"),
+    (0.5, False, "too unsure"),
+    ((0.40, 0.60), False, "too unsure"),
+    ((0.60, 0.90), False, "range too wide"),
+    ((0.85, 0.69), False, "low <= high"),
+    (1.5, False, "between 0 and 1"),
+    (77, False, "between 0 and 1"),          # a percentage, not a probability
+    ("high", False, "a number"),
+])
+def test_confidence_file_checks_the_prediction(prediction, passes, says, capsys):
+    from attnbook.exercises.ch05 import check_confidence_file
+    result = check_confidence_file(right_token_probability, prediction=prediction)
+    out = capsys.readouterr().out
+    assert bool(result) is passes
+    assert says in out or result.diagnosis == says
+
+
+def test_confidence_file_needs_a_right_function(capsys):
+    from attnbook.exercises.ch05 import check_confidence_file
+    assert not check_confidence_file(probability_variant("max"), prediction=0.77)
+    assert "fix right_token_probability first" in capsys.readouterr().out
+
+
+def test_command_line_passes_the_files_predictions(tmp_path, capsys):
+    """``python -m attnbook.exercises ch05 answers.py`` hands prediction_<name> to the checker:
+    the same right function passes or fails with the prediction alone."""
+    import inspect
+    import textwrap
+    from attnbook.exercises import ch05
+    from attnbook.exercises.__main__ import check_file
+    saved = dict(ch05.EXERCISES)
+    code = textwrap.dedent(inspect.getsource(right_token_probability))
+    header = "import torch\nimport torch.nn.functional as F\n"
+    try:  # only this exercise: the others need their functions
+        ch05.EXERCISES.clear()
+        ch05.EXERCISES["right_token_probability"] = saved["right_token_probability"]
+        answers = tmp_path / "answers.py"
+        for prediction, status, says in (("0.77", 0, "consistent"), ("0.95", 1, "above 0.902"),
+                                         (None, 1, "not done yet")):
+            line = f"prediction_right_token_probability = {prediction}\n" if prediction else ""
+            answers.write_text(header + line + code)
+            assert check_file("ch05", answers) == status
+            assert says in capsys.readouterr().out
+    finally:
+        ch05.EXERCISES.clear()
+        ch05.EXERCISES.update(saved)

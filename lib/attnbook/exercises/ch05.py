@@ -840,11 +840,69 @@ def check_beam_search(fn: Callable) -> CheckResult:
     return run_cases("beam search", no_grad(fn), cases, BEAM_MISTAKES)
 
 
+# --- the command line: the two predict-then-measure exercises read the file's prediction ----------
+def check_parallel_layer_file(fn: Callable, prediction: object = None) -> CheckResult:
+    """``parallel_encoder_layer(layer: EncoderBlock, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``
+    with ``prediction_parallel_encoder_layer`` ("pre-norm" or "post-norm"): the command line's
+    form of ``check_parallel_layer_prediction`` (the function is checked, then measured)."""
+    if prediction is None:
+        return _finish("parallel layer prediction", False, "not done yet: write "
+                       "prediction_parallel_encoder_layer = 'pre-norm' or 'post-norm' in your file (which "
+                       "sequential layer the parallel one is closer to) before you run the check.")
+    return check_parallel_layer_prediction(prediction, fn)
+
+
+def check_confidence_file(fn: Callable, prediction: object = None) -> CheckResult:
+    """``right_token_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id) -> float`` with
+    ``prediction_right_token_probability`` (a probability, or a range (low, high)). The command line
+    has no trained model, so the prediction is compared with ``CONFIDENCE_RANGE``, the range the
+    notebook's check accepts for the chapter's trained model; the notebook measures the model itself."""
+    name = "confidence prediction"
+    if not check_right_token_probability(fn):
+        return _finish(name, False, "fix right_token_probability first: the measurement uses it.")
+    if prediction is None:
+        return _finish(name, False, "not done yet: write prediction_right_token_probability (a probability, "
+                       "or a range (low, high)) in your file before you run the check.")
+    is_range = isinstance(prediction, (tuple, list))
+    try:
+        bounds = (float(prediction[0]), float(prediction[1])) if is_range else (float(prediction),) * 2
+    except (TypeError, ValueError, IndexError):
+        return _finish(name, False, f"a prediction is a number or two numbers (low, high); you gave {prediction!r}.")
+    if (is_range and len(prediction) != 2) or bounds[0] > bounds[1]:
+        return _finish(name, False, f"a range is two numbers (low, high) with low <= high; you gave {prediction}.")
+    if not all(0.0 <= b <= 1.0 for b in bounds):
+        return _finish(name, False, f"a probability lies between 0 and 1; you predicted {prediction}.")
+    if is_range and bounds[1] - bounds[0] > MAX_RANGE_WIDTH + 1e-9:
+        return _finish(name, False, f"your range {bounds[0]:.2f}-{bounds[1]:.2f} is {bounds[1] - bounds[0]:.2f} "
+                       f"wide: at most {MAX_RANGE_WIDTH:.2f}, so narrow it with the chapter's numbers.",
+                       "range too wide")
+    low, high = CONFIDENCE_RANGE
+    tolerance = 0.0 if is_range else PREDICTION_TOLERANCE
+    shown = f"{bounds[0]:.2f}-{bounds[1]:.2f}" if is_range else f"{bounds[0]:.2f}"
+    where = (f"the command line has no trained model: it compares your prediction with {low:.2f}-{high:.2f}, "
+             "the range the notebook's check accepts for the chapter's trained model (run the notebook's "
+             "cell for the model's own number)")
+    if bounds[0] <= high + tolerance and bounds[1] >= low - tolerance:
+        return _finish(name, True, f"you predicted {shown}; {where}: consistent with it.")
+    if bounds[0] > SMOOTHING_OPTIMUM:
+        return _finish(name, False, f"you predicted {shown}, above {SMOOTHING_OPTIMUM:.3f}, the probability a "
+                       "model that fit the smoothed targets exactly would give: with ε = 0.1 over 43 classes no "
+                       "position gains from going higher, and the wrong positions pull the average lower still. "
+                       f"({where}.)", "above the smoothing optimum")
+    if bounds[0] > high:
+        return _finish(name, False, f"you predicted {shown}, too high: about one position in eight is wrong "
+                       "(PER about 12%) and gives the right phoneme little, and after only 960 steps even the "
+                       f"right positions sit below the smoothing optimum {SMOOTHING_OPTIMUM:.3f}. ({where}.)",
+                       "too confident")
+    return _finish(name, False, f"you predicted {shown}, too low: the model gets most phonemes right (test PER "
+                   f"about 12%), so the right phoneme gets most of the probability. ({where}.)", "too unsure")
+
+
 EXERCISES = {
-    "parallel_encoder_layer": check_parallel_encoder_layer,
+    "parallel_encoder_layer": check_parallel_layer_file,
     "label_smoothed_loss": check_label_smoothed_loss,
     "decoder_step": check_decoder_step,
-    "right_token_probability": check_right_token_probability,
+    "right_token_probability": check_confidence_file,
     "capped_greedy_decode": check_capped_greedy_decode,
     "beam_search": check_beam_search,
 }
