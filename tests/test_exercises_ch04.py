@@ -96,6 +96,8 @@ SPLIT_WRONG = [
      .reshape(x.shape[0], h, x.shape[1], -1), "positions and features swapped, then reshaped"),
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 3).transpose(2, 3).flip(2),
      "positions reversed"),
+    (lambda x, h: torch.stack([x[..., i::h] for i in range(h)], dim=2)
+     .reshape(x.shape[0], h, x.shape[1], -1), "stacked on dim 2, then reshaped"),
     (not_done, ""),
 ]
 
@@ -194,6 +196,10 @@ def scored_037(monkeypatch):
     (lambda: (_tagger(64, trained=False), 0.37)[1], "no 64-head model trained"),  # built only
     (lambda: (_tagger(32), 0.37)[1], "no 64-head model trained"),  # 32 heads trained, not 64
     (lambda: (_tagger(64), 0.40)[1], "not the trained model's score"),  # trained, number made up
+    (lambda: 0.99, "no 64-head model trained"),  # written in, outside the range: not "H <= 32"
+    (lambda: 0.126, "no 64-head model trained"),  # written in: not "the one-head model"
+    (lambda: (_tagger(32), 0.99)[1], "trained H <= 32"),  # a 32-head model trained: named
+    (lambda: (_tagger(1), 0.126)[1], "the one-head model"),  # a one-head model trained: named
 ])
 def test_heads_measurement_needs_the_64_head_run(measure, diagnosis, scored_037, capsys):
     result = check_heads_measurement(measure, prediction=0.5)

@@ -89,6 +89,13 @@ SPLIT_MISTAKES = [
             "in dimension 2: permute(0, 3, 1, 2), no reshape needed.",
             gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(0, 3, 2, 1)
             .reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("stacked on dim 2, then reshaped", "torch.stack([x[..., h::H] for h in range(H)], dim=2) "
+            "holds the right slices but gives (B, T, H, Dh), and reshaping that to (B, H, T, Dh) only "
+            "relabels the axes (positions and heads mixed). Stack on dim=1 instead, which gives "
+            "(B, H, T, Dh) directly, or transpose(1, 2) the (B, T, H, Dh) result; reshape never moves "
+            "an axis.",
+            gives=lambda x, h: torch.stack([x[..., i::h] for i in range(h)], dim=2)
+            .reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
     Mistake("transposed before the view", "transpose(1, 2) makes x (B, D, T), and reshaping that to "
             "(B, H, T, Dh) reads positions as features: keep x as (B, T, D), view its last dimension "
             "as (Dh, H), then permute(0, 3, 1, 2).",
@@ -264,11 +271,12 @@ def _interior_score(model: torch.nn.Module) -> float:
     return (named == targets[:, 1:-1]).all(-1).float().mean().item()
 
 
-def _trained_64_head_scores(measure: Callable[[], float]) -> tuple[object, list[float]]:
+def _trained_64_head_scores(measure: Callable[[], float]) -> tuple[object, list[float], bool]:
     """Call ``measure()`` while every ``SelfAttentionTagger`` it builds is recorded with a copy of
     its initial weights; return what it returned and the chapter's score of each tagger with 64
     heads whose weights changed since it was built (trained), so that a number returned with no
-    64-head model trained, or not the score of one, can be refused."""
+    64-head model trained, or not the score of one, can be refused; and whether any tagger, of
+    any number of heads, was trained (a number returned with none trained was written in)."""
     from attnbook.models.tagger import SelfAttentionTagger
 
     built, original = [], SelfAttentionTagger.__init__
@@ -283,16 +291,17 @@ def _trained_64_head_scores(measure: Callable[[], float]) -> tuple[object, list[
         measured = measure()
     finally:
         SelfAttentionTagger.__init__ = original
-    scores = []
+    scores, any_trained = [], False
     for model, initial in built:
         now = model.state_dict()
         trained = any(not torch.equal(initial[k].to(v.device), v) for k, v in now.items())
+        any_trained = any_trained or trained
         if model.attention.num_heads == 64 and trained:
             try:
                 scores.append(_interior_score(model))
             except Exception:  # noqa: BLE001 - a tagger of another shape: not the chapter's model
                 pass
-    return measured, scores
+    return measured, scores, any_trained
 
 
 SCORE_TOLERANCE = 2.5e-4  # five of the 20,000 interior positions (another device's rounding)
@@ -312,15 +321,18 @@ def check_heads_measurement(measure: Callable[[], float], prediction: object = N
     if not callable(measure):
         return check_heads_prediction(prediction, measure)
     try:
-        measured, scores = _trained_64_head_scores(measure)
+        measured, scores, any_trained = _trained_64_head_scores(measure)
     except NotImplementedError:
-        measured, scores = None, []  # "not done yet: your prediction is written; now train ..."
+        measured, scores, any_trained = None, [], False  # "not done yet: your prediction is written"
     value = _as_number(measured)
-    if value is not None and HEADS_RANGE[0] <= value <= HEADS_RANGE[1]:
-        if not scores:
-            return _verdict(HEADS_OUTCOME, False, f"got {measured!r}, but measure_64_heads() trained no "
+    in_range = value is not None and HEADS_RANGE[0] <= value <= HEADS_RANGE[1]
+    if value is not None and not scores and (in_range or not any_trained and 0.0 <= value <= 1.0):
+        # checked before the range, so that a number written in (0.99, 0.126, ...) is not read as
+        # the score of another model: nothing was trained
+        return _verdict(HEADS_OUTCOME, False, f"got {measured!r}, but measure_64_heads() trained no "
                             "model with 64 heads: the number must come from a run, not be written in. "
                             + HEADS_OUTCOME.how_to_measure, "no 64-head model trained")
+    if in_range:
         if not any(abs(value - s) <= SCORE_TOLERANCE for s in scores):
             found = ", ".join(f"{s:.4f}" for s in scores)
             return _verdict(HEADS_OUTCOME, False, f"got {measured!r}, but the 64-head model that "
