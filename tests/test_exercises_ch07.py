@@ -212,7 +212,7 @@ UNPATCHIFY_WRONG = {
     "first copy wins": (_first_wins, "first_wins"),
     "column by column": (_column_major, "column_major"),
     "channel-last": (_channel_last, "channel_last"),
-    "ignores the stride": (_stride_as_patch, None),
+    "ignores the stride": (_stride_as_patch, "stride_ignored"),
     "divides by the largest count": (
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
         / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).max(), "constant_overlap"),

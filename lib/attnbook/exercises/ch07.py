@@ -288,6 +288,15 @@ def _unpatchify_constant_overlap(patches, P, stride, H, W):
     return _unpatchify_sum(patches, P, stride, H, W) / (P / stride) ** 2
 
 
+def _unpatchify_stride_ignored(patches, P, stride, H, W):
+    """The windows laid side by side every P pixels, as if the stride were P (no overlap)."""
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    rows, cols = H // P, W // P
+    x = patches[:, :rows * cols].reshape(B, rows, cols, C, P, P).permute(0, 3, 1, 4, 2, 5)
+    return x.reshape(B, C, rows * P, cols * P)
+
+
 class RaisedError:
     """What the reader's function raised on a case whose shape suggests why (see ``_explain_crash``)."""
 
@@ -366,6 +375,11 @@ UNPATCHIFY_MISTAKES = (
             "the windows were placed column by column; they are in reading order, row by row "
             "(window n = row * cols + col)",
             gives=_unpatchify_column_major),
+    Mistake("stride_ignored",
+            "the windows were laid side by side every P pixels, as if the stride were the window "
+            "size; window (row, col) starts at pixel row * stride, col * stride, so with a stride "
+            "smaller than P the windows overlap",
+            gives=_unpatchify_stride_ignored),
 )
 
 
