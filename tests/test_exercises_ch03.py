@@ -312,6 +312,8 @@ WINDOW_MASK_WRONG = [
     (window_from_query_index, "window from the query index"),
     (window_from_first_query, "window from the first query"),
     (window_without_cache, "cached keys hidden"),
+    (lambda t, s, w: torch.ones(t, s, dtype=torch.bool).tril(s - t)
+     & (torch.arange(s)[None, :] < w), "window counted from the cache start"),
     (lambda t, s, w: torch.ones(t, s, dtype=torch.bool).tril(s - t), "no window"),
     (window(lo=-1), "window one too wide"),
     (window(lo=1), "window one too narrow"),

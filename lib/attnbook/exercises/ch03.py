@@ -411,6 +411,10 @@ WINDOW_MASK_MISTAKES = [
             "position - window < j <= position, with position = S - T + i for both limits.",
             gives=lambda t, s, w: _window_mask(t, s, s)
             & (torch.arange(s)[None, :] > torch.arange(t)[:, None] - w)),
+    Mistake("window counted from the cache start", "your window holds the first `window` keys of the "
+            "cache (key < window) for every query: it must end at the query itself, keys "
+            "position - window < j <= position for the query at position S - T + i.",
+            gives=lambda t, s, w: _window_mask(t, s, s) & (torch.arange(s)[None, :] < w)),
     Mistake("no window", "that is the plain causal mask: each query may see only the last `window` "
             "positions, itself included (keys position - window < j <= position).",
             gives=lambda t, s, w: _window_mask(t, s, s)),
