@@ -816,8 +816,10 @@ def fill_spans_keeping_stray_text(inputs, target, eos_id):
 
 def fill_spans_stray_text_into_first_span(inputs, target, eos_id):
     """Text before the first sentinel joins the first sentinel's span."""
-    first = next((t for t in target if t > 900), None)
-    moved = [first] + [t for t in target if t != first] if first is not None else target
+    first = next((i for i, t in enumerate(target) if t > 900), None)
+    if first is None:
+        return fill_spans(inputs, target, eos_id)
+    moved = [target[first]] + target[:first] + target[first + 1:]  # only its first occurrence
     return fill_spans(inputs, moved, eos_id)
 
 
