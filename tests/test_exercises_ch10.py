@@ -804,6 +804,31 @@ def test_fill_spans_names_review_mistakes(wrong, diagnosis):
     assert not result and result.diagnosis == diagnosis
 
 
+def fill_spans_keeping_stray_text(inputs, target, eos_id):
+    """Text written before the first sentinel is put in front of the result (review d)."""
+    stray = []
+    for token in target:
+        if token == eos_id or token > 900:
+            break
+        stray.append(token)
+    return stray + fill_spans(inputs, target, eos_id)
+
+
+def fill_spans_stray_text_into_first_span(inputs, target, eos_id):
+    """Text before the first sentinel joins the first sentinel's span."""
+    first = next((i for i, t in enumerate(target) if t > 900), None)
+    if first is None:
+        return fill_spans(inputs, target, eos_id)
+    moved = [target[first]] + target[:first] + target[first + 1:]  # only its first occurrence
+    return fill_spans(inputs, moved, eos_id)
+
+
+@pytest.mark.parametrize("wrong", [fill_spans_keeping_stray_text, fill_spans_stray_text_into_first_span])
+def test_fill_spans_rejects_stray_text_before_the_first_sentinel(wrong):
+    result = check_fill_spans(wrong)
+    assert not result and result.diagnosis == "stray text kept"
+
+
 def test_fill_spans_reference_with_the_wide_range_passes():
     assert check_fill_spans(lambda i, t, e: fill_spans_with(i, t, e, lambda x: x > 900))
 

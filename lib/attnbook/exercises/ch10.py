@@ -346,6 +346,20 @@ def _fill_spans_from(inputs, target, eos_id, lowest: int):
     return out
 
 
+def _stray_text_kept(args, got) -> bool:
+    """The target's tokens before its first sentinel put into the text somewhere."""
+    inputs, target, eos_id = args
+    stray = []
+    for token in target:
+        if token == eos_id or token > SENTINEL_BASE - 100:
+            break
+        stray.append(token)
+    if not stray or not isinstance(got, list):
+        return False
+    want, k = _fill_spans(*args), len(stray)
+    return any(got[i:i + k] == stray and got[:i] + got[i + k:] == want for i in range(len(got) - k + 1))
+
+
 def _narrow_sentinel_range(args, got) -> bool:
     """Only the first few sentinels recognised (ids >= 1000 - k for some k from 1 to 14)."""
     return any(got == _fill_spans_from(*args, SENTINEL_BASE - k) for k in range(1, 15))
@@ -400,6 +414,8 @@ def check_fill_spans(fn: Callable) -> CheckResult:
          [991, 40, 990, 50, 991, 41, 42, 1], 1),
         ("sentinel 0 written twice, the second time last", [s[0], 5, s[1], 6, 2],
          [s[0], 20, s[1], 21, s[0], 22, 2], 2),
+        ("target text before the first sentinel belongs to no span", [5, s[0], 6, s[1], 7, 1],
+         [90, 91, s[0], 30, s[1], 31, 1], 1),
     ]
     cases = [Case(name, (inp, tgt, eos), _fill_spans(inp, tgt, eos),
                   hint="collect each sentinel's span from the target (up to </s>), then replace each "
@@ -430,6 +446,9 @@ def check_fill_spans(fn: Callable) -> CheckResult:
         Mistake("drops a kept token", "every token of the input that is not a sentinel is text and stays, in "
                 "its place: check the step that moves past a sentinel (or stops at the end).",
                 when=_drops_kept_token),
+        Mistake("stray text kept", "tokens the target writes before its first sentinel belong to no "
+                "span (no hole asked for them): drop them, do not add them to the text.",
+                when=_stray_text_kept),
         Mistake("eos kept", "</s> ends the sequence; it is not part of the text.", gives=_keeps_eos),
         Mistake("read past eos", "stop reading the target at </s>: whatever follows is not the model's answer.",
                 gives=_past_eos),
@@ -651,7 +670,7 @@ def check_corrupt(fn: Callable) -> CheckResult:
 
 # --- 4. predict, then measure: which position buckets does pretraining train? -------------------
 
-# the chapter's pretraining: 64-byte windows, 10 bytes hidden in 3 spans: every input is 58 tokens
+# the first study's Bible pretraining (benchmarks/t5_pretraining.py): 64-byte windows, 10 bytes hidden in 3 spans: every input is 58 tokens
 # (54 kept + 3 sentinels + </s>), every target 14 (10 + 3 sentinels + </s>)
 PRETRAIN_SRC, PRETRAIN_TGT = 58, 14
 
@@ -754,7 +773,8 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
     """``fn(config, src_length, tgt_length) -> (encoder_buckets, decoder_buckets)``: the sorted
     bucket ids of each stack's bias table that get a non-zero gradient from one loss on a batch
     of sources of ``src_length`` and targets of ``tgt_length`` tokens; ``prediction``, written
-    before measuring: how many of the 32 encoder buckets the chapter's pretraining ever trains."""
+    before measuring: how many of the 32 encoder buckets the first study's Bible pretraining (58-token inputs) ever
+    trains."""
     configs = [T5Config(40, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1),
                T5Config(40, d_model=16, num_heads=2, d_ff=24, num_buckets=8, max_distance=20),
                T5Config(300, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1)]
