@@ -340,7 +340,7 @@ SMOOTHING_WRONG = [
 
 
 def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_eos=False, shift=0,
-                   fixed_ids=False, caps="own", drop_all_eos=False, sample=False):
+                   fixed_ids=False, caps="own", drop_all_eos=False, sample=False, uncut=False):
     def fn(model, src, src_lengths, bos_id, eos_id, extra):
         if fixed_ids:
             bos_id, eos_id = 1, 2
@@ -362,6 +362,9 @@ def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_e
             ended |= tokens == eos_id
             if (ended | (torch.tensor(limit) <= n)).all() or (stop_any and ended.any()):
                 break
+        if uncut:  # every row as long as the loop ran: tokens after a row's <eos> kept, <eos> dropped
+            return [[t for t in r if t != eos_id] if eos_id not in r else r[: r.index(eos_id)]
+                    + r[r.index(eos_id) + 1:] for r in torch.stack(out, 1).tolist()]
         rows = [r[:c] for r, c in zip(torch.stack(out, 1).tolist(), limit)]
         if drop_all_eos:
             return [[t for t in r if t != eos_id] for r in rows]
@@ -382,6 +385,7 @@ GREEDY_WRONG = [
     (greedy_variant(stop_any=True), "stops at the first eos"),
     (greedy_variant(cut=False), "not cut at eos"),
     (greedy_variant(drop_all_eos=True), "drops every eos"),
+    (greedy_variant(uncut=True), "tokens kept after eos"),  # the review's loop: appends after <eos>
     (greedy_variant(keep_eos=True), "keeps eos"),
     (greedy_variant(shift=1), "cap off by one"),
     (greedy_variant(shift=-1), "cap off by one"),
@@ -397,7 +401,7 @@ GREEDY_WRONG = [
 
 
 def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alpha=None, keep_eos=False,
-                 aside=False, prune_normalised=False, drop=False, stop_top=False):
+                 aside=False, prune_normalised=False, drop=False, stop_top=False, extend=False):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha
@@ -409,13 +413,14 @@ def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alp
         for _ in range(max_len):
             candidates = []
             for score, tokens, st, finished in beams:
-                if finished:
+                if finished and not extend:
                     if not drop:  # the wrong variant loses a finished hypothesis
                         candidates.append((score, tokens, st, True))
                     continue
                 logits, new_state = step(tokens[-1] if tokens else bos_id, st if thread else first)
                 for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
-                    candidates.append((score + lp, tokens + [token], new_state, token == eos_id))
+                    candidates.append((score + lp, tokens + [token], new_state,
+                                       finished or token == eos_id))
             if not candidates:
                 break
             candidates.sort(key=rank)
@@ -430,6 +435,11 @@ def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alp
                 break
             if all(b[3] for b in beams):
                 break
+
+        if extend:  # the review's search: finished ones extended, cut at the first <eos> at the end
+            best = max(beams, key=lambda c: c[0] / max(len(c[1][: c[1].index(eos_id) + 1])
+                                                       if eos_id in c[1] else len(c[1]), 1) ** a)[1]
+            return best[: best.index(eos_id)] if eos_id in best else best
 
         def final(c):
             L = len(c[1]) - (0 if count_eos or not c[3] else 1) + (1 if count_bos else 0)
@@ -450,6 +460,7 @@ BEAM_WRONG = [
     (beam_variant(aside=True), "finished set aside"),
     (beam_variant(aside="max_len"), "finished set aside, run to max_len"),
     (beam_variant(aside="all"), "finished set aside, all of them"),
+    (beam_variant(extend=True), "finished hypotheses extended"),  # the review's wrong answer
     (beam_variant(keep_eos=True), "keeps eos"),
     (beam_variant(drop=True), "finished dropped"),
     (beam_variant(stop_top=True), "stops when the top beam finishes"),

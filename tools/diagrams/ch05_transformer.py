@@ -92,7 +92,8 @@ def mask(fig: Figure, cx: float, box: Box, name: str, shape: str) -> None:
     """A mask arriving from the right into an attention box."""
     x, top, bw, h = box
     fig.line([(cx + 150, top + h / 2), (x + bw + 2, top + h / 2)], "mask")
-    fig.text(cx + 152, top + h / 2 - 20, name, "code", anchor="start", size=11)
+    # the name's underscore must clear the shape below it (it sat on the "1" of "(B, 1, S)")
+    fig.text(cx + 152, top + h / 2 - 25, name, "code", anchor="start", size=11)
     fig.text(cx + 152, top + h / 2 - 6, shape, "shape", anchor="start")
 
 

@@ -380,6 +380,21 @@ def _capped_variant(model, src, src_lengths, bos_id, eos_id, extra, thread=True,
     return [r[: r.index(eos_id) + (1 if keep_eos else 0)] if eos_id in r else r for r in rows]
 
 
+def _kept_after_eos(args, got):
+    """True if some row is the right row followed by more tokens, and the loop had given that row
+    <eos> just where the right row ends (it went on appending after the row's <eos>)."""
+    if not isinstance(got, list):
+        return False
+    eos = args[4]
+    right = _capped_variant(*args)
+    longer = _capped_variant(*args[:5], args[5] + 64, cut="none")  # the rows as the loop goes on
+    for row, r, full in zip(got, right, longer):
+        if isinstance(row, list) and len(row) > len(r) and row[: len(r)] == r and eos in full \
+                and full.index(eos) == len(r):
+            return True
+    return False
+
+
 def _shifted(args, got, shift):
     return got == _capped_variant(*args, cap_shift=shift)
 
@@ -398,6 +413,10 @@ GREEDY_MISTAKES = [
             gives=lambda *a: _capped_variant(*a, keep_eos=True)),
     Mistake("not cut at eos", "cut each row at its first <eos>: the tokens after it are not part of the output.",
             gives=lambda *a: _capped_variant(*a, cut="none")),
+    Mistake("tokens kept after eos", "a row kept tokens generated after its <eos>: once a row has produced "
+            "<eos> it is finished, and whatever the loop generates for it later (while other rows go on) "
+            "is not part of its output; cut each row before its first <eos>.",
+            when=lambda args, got: _kept_after_eos(args, got)),
     Mistake("hard-coded ids", "use the bos_id and eos_id arguments, not fixed numbers.",
             gives=lambda m, src, lengths, b, e, n: _capped_variant(m, src, lengths, 1, 2, n)),
     Mistake("cap off by one", "your rows are one token too long or too short: a row may call step (generate "
@@ -716,7 +735,7 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
                   count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False,
-                  stop_on_top=False):
+                  stop_on_top=False, extend_finished=None):
     """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
     beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
     candidate leaves, not only those among the beam_size best)."""
@@ -727,13 +746,19 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
     for _ in range(max_len):
         candidates = []
         for score, tokens, st, finished in beams:
-            if finished:
+            if finished and not extend_finished:
                 if not drop_finished:  # the mistake: a finished hypothesis is lost, not kept
                     candidates.append((score, tokens, st, True))
                 continue
             logits, new = step(tokens[-1] if tokens else bos_id, st if thread else first)
             logp = torch.log_softmax(logits.float(), dim=-1).tolist()
-            candidates += [(score + lp, tokens + [v], new, v == eos_id) for v, lp in enumerate(logp)]
+            candidates += [(score + lp, tokens + [v], new, finished or v == eos_id) for v, lp in enumerate(logp)]
+        if extend_finished:  # the mistake: finished ones are extended too; stop at max_len or all finished
+            candidates.sort(key=lambda c: -c[0])
+            beams = candidates[:beam_size]
+            if extend_finished == "stop" and all(b[3] for b in beams):
+                break
+            continue
         if not candidates:
             break
         if prune_normalised:  # ranks by score / n**alpha at every step, not at the end
@@ -755,6 +780,12 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
     pool = done + beams
     if not pool:
         return []
+
+    if extend_finished:  # truncated at the first <eos>, n counted up to it (<eos> included)
+        def cut(c):
+            return c[1][: c[1].index(eos_id) + 1] if eos_id in c[1] else c[1]
+        best = max(pool, key=lambda c: c[0] / max(len(cut(c)), 1) ** length_penalty)[1]
+        return best[: best.index(eos_id)] if eos_id in best else best
 
     def final(c):
         length = len(c[1]) - (1 if (c[3] and not count_eos) else 0) + (1 if count_bos else 0)
@@ -790,6 +821,11 @@ BEAM_MISTAKES = [
             "beam_size live ones until max_len: here a finished hypothesis stays IN the beam with its score "
             "frozen, takes one of the beam_size places, and the search stops once all kept ones are finished.",
             gives=lambda *a: _beam_variant(*a, set_aside="max_len")),
+    Mistake("finished hypotheses extended", "your search goes on extending hypotheses that have produced <eos> "
+            "(their scores keep falling with the tokens after it) and cuts them at the first <eos> only at the "
+            "end: a finished hypothesis must stay in the beam with its score frozen at <eos>, and is not "
+            "extended again.",
+            when=lambda args, got: any(got == _beam_variant(*args, extend_finished=e) for e in ("stop", "max_len"))),
     Mistake("finished set aside, all of them", "you moved every finished candidate out of the beam, even those "
             "not among the beam_size best: a finished hypothesis stays in the beam with its score frozen, and "
             "only the beam_size best candidates (finished or not) are kept at each step.",
