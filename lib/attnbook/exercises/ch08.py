@@ -918,14 +918,18 @@ def check_invented_prediction(measure: Callable[[float], float],
         f"at {t}{' (the control)' if t == 1.0 else ''}: {measured[t]:.1%} "
         f"(expected {low:.0%}–{high:.0%})" for t, (low, high) in INVENTED_RANGES.items())
     said += f"; you predicted {shares[0.5]:.1%} and {shares[1.5]:.1%}"
+    # the measurement ran and is in range: the exercise is done (a pass); the prediction is
+    # graded in the text and the diagnosis, so a wrong guess is never edited to get a tick
     if shares[0.5] >= measured[1.0]:
-        return _finish(name, False, f"{said}. A temperature below 1 *sharpens* the distribution: "
-                       "the likely tokens, which mostly continue words of the training text, take "
-                       "the mass from the tail, where invented words come from.", "wrong direction")
+        return _prediction_off(name, f"{said}. A temperature below 1 *sharpens* the "
+                               "distribution: the likely tokens, which mostly continue words of "
+                               "the training text, take the mass from the tail, where invented "
+                               "words come from.", "wrong direction")
     if shares[1.5] <= measured[1.0]:
-        return _finish(name, False, f"{said}. A temperature above 1 *flattens* the distribution: "
-                       "the hundreds of unlikely tokens of the tail gain mass, and each one drawn "
-                       "inside a word can make it a word the Bible never uses.", "wrong direction")
+        return _prediction_off(name, f"{said}. A temperature above 1 *flattens* the "
+                               "distribution: the hundreds of unlikely tokens of the tail gain "
+                               "mass, and each one drawn inside a word can make it a word the "
+                               "Bible never uses.", "wrong direction")
     gaps = {t: shares[t] - measured[t] for t in INVENTED_TEMPERATURES}
     off = {t: abs(g) > 0.05 + 0.25 * measured[t] for t, g in gaps.items()}
     if not any(off.values()):
@@ -945,8 +949,19 @@ def check_invented_prediction(measure: Callable[[float], float],
                    if gaps[1.5] > 0 else
                    "the tail is long: dividing the logits by 1.5 raises every unlikely token at "
                    "once, and one odd piece inside a word makes the whole word new")
-    return _finish(name, False, f"{said}: right direction, but " + "; and ".join(why) + ".",
-                   "magnitude")
+    return _prediction_off(name, f"{said}: right direction, but " + "; and ".join(why) + ".",
+                           "magnitude")
+
+
+PREDICTION_OFF = "prediction off"
+
+
+def _prediction_off(name: str, text: str, diagnosis: str) -> CheckResult:
+    """A predict-then-measure verdict once the measurement has run: the exercise passes (the
+    measurement is what it asks for), and the prediction's miss is named and explained, so
+    there is no reason to edit the prediction after measuring."""
+    return _finish(name, True, f"{text} ({PREDICTION_OFF}: {diagnosis}; keep your prediction "
+                   "as written, and note what surprised you.)", diagnosis)
 
 
 # --- 8. predict, then measure: a window of 16 --------------------------------------------------
@@ -988,19 +1003,19 @@ def check_window_prediction(measure: Callable[[], tuple[float, float]],
     if abs(prediction - short) <= 0.15 * short:
         return _finish(name, True, f"{said}: within 15%.")
     if prediction >= chapter:
-        return _finish(name, False, f"{said}: the shorter window did not cost this model "
-                       "anything; it helped. Section 8.4's right panel shows why it could: the "
-                       "chapter's GPT gains almost nothing from the tokens beyond the first 16 or "
-                       "so (its in-context-learning score is about zero), and at the same tokens "
-                       "per step the 16-window model trains on four times as many windows. "
-                       "Which of the two explains the gain is not measured.", "wrong direction")
+        return _prediction_off(name, f"{said}: the shorter window did not cost this model "
+                        "anything; it helped. Section 8.4's right panel shows why it could: the "
+                        "chapter's GPT gains almost nothing from the tokens beyond the first 16 or "
+                        "so (its in-context-learning score is about zero), and at the same tokens "
+                        "per step the 16-window model trains on four times as many windows. "
+                        "Which of the two explains the gain is not measured.", "wrong direction")
     if prediction > short:
-        return _finish(name, False, f"{said}: right direction, but the gain is larger than you "
-                       f"thought: {chapter - short:.1f} points of perplexity at the same tokens per "
-                       "step and steps. What causes it (four times as many windows per step, each "
-                       "position's row of the table trained four times as often, or both) is not "
-                       "measured.", "too small a gain")
-    return _finish(name, False, f"{said}: right direction, but too far: every target in a window "
+        return _prediction_off(name, f"{said}: right direction, but the gain is larger than you "
+                        f"thought: {chapter - short:.1f} points of perplexity at the same tokens per "
+                        "step and steps. What causes it (four times as many windows per step, each "
+                        "position's row of the table trained four times as often, or both) is not "
+                        "measured.", "too small a gain")
+    return _prediction_off(name, f"{said}: right direction, but too far: every target in a window "
                    "of 16 has at most 15 tokens of context, and the first of each window almost "
                    "none (Section 8.4: the chapter's GPT is at 3.90 nats with one token of "
                    "context), which keeps the short-window model's perplexity up.",
