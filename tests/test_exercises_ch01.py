@@ -170,6 +170,9 @@ ONE_HOT_WRONG = [
     (lambda ids, n: torch.eye(n)[ids].long(), "integer dtype"),
     (lambda ids, n: torch.eye(n, dtype=torch.bool)[ids], "integer dtype"),
     (lambda ids, n: torch.eye(n)[ids - 1], "off by one"),
+    (lambda ids, n: torch.eye(n)[(ids + 1) % n], "off by one"),  # ones one column right, wrapping
+    (lambda ids, n: torch.eye(n + 1)[ids + 1][..., :n], "off by one"),  # ids counted from 1
+    (lambda ids, n: torch.eye(n + 1)[ids][..., 1:], "off by one"),  # column 0 dropped
     (lambda ids, n: torch.eye(n)[ids].movedim(-1, 0), "class axis first"),
     (lambda ids, n: torch.eye(n)[ids.flatten()], "flattened"),
     (one_hot_in_place, MUTATION),
@@ -625,3 +628,48 @@ def test_measure_halves_splits_c_in_two():
     assert alone == halves["backward"]
     with pytest.raises(ValueError, match="half"):
         measure_probe(Model(), pairs, pairs, src_vocab, tgt_vocab, length=3, half="left")
+
+
+# --- the command line: the two predict-then-measure exercises -----------------------------------
+from attnbook.exercises.ch01 import (  # noqa: E402
+    FIRST_RANGE, SWAP_RANGE, check_first_letter_file, check_swapped_context_file)
+
+
+@pytest.mark.parametrize("checker, bounds", [(check_swapped_context_file, SWAP_RANGE),
+                                             (check_first_letter_file, FIRST_RANGE)])
+@pytest.mark.parametrize("where, passed, diagnosis", [
+    ("low", True, ""), ("high", True, ""), ("mid", True, ""),
+    ("below", False, "below the range"), ("above", False, "above the range"),
+    ("percent", False, "percent"), ("text", False, "not a number"), ("bool", False, "not a number"),
+])
+def test_command_line_prediction(checker, bounds, where, passed, diagnosis, capsys):
+    low, high = bounds
+    prediction = {"low": low, "high": high, "mid": (low + high) / 2, "below": low - 0.02,
+                  "above": min(high + 0.02, 1.0), "percent": 100 * (low + high) / 2,
+                  "text": str(low), "bool": True}[where]
+    result = checker(None, prediction=prediction)
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_command_line_reads_both_predictions(tmp_path, capsys):
+    """``python -m attnbook.exercises ch01 answers.py`` hands prediction_<name> to the two
+    predict-then-measure checkers, with no function to write."""
+    from attnbook.exercises import ch01
+    from attnbook.exercises.__main__ import check_file
+    saved = dict(ch01.EXERCISES)
+    try:  # only these two exercises: the others need their functions
+        ch01.EXERCISES.clear()
+        ch01.EXERCISES.update({k: saved[k] for k in ("swapped_context", "first_letter")})
+        answers = tmp_path / "answers.py"
+        for text, status, says in (("prediction_swapped_context = 0.74\nprediction_first_letter = 0.25\n",
+                                    0, "2 of 2"),
+                                   ("prediction_swapped_context = 0.2\nprediction_first_letter = 0.25\n",
+                                    1, "below"),
+                                   ("prediction_first_letter = 0.25\n", 1, "not done yet")):
+            answers.write_text(text)
+            assert check_file("ch01", answers) == status
+            assert says in capsys.readouterr().out
+    finally:
+        ch01.EXERCISES.clear()
+        ch01.EXERCISES.update(saved)

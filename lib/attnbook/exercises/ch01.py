@@ -37,6 +37,21 @@ def _is_tensor(got: object) -> bool:
     return isinstance(got, torch.Tensor)
 
 
+def _off_by_one(ids: torch.Tensor, n: int, got: object) -> bool:
+    """True if ``got`` is the one-hot of ``ids`` shifted one column either way (wrapping round,
+    or with the row that falls off the edge left at zeros)."""
+    if not _is_tensor(got) or got.shape != (*ids.shape, n) or ids.numel() == 0:
+        return False
+    right = torch.eye(n)[ids]
+    for shift in (1, -1):
+        wrapped = torch.eye(n)[(ids + shift) % n]
+        edged = torch.eye(n + 2)[ids + 1 + shift][..., 1:n + 1]
+        for wrong in (wrapped, edged):
+            if not torch.equal(wrong, right) and torch.equal(got.float(), wrong):
+                return True
+    return False
+
+
 ONE_HOT_MISTAKES = [
     Mistake("ignores num_classes", "the class axis has the wrong size: make it num_classes long "
             "(your answer ignores the num_classes argument, or uses ids.max() + 1).",
@@ -46,8 +61,9 @@ ONE_HOT_MISTAKES = [
             "(a one-hot vector is fed to layers that multiply it).",
             when=lambda args, got: _is_tensor(got) and not got.is_floating_point()
             and got.shape == (*args[0].shape, args[1])),
-    Mistake("off by one", "the ones are one column off: id 0 sets column 0 and id num_classes-1 the last column.",
-            gives=lambda ids, n: torch.eye(n)[(ids - 1) % n]),
+    Mistake("off by one", "the ones are one column off (ids counted from 1, or a +1/-1 on the column): id 0 "
+            "sets column 0 and id num_classes-1 the last column, so index torch.eye(num_classes) with ids "
+            "itself.", when=lambda args, got: _off_by_one(*args, got)),
     Mistake("class axis first", "the class axis must come last: ids of shape (...) give (..., num_classes).",
             gives=lambda ids, n: torch.eye(n)[ids].movedim(-1, 0)),
     Mistake("flattened", "keep the shape of ids: (B, T) ids give (B, T, num_classes), not (B*T, num_classes).",
@@ -665,9 +681,9 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
     """
     name = "another word's context"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_per, then run the cell.")
+        return _finish(name, False, "not done yet: write your prediction into prediction_swapped_context, then run the cell.")
     if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
-        return _finish(name, False, f"predicted_per must be a number (a fraction such as 0.5), got "
+        return _finish(name, False, f"prediction_swapped_context must be a number (a fraction such as 0.5), got "
                        f"{type(predicted).__name__}.", "not a number")
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the PER as a fraction: {predicted} looks like a percentage "
@@ -697,7 +713,7 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                f"{_percent(own)} is {own / ceiling:.0%} of that ceiling, with outputs much closer to the "
                "donor's pronunciation than to the word's own. So the C read at every step decides most of "
                "the output; the start state s_0 = tanh(W_s C + b_s) only sets where the GRU begins and "
-               "keeps a little of the word.")
+               "keeps a little of the word (the solution's second arm, part=\"start\", swaps s_0 alone).")
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
@@ -866,9 +882,9 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
     on the chapter's model), and explain."""
     name = "the first letter, from the forward half of C"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into predicted_first, then run the cell.")
+        return _finish(name, False, "not done yet: write your prediction into prediction_first_letter, then run the cell.")
     if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
-        return _finish(name, False, f"predicted_first must be a number (a fraction such as 0.5), got "
+        return _finish(name, False, f"prediction_first_letter must be a number (a fraction such as 0.5), got "
                        f"{type(predicted).__name__}.", "not a number")
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
@@ -918,14 +934,58 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                    "too pessimistic")
 
 
+# --- the command line: the two predict-then-measure exercises read the file's prediction ----------
+NO_MODEL_NOTE = ("the command line has no trained model, so it only checks that your prediction lies in "
+                 "the range the notebook's check accepts as a measurement of the chapter's model; run the "
+                 "notebook's cell for the measurement and the verdict (within 10 points of it)")
+
+
+def _range_prediction(name: str, prediction: object, variable: str, low: float, high: float) -> CheckResult:
+    """A prediction (a fraction) checked against the range ``low``-``high`` of valid measurements."""
+    if prediction is None:
+        return _finish(name, False, f"not done yet: write {variable} (a fraction, e.g. 0.5) in your file "
+                       "before you run the check.")
+    if not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
+        return _finish(name, False, f"{variable} must be a number (a fraction such as 0.5), got "
+                       f"{type(prediction).__name__}.", "not a number")
+    if 1.5 < prediction <= 150:
+        return _finish(name, False, f"write it as a fraction: {prediction} looks like a percentage "
+                       f"(use {prediction / 100:g}).", "percent")
+    shown = f"{_percent(low)}-{_percent(high)}"
+    if low <= prediction <= high:
+        return _finish(name, True, f"{_percent(prediction)} lies in {shown}; {NO_MODEL_NOTE}.")
+    side = "below" if prediction < low else "above"
+    return _finish(name, False, f"{_percent(prediction)} is {side} {shown}; {NO_MODEL_NOTE}.", f"{side} the range")
+
+
+def check_swapped_context_file(fn: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_swapped_context``: the predicted PER (a fraction) with another word's C at every
+    step; the command line's form of ``check_swapped_context``, compared with ``SWAP_RANGE``."""
+    return _range_prediction("another word's context", prediction, "prediction_swapped_context", *SWAP_RANGE)
+
+
+def check_first_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_first_letter``: the predicted accuracy (a fraction) of a probe reading the first
+    letter from the forward half of C; the command line's form of ``check_first_letter``, compared
+    with ``FIRST_RANGE``."""
+    return _range_prediction("the first letter, from the forward half of C", prediction,
+                             "prediction_first_letter", *FIRST_RANGE)
+
+
+check_swapped_context_file.prediction_only = True  # no function to write, only the prediction
+check_first_letter_file.prediction_only = True
+
+
 EXERCISES = {
     "one_hot": check_one_hot,
     "shift_targets": check_shift_targets,
     "sequence_nll": check_sequence_nll,
     "sample_decode": check_sample_decode,
+    "swapped_context": check_swapped_context_file,
+    "first_letter": check_first_letter_file,
 }
 # ``check_greedy_decode`` and ``check_edit_distance`` (an earlier decoding exercise, and an
 # exercise on the metric PER uses) stay for their tests; the notebook asks for ``shift_targets``,
-# ``sequence_nll`` and ``sample_decode``.
-# ``check_swapped_context`` takes a prediction and a measurement, not a function, so the CLI
-# (``python -m attnbook.exercises ch01 answers.py``) does not list it.
+# ``sequence_nll`` and ``sample_decode``. The two predict-then-measure exercises read the file's
+# ``prediction_swapped_context`` and ``prediction_first_letter``; with no trained model, the
+# command line only checks each prediction against the range of valid measurements.
