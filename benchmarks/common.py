@@ -101,6 +101,15 @@ def run_jobs(fn: Callable[..., R], jobs_args: list[tuple], jobs: int) -> list[R]
         return [future.result() for future in futures]
 
 
+def run_and_write(fn: Callable[..., dict], jobs_args: list[tuple], jobs: int, out: Path,
+                  description: str) -> None:
+    """``run_jobs``, then write ``{"description", "machine", "runs"}`` to ``out``: the whole
+    results file of a sweep whose rows are the runs themselves."""
+    rows = run_jobs(fn, jobs_args, jobs)
+    write_result(out, {"description": description,
+                       "machine": machine(jobs if jobs > 1 else None), "runs": rows})
+
+
 def log_rows(paths: Iterable[Path]) -> list[dict]:
     """The JSON objects printed one per line in earlier runs' logs (other lines are skipped)."""
     return [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.startswith("{")]

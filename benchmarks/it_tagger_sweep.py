@@ -114,12 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     jobs = [(layers, lr, s, k, args.steps) for k in args.splits for lr in args.lrs
             for layers in (1, 2) for s in args.seeds]
-    rows = common.run_jobs(run, jobs, args.jobs)
-    common.write_result(common.Path(args.out), {
-        "description": __doc__.splitlines()[0],
-        "machine": common.machine(args.jobs if args.jobs > 1 else None),
-        "runs": rows,
-    })
+    common.run_and_write(run, jobs, args.jobs, common.Path(args.out), __doc__.splitlines()[0])
     return 0
 
 

@@ -52,12 +52,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(common.RESULTS / "reversal_blur_scale.json"))
     args = p.parse_args(argv)
     jobs = [(std, s, args.steps) for std in args.stds for s in args.seeds]
-    rows = common.run_jobs(run, jobs, args.jobs)
-    common.write_result(common.Path(args.out), {
-        "description": __doc__.splitlines()[0],
-        "machine": common.machine(args.jobs if args.jobs > 1 else None),
-        "runs": rows,
-    })
+    common.run_and_write(run, jobs, args.jobs, common.Path(args.out), __doc__.splitlines()[0])
     return 0
 
 
