@@ -4,7 +4,8 @@ rate; without it the same seeds are slower at every rate, stall at 3e-3 and need
 train at all, and start up to about three times later (each arm at its best rate, about three times);
 smaller embeddings put more weight on the mirror key, and four times the training barely does; in
 section 3.8 one layer stays at or below 58.3% held-out over learning rates and splits, while two layers
-generalise whenever they fit the training set."""
+generalise whenever they fit the training set; the learned position table trains faster than the
+sinusoidal one also at the sinusoid's row norm, and concatenating instead of adding changes little."""
 import statistics
 import json
 import subprocess
@@ -114,12 +115,38 @@ def test_the_position_speed_benchmark_runs_and_its_committed_runs_show_what_the_
                     "--seeds", "0", "--steps", "3", "--out", str(out)],
                    check=True, cwd=ROOT, capture_output=True)
     rows = json.loads(out.read_text())["runs"]
-    assert [(r["positional"], r["lr"], r["seed"], r["steps"]) for r in rows] == [
-        ("learned", 0.01, 0, 3), ("sinusoidal", 0.01, 0, 3)]
+    arms = ["learned", "sinusoidal", "learned at norm 4", "sinusoidal at norm 5.7",
+            "concatenated sinusoidal", "concatenated learned"]
+    assert [(r["arm"], r["lr"], r["seed"], r["steps"]) for r in rows] == [
+        (arm, 0.01, 0, 3) for arm in arms]
+    norm = {r["arm"]: r["position_norm_start"] for r in rows}
+    assert norm["learned at norm 4"] == norm["sinusoidal"] == 4.0  # the norms the arms promise
+    assert abs(norm["sinusoidal at norm 5.7"] - 32 ** 0.5) < 1e-3
+    assert abs(norm["concatenated sinusoidal"] - 8 ** 0.5) < 1e-3  # width 16: 8 pairs
     runs = load_result("reversal_pe_speed.json")["runs"]
-    for lr in (1e-3, 3e-3, 1e-2):  # the learned table is faster on every seed at every rate
-        steps = {kind: [r["first_step_below_0.1"] for r in runs
-                        if r["lr"] == lr and r["positional"] == kind] for kind in ("learned", "sinusoidal")}
-        assert len(steps["learned"]) == len(steps["sinusoidal"]) == 3 and None not in steps["learned"]
-        assert all(s is None or s > max(steps["learned"]) for s in steps["sinusoidal"])
     assert min(r["test_accuracy"] for r in runs) >= 0.997
+    for lr in (1e-3, 3e-3, 1e-2):
+        steps, mirror = {}, {}
+        for arm in arms:
+            arm_runs = [r for r in runs if r["lr"] == lr and r["arm"] == arm]
+            assert sorted(r["seed"] for r in arm_runs) == [0, 1, 2]
+            steps[arm] = [r["first_step_below_0.1"] for r in arm_runs]
+            mirror[arm] = [r["weight_on_mirror"] for r in arm_runs]
+            assert None not in steps[arm]
+
+        def faster(a, b):  # every seed of arm a before every seed of arm b
+            return max(steps[a]) < min(steps[b])
+        # the learned table is faster on every seed at every rate, also at the sinusoid's norm
+        assert faster("learned", "sinusoidal") and faster("learned at norm 4", "sinusoidal")
+        assert faster("learned at norm 4", "sinusoidal at norm 5.7")
+        # the sinusoid at the learned rows' norm is faster than at its own, so norm is part of it
+        assert faster("sinusoidal at norm 5.7", "sinusoidal")
+        assert min(mirror["sinusoidal at norm 5.7"]) > max(mirror["sinusoidal"])
+        # concatenated vs added, same kind: within 25% of the steps, same side of the gap
+        for kind in ("sinusoidal", "learned"):
+            ratio = statistics.median(steps["concatenated " + kind]) / statistics.median(steps[kind])
+            assert 0.75 < ratio < 1.25
+            assert abs(statistics.median(mirror["concatenated " + kind])
+                       - statistics.median(mirror[kind])) < 0.05
+        assert max(mirror["concatenated sinusoidal"]) < 0.65 < 0.9 < min(mirror["concatenated learned"])
+        assert faster("concatenated learned", "concatenated sinusoidal")
