@@ -13,8 +13,8 @@ weights most (mean weight over 500 test sequences, offsets -3 .. 3), and the fir
 the loss, averaged over 20 steps, falls below 0.1.
 
 For H = 8 it also trains four variants of the scale of section 4.1, the same seeds:
-``sqrt(Dh)`` (the paper's), ``sqrt(D)`` (every query divided by sqrt(H) at every step, the
-chapter's ``extra_scale``), and two controls that separate the start from the whole run:
+``sqrt(Dh)`` (the paper's), ``sqrt(D)`` (every query divided by a further sqrt(H) at every step,
+by a forward hook on ``q_proj``), and two controls that separate the start from the whole run:
 ``sqrt(D), W^Q started sqrt(H) larger`` (the sqrt(D) model whose initial W^Q and bias are
 multiplied by sqrt(H): at step 0 its scores equal the sqrt(Dh) model's, afterwards every query is
 still divided by sqrt(H)) and ``sqrt(Dh), W^Q started sqrt(H) smaller`` (the paper's scale whose
@@ -92,7 +92,7 @@ def run(num_heads: int, seed: int, scale: str, steps: int) -> dict:
                                 num_outputs=2)
     divide, start = SCALES[scale]
     extra = math.sqrt(num_heads)
-    if divide:  # as the chapter's train_neighbours(extra_scale=sqrt(H))
+    if divide:  # scores / sqrt(D): every query divided by a further sqrt(H)
         model.attention.q_proj.register_forward_hook(lambda m, i, out: out / extra)
     if start != 1.0:  # the initial W^Q and its bias, times sqrt(H) or 1/sqrt(H)
         factor = extra if start == "sqrt(H)" else 1 / extra
