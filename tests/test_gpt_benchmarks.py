@@ -63,7 +63,7 @@ def test_committed_lr_sweep_is_complete():
     assert [r["lr"] for r in runs] == [0.003, 0.01, 0.02]
     assert result["steps"] == 600 and {r["seed"] for r in runs} == {0}
     assert result["held_out_targets"] == 88960  # the chapter's held-out targets
-    assert 0 < result["dev_targets"] < result["held_out_targets"] * 2
+    assert result["dev_targets"] == 166080  # windows of 64 in the training stream's last tenth
     assert result["chosen_lr"] == min(runs, key=lambda r: r["dev_perplexity"])["lr"]
     assert "--lr-sweep" in result["command"]
 
@@ -165,3 +165,11 @@ def test_committed_finetune_is_complete():
     assert (result["train_verses"], result["valid_verses"], result["test_verses"]) == (
         1200, 400, 600)
     _assert_chosen_on_validation(result)
+
+
+def test_induction_heads_smoke_run_stores_curves(tmp_path):
+    out = tmp_path / "heads.json"
+    _run("gpt_induction_heads.py", "--smoke", "--out", str(out))
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["seed"] for r in runs] == [0, 1, 2]
+    assert all([p["step"] for p in r["curve"]] == [20] for r in runs)  # 20 smoke steps
