@@ -13,6 +13,9 @@ chapter's run). After training, on the chapter's 512 held-out sequences (generat
 the loss on the first and on the repeated copy, each head's previous-token score, and the
 repeat loss with one head removed: its columns of its block's ``out_proj`` set to zero, so
 that head writes nothing into the residual stream while every other head is unchanged.
+During training, every 20 steps, the curve the chapter plots for its own run: the repeat loss
+and the best layer-2 prefix-matching score on the first 128 of those sequences (measuring
+changes no weight and draws no random number, so the trained models are the same).
 One thread.
 """
 from __future__ import annotations
@@ -25,13 +28,14 @@ import torch
 import common
 from attnbook.models.attention_only import AttentionOnly
 from attnbook.tasks.induction import (
-    half_losses, previous_token_scores, repeated_batches, repeated_segments,
+    half_losses, induction_scores, previous_token_scores, repeated_batches, repeated_segments,
 )
 from attnbook.tasks.language_modeling import next_token_loss
 from attnbook.train import fit
 
 V_IND, LENGTH, MIN_SEG, MAX_SEG, D_MODEL, HEADS, LAYERS = 64, 32, 6, 16, 64, 2, 2
 SEEDS = (0, 1, 2)
+EVAL_EVERY = 20  # steps between the curve's measurements, as in the chapter
 
 
 def without_head(model: AttentionOnly, layer: int, head: int) -> AttentionOnly:
@@ -50,7 +54,19 @@ def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) 
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     batches = repeated_batches(32, LENGTH, V_IND, MIN_SEG, MAX_SEG,
                                torch.Generator().manual_seed(1 + seed))
-    fit(model, batches, next_token_loss, optimizer, steps, progress=False)
+
+    def track(m: AttentionOnly) -> dict[str, float]:  # the chapter's curve: 128 sequences
+        few, few_lengths = tokens[:128], lengths[:128]
+        with torch.no_grad():
+            _, few_maps = m(few, need_weights=True)
+        return {"repeat loss": half_losses(m, few, few_lengths)[1],
+                "prefix matching": induction_scores(few_maps[1], few, few_lengths).max().item()}
+
+    history = fit(model, batches, next_token_loss, optimizer, steps, progress=False,
+                  eval_fn=track, eval_every=EVAL_EVERY)
+    curve = [{"step": step, "repeat_loss": round(loss, 4), "prefix_matching": round(score, 4)}
+             for (step, loss), (_, score) in zip(history.metrics["repeat loss"],
+                                                 history.metrics["prefix matching"])]
     first, repeat = half_losses(model, tokens, lengths)
     with torch.no_grad():
         _, maps = model(tokens, need_weights=True)
@@ -60,7 +76,7 @@ def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) 
                for layer in range(LAYERS) for head in range(HEADS)}
     return {"seed": seed, "first_copy_loss": round(first, 4), "repeat_loss": round(repeat, 4),
             "previous_token_scores": [[round(x, 4) for x in row] for row in previous],
-            "repeat_loss_without": ablated}
+            "repeat_loss_without": ablated, "curve": curve}
 
 
 def main() -> None:
@@ -80,7 +96,9 @@ def main() -> None:
         common.write_result(out, {
             "description": "Chapter 8: the induction model of Section 8.6 over three seeds, its "
                            "repeat loss with one head's output removed (out_proj columns set to "
-                           "zero); written by benchmarks/gpt_induction_heads.py",
+                           "zero), and its training curve (repeat loss and best layer-2 "
+                           "prefix-matching score every 20 steps on 128 of the sequences); "
+                           "written by benchmarks/gpt_induction_heads.py",
             "command": common.command_line(), "steps": steps, "runs": runs,
             "machine": common.machine()})
 

@@ -57,10 +57,36 @@ def test_lr_sweep_smoke_run_merges_runs(tmp_path):
 
 
 def test_committed_lr_sweep_is_complete():
+    """The rate is chosen on the training text's last tenth (dev), never on the held-out text."""
     result = load_result("gpt_lr_sweep.json")
-    assert [r["lr"] for r in result["runs"]] == [0.003, 0.01, 0.02]
-    assert result["steps"] == 600 and {r["seed"] for r in result["runs"]} == {0}
+    runs = result["runs"]
+    assert [r["lr"] for r in runs] == [0.003, 0.01, 0.02]
+    assert result["steps"] == 600 and {r["seed"] for r in runs} == {0}
     assert result["held_out_targets"] == 88960  # the chapter's held-out targets
+    assert result["dev_targets"] == 166080  # windows of 64 in the training stream's last tenth
+    assert result["chosen_lr"] == min(runs, key=lambda r: r["dev_perplexity"])["lr"]
+    assert "--lr-sweep" in result["command"]
+
+
+def test_lr_sweep_chooses_on_dev_not_held_out(tmp_path):
+    """A smoke sweep scores each rate on the training stream's last tenth and chooses the rate
+    with the lowest of those (dev) perplexities."""
+    out = tmp_path / "sweep.json"
+    _run("gpt_vs_ngram.py", "--smoke", "--lr-sweep", "--lrs", "1e-4", "3e-2", "--out", str(out))
+    result = json.loads(out.read_text())
+    dev = {r["lr"]: r["dev_perplexity"] for r in result["runs"]}
+    assert result["chosen_lr"] == min(dev, key=dev.get)
+    assert result["dev_targets"] == (20000 - 20000 * 9 // 10 - 1) // 64 * 64  # smoke: 20,000
+
+
+def test_committed_induction_heads_store_every_seeds_curve():
+    result = load_result("gpt_induction_heads.json")
+    assert [r["seed"] for r in result["runs"]] == [0, 1, 2]
+    for run in result["runs"]:
+        steps = [p["step"] for p in run["curve"]]
+        assert steps == list(range(20, result["steps"] + 1, 20))
+        assert all(0 <= p["prefix_matching"] <= 1 for p in run["curve"])
+        assert abs(run["curve"][-1]["repeat_loss"] - run["repeat_loss"]) < 0.5  # 128 of 512
 
 
 def test_scale_up_smoke_run_writes_its_curve_and_positions(tmp_path):
@@ -139,3 +165,11 @@ def test_committed_finetune_is_complete():
     assert (result["train_verses"], result["valid_verses"], result["test_verses"]) == (
         1200, 400, 600)
     _assert_chosen_on_validation(result)
+
+
+def test_induction_heads_smoke_run_stores_curves(tmp_path):
+    out = tmp_path / "heads.json"
+    _run("gpt_induction_heads.py", "--smoke", "--out", str(out))
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["seed"] for r in runs] == [0, 1, 2]
+    assert all([p["step"] for p in r["curve"]] == [20] for r in runs)  # 20 smoke steps
