@@ -174,7 +174,7 @@ def test_low_label_longer_windows_smoke(tmp_path):
 
 
 def test_committed_checkpoint_is_the_recorded_pretraining():
-    """The checkpoint Chapter 10's live chain loads is the pretraining t5_low_label.json records:
+    """The checkpoint Chapter 10 loads (Spellings-32) is the pretraining t5_low_label.json records:
     its wrong-input gap on the held-out 32-byte probe windows equals the last recorded one, and
     its hash is the one the chapter checks."""
     import re
