@@ -27,6 +27,22 @@ unless ``--out`` is given. A ``finetune`` part with the pretrained arm waits for
    and count rows at the same sizes are in ``t5_pretraining.json`` and ``t5_baselines.json``.
 
 One thread per process; every run prints one JSON line, so ``--resume`` skips finished runs.
+
+**Longer windows** (``--window``, ``--pretrain-batch``): the 32-byte run's targets are all 8 tokens,
+shorter than 94% of the G2P targets written as text (15.3 tokens on average), so its decoder never
+met a third sentinel nor an offset beyond -7. ``--window 96`` hides 14 bytes in 5 spans: targets
+of 20 tokens, as long as 85% of the G2P targets. With a window other than 32 every part writes and
+reads its own files: ``t5_low_label_w{window}.json`` and ``/tmp/t5_spellings_pretrained_w{window}.pt``
+(``--checkpoint`` overrides), and ``--part positions`` adds the window's own length. The run for
+Chapter 10 (the pretraining: 3,000 steps at about 0.45 s each on one loaded thread, 25-45
+CPU-minutes; then 6 fine-tuning runs of 2-5 minutes each; the processes may run side by side):
+
+    python benchmarks/t5_low_label.py --window 96 --pretrain-batch 32 --part pretrain > /tmp/t5_w96_pre.log
+    python benchmarks/t5_low_label.py --window 96 --part finetune --sizes 2000 --arms scratch > /tmp/t5_w96_a.log
+    python benchmarks/t5_low_label.py --window 96 --part finetune --sizes 2000 --arms pretrained > /tmp/t5_w96_b.log
+    python benchmarks/t5_low_label.py --window 96 --part positions > /tmp/t5_w96_pos.log
+    python benchmarks/t5_low_label.py --window 96 --pretrain-batch 32 --sizes 2000 --part collect \\
+        --resume /tmp/t5_w96_*.log
 """
 from __future__ import annotations
 
@@ -48,7 +64,7 @@ from t5_pretraining import VOCAB, finetune_t5, t5_config, train_subset
 
 
 @torch.no_grad()
-def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
+def positions(weights: dict, smoke: bool, windows: int = 3000, lengths: tuple[int, ...] = (32, 64)) -> dict:
     """Where the pretrained model's loss on 64-byte windows comes from: nats per target token at each
     target position, on the held-out half of the windows ``t5_diagnosis.mismatch`` scores, and on
     32-byte windows (the pretraining's length) drawn the same way. A 32-byte window hides 5 bytes in
@@ -59,7 +75,7 @@ def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
     model = T5(t5_config(smoke, dropout=0.0))
     model.load_state_dict(weights)
     out = {"kind": "positions", "windows_scored": windows // 2}
-    for length in (32, 64):
+    for length in lengths:
         pairs = []
         for window, mask, target in span_target_windows(stream, length, VOCAB.sentinel, VOCAB.eos_id,
                                                          windows)[windows // 2:]:
@@ -76,7 +92,7 @@ def positions(weights: dict, smoke: bool, windows: int = 3000) -> dict:
                                if bool(real[:, t].any())],
                "by_kind": {k: round(float(nll[m].mean()), 4) for k, m in kinds.items() if bool(m.any())},
                "by_sentinel": {str(i): round(float(nll[batch.tgt_out == VOCAB.sentinel(i)].mean()), 4)
-                               for i in range(3) if bool((batch.tgt_out == VOCAB.sentinel(i)).any())}}
+                               for i in range(16) if bool((batch.tgt_out == VOCAB.sentinel(i)).any())}}
         out[f"{length} bytes"] = row
     return out
 
@@ -114,8 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--steps", type=int, default=600, help="fine-tuning steps (both arms)")
     p.add_argument("--pretrain-steps", type=int, default=3000)
-    p.add_argument("--checkpoint", type=Path, default=Path("/tmp/t5_spellings_pretrained.pt"))
+    p.add_argument("--window", type=int, default=32, help="pretraining window in bytes")
+    p.add_argument("--pretrain-batch", type=int, default=64, help="pretraining windows per step")
+    p.add_argument("--checkpoint", type=Path, default=None,
+                   help="default /tmp/t5_spellings_pretrained.pt (window 32), else ..._w{window}.pt")
     args = p.parse_args(argv)
+    tag = "" if args.window == 32 else f"_w{args.window}"
+    if args.checkpoint is None:
+        args.checkpoint = Path(f"/tmp/t5_spellings_pretrained{tag}.pt")
     if args.smoke:
         args.pretrain_steps, args.steps, args.seeds, args.sizes = 20, 10, [0], [100]
     torch.set_num_threads(1)
@@ -123,7 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     done = {key(r): r for r in common.log_rows(args.resume)}
     if args.part == "pretrain":
         pre_args = argparse.Namespace(smoke=args.smoke, corpus="spellings", steps=args.pretrain_steps,
-                                      window=32, peak_lr=1e-2, warmup=300,
+                                      window=args.window, batch=args.pretrain_batch, peak_lr=1e-2, warmup=300,
                                       probe_every=10 if args.smoke else 250)
         pre, weights = pretrain_inverse_sqrt(pre_args, corpus_text("spellings"))
         partial = args.checkpoint.with_suffix(".partial")
@@ -150,8 +172,11 @@ def main(argv: list[str] | None = None) -> int:
     elif args.part == "positions":
         while not args.checkpoint.is_file():
             time.sleep(20)
-        print(json.dumps(positions(torch.load(args.checkpoint), args.smoke)), flush=True)
+        lengths = tuple(sorted({32, 64, args.window}))
+        print(json.dumps(positions(torch.load(args.checkpoint), args.smoke, lengths=lengths)), flush=True)
     elif args.part == "export":
+        if tag:
+            raise SystemExit("--part export is for the 32-byte checkpoint the chapter loads")
         export(args)
     else:
         rows = list(done.values())
@@ -159,13 +184,14 @@ def main(argv: list[str] | None = None) -> int:
         by_position = [r for r in rows if r.get("kind") == "positions"]
         runs = sorted((r for r in rows if "arm" in r),
                       key=lambda r: (r["size"], r["seed"], r["arm"]))
-        out = common.out_path(args, "t5_low_label.json")
+        out = common.out_path(args, f"t5_low_label{tag}.json")
         if out is not None:
             common.write_result(out, {
                 "description": __doc__.splitlines()[0], "machine": common.machine(),
                 "threads": 1, "test_words": len(load_g2p().test[:: 50 if args.smoke else 5]),
                 "settings": {"steps": args.steps, "batch_size": 64, "lr": 3e-3,
-                             "pretrain_steps": args.pretrain_steps},
+                             "pretrain_steps": args.pretrain_steps, "window": args.window,
+                             "pretrain_windows_per_step": args.pretrain_batch},
                 "pretrain": pre[0] if pre else None,
                 "positions": by_position[0] if by_position else None, "runs": runs})
     print(f"part {args.part}: {time.perf_counter() - start:.1f} s", flush=True)

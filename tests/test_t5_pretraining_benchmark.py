@@ -147,8 +147,34 @@ def test_low_label_smoke_parts_and_committed_results(tmp_path):
     assert abs(result["positions"]["64 bytes"]["nats_per_token"] - final) < 1e-3  # the same windows
 
 
+
+def test_low_label_longer_windows_smoke(tmp_path):
+    """--window 96 pretrains on 96-byte windows (targets of 20 tokens: 14 bytes, 5 sentinels, </s>),
+    writes its own checkpoint, and collects window and windows per step into the settings."""
+    script = str(ROOT / "benchmarks" / "t5_low_label.py")
+    checkpoint = str(tmp_path / "w96.pt")
+    common = ["--smoke", "--window", "96", "--checkpoint", checkpoint]
+    logs = []
+    for part, extra in (("pretrain", ["--pretrain-batch", "8"]), ("finetune", []), ("positions", [])):
+        run = subprocess.run([sys.executable, script, *common, *extra, "--part", part],
+                             check=True, capture_output=True, text=True, timeout=300)
+        log = tmp_path / f"{part}.log"
+        log.write_text(run.stdout)
+        logs.append(str(log))
+    out = tmp_path / "w96.json"
+    subprocess.run([sys.executable, script, *common, "--pretrain-batch", "8", "--part", "collect",
+                    "--out", str(out), "--resume", *logs], check=True, capture_output=True, text=True,
+                   timeout=300)
+    smoke = json.loads(out.read_text())
+    assert smoke["settings"]["window"] == 96 and smoke["settings"]["pretrain_windows_per_step"] == 8
+    assert smoke["pretrain"]["window"] == 96 and smoke["pretrain"]["windows_per_step"] == 8
+    assert len(smoke["positions"]["96 bytes"]["by_position"]) == 20
+    assert len(smoke["positions"]["96 bytes"]["by_sentinel"]) == 5
+    assert {(r["arm"], r["size"]) for r in smoke["runs"]} == {("pretrained", 100), ("scratch", 100)}
+
+
 def test_committed_checkpoint_is_the_recorded_pretraining():
-    """The checkpoint Chapter 10's live chain loads is the pretraining t5_low_label.json records:
+    """The checkpoint Chapter 10 loads (Spellings-32) is the pretraining t5_low_label.json records:
     its wrong-input gap on the held-out 32-byte probe windows equals the last recorded one, and
     its hash is the one the chapter checks."""
     import re
