@@ -15,6 +15,20 @@ orthogonal, so that U alone neither shrinks nor stretches the state), the learni
 (10, 15, 20, 30). Each run also records the gradient reach at the task's distance,
 ``||dh_S / dh_1||`` (matrix 2-norm, median over 16 random sequences), at the initial weights
 and after training. CPU, one thread per run.
+
+What the reach shows (moved here from the chapter, which keeps only the solve counts):
+
+- At the initial weights both networks lose the gradient geometrically with distance: at S = 30,
+  about 2e-09 for the chapter's plain RNN of seed 0 and 4e-06 for its GRU. Gates do not keep the
+  state by themselves; they make keeping it easy to learn (an update gate near 1 gives
+  h_t ~ h_{t-1}).
+- After 300 steps at 3e-3 and S = 10, every GRU and the two plain RNNs that solved the task keep
+  ``||dh_10/dh_1||`` above 1; the three plain RNNs that stalled end below 1e-4.
+- Over all 400 runs of the sweep the norm after training goes with solving but does not decide
+  it: 6 of the 114 solved runs end below 1e-4 (plain RNNs of width 61 or with an orthogonal
+  start), and 21 of the 286 unsolved runs end above 1e-1 (11 of them GRUs, each at a rate below
+  its best for that length). A network that never learned to keep the first symbol has no reason
+  to keep a path from h_1 open, so the collapse may follow the failure as much as cause it.
 """
 from __future__ import annotations
 
