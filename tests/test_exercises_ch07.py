@@ -18,7 +18,16 @@ from attnbook.models.vit import ViT, ViTConfig
 
 def sizes_reference(image_size, patch_size, channels, d_model):
     n = (image_size // patch_size) ** 2
-    return n + 1, channels * patch_size ** 2 * d_model + d_model + d_model + (n + 1) * d_model
+    return n + 1, channels * patch_size ** 2 * d_model + d_model, d_model, (n + 1) * d_model
+
+
+def _sizes_with(**parts):  # the reference with some parts replaced by f(s, p, c, d, n)
+    def wrong(s, p, c, d):
+        answer = list(sizes_reference(s, p, c, d))
+        for index, f in parts.items():
+            answer[int(index[1:])] = f(s, p, c, d, (s // p) ** 2)
+        return tuple(answer)
+    return wrong
 
 
 def unpatchify_fold(patches, patch_size, stride, height, width):
@@ -112,22 +121,23 @@ def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
 # ----- wrong answers: (function, the diagnosis it must get or None for a generic failure) -----
 
 SIZES_WRONG = {
-    "class token forgotten everywhere": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + (s // p) ** 2 * d),
-                                         "class_token_forgotten"),
-    "no class token": (lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + 2 * d + (s // p) ** 2 * d), "no_class_token"),
-    "class token without position": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + (s // p) ** 2 * d),
-                                     "one_vector_missing"),
-    "tokens without the class token": (lambda s, p, c, d: ((s // p) ** 2, sizes_reference(s, p, c, d)[1]),
-                                       "tokens_no_class_token"),
-    "no bias": (lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d), "one_vector_missing"),
-    "class token's position counted twice": (
-        lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + 2 * d + ((s // p) ** 2 + 2) * d), "one_vector_extra"),
-    "no channels": (lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + 2 * d + ((s // p) ** 2 + 1) * d), "no_channels"),
-    "N not squared": (lambda s, p, c, d: (s // p + 1, c * p * p * d + 2 * d + (s // p + 1) * d), "grid_not_squared"),
+    "class token forgotten everywhere": (
+        _sizes_with(i0=lambda s, p, c, d, n: n, i2=lambda s, p, c, d, n: 0, i3=lambda s, p, c, d, n: n * d),
+        "class_token_forgotten"),
+    "tokens without the class token": (_sizes_with(i0=lambda s, p, c, d, n: n), "tokens_no_class_token"),
+    "N not squared": (_sizes_with(i0=lambda s, p, c, d, n: s // p + 1), "grid_not_squared"),
+    "N = s^2 / P": (_sizes_with(i0=lambda s, p, c, d, n: s * s // p + 1), "area_over_patch"),
+    "no bias": (_sizes_with(i1=lambda s, p, c, d, n: c * p * p * d), "no_bias"),
+    "no channels": (_sizes_with(i1=lambda s, p, c, d, n: p * p * d + d), "no_channels"),
     "fixed to one channel-count case": (lambda s, p, c, d: sizes_reference(s, p, 1, d), "no_channels"),
-    "N = s^2 / P": (lambda s, p, c, d: (s * s // p + 1, c * p * p * d + 2 * d + (s * s // p + 1) * d),
-                    "area_over_patch"),
-    "floats": (lambda s, p, c, d: (float(sizes_reference(s, p, c, d)[0]) + 0.5, sizes_reference(s, p, c, d)[1]), None),
+    "no class token parameters": (_sizes_with(i2=lambda s, p, c, d, n: 0), "no_class_token"),
+    "class token without position": (_sizes_with(i3=lambda s, p, c, d, n: n * d), "class_position_missing"),
+    "class token's position counted twice": (_sizes_with(i3=lambda s, p, c, d, n: (n + 2) * d),
+                                             "one_position_extra"),
+    "the total, not the parts": (lambda s, p, c, d: (sizes_reference(s, p, c, d)[0],
+                                                     sum(sizes_reference(s, p, c, d)[1:])), "wrong_shape"),
+    "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), None),
+    "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), None),
 }
 
 
@@ -483,9 +493,18 @@ def _flat(g, r):
     return mask
 
 
+def _disc(g, r):  # Euclidean distance between patch centres < radius + 1: a disc, not a square
+    index = torch.arange(g * g)
+    rows, cols = index // g, index % g
+    mask = local_mask_reference(g, r)
+    mask[1:, 1:] = ((rows[:, None] - rows[None]) ** 2 + (cols[:, None] - cols[None]) ** 2) < (r + 1) ** 2
+    return mask
+
+
 LOCAL_MASK_WRONG = {
     "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
     "a diamond (Manhattan distance)": (_manhattan, "manhattan"),
+    "a disc (Euclidean distance < radius + 1)": (_disc, "euclidean"),
     "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),
     "neighbours along the flattened sequence": (_flat, "flattened_sequence"),
     "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),

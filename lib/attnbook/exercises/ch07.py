@@ -31,54 +31,74 @@ def _randn(seed: int, *shape: int) -> torch.Tensor:
 
 # ----- 1. how many tokens, how many parameters --------------------------------------------------
 
-def _sizes(image_size: int, patch_size: int, channels: int, d_model: int) -> tuple[int, int]:
+def _sizes(image_size: int, patch_size: int, channels: int, d_model: int) -> tuple[int, int, int, int]:
+    """(tokens, projection parameters, class-token parameters, position parameters)."""
     n = (image_size // patch_size) ** 2
     projection = channels * patch_size ** 2 * d_model + d_model  # weight + bias
-    return n + 1, projection + d_model + (n + 1) * d_model  # + class token + one position per token
+    return n + 1, projection, d_model, (n + 1) * d_model  # + class token + one position per token
+
+
+def _size_part(index: int, wrong: Callable[[int, int, int, int], int]) -> Callable[[tuple, object], bool]:
+    """A predicate: part ``index`` of the reader's 4-tuple equals ``wrong(s, p, c, d)``."""
+    def when(args: tuple, got: object) -> bool:
+        return (isinstance(got, (tuple, list)) and len(got) == 4
+                and got[index] != _sizes(*args)[index] and got[index] == wrong(*args))
+    return when
+
+
+def _class_token_forgotten(args: tuple, got: object) -> bool:
+    s, p, c, d = args
+    n = (s // p) ** 2
+    return isinstance(got, (tuple, list)) and len(got) == 4 and (got[0], got[2], got[3]) == (n, 0, n * d)
 
 
 SIZE_MISTAKES = (
+    Mistake("wrong_shape",
+            "return four numbers: (tokens, projection parameters, class-token parameters, "
+            "position parameters)",
+            when=lambda args, got: not (isinstance(got, (tuple, list)) and len(got) == 4)),
     Mistake("class_token_forgotten",
             "the class token is forgotten everywhere: the sequence is 1 + N tokens (the class token "
-            "first), and the embedding holds the class token's own D numbers and a learned position "
-            "for it too",
-            gives=lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + (s // p) ** 2 * d)),
-    Mistake("no_class_token",
-            "the class token is missing from the sequence length (and from the positions)",
-            gives=lambda s, p, c, d: ((s // p) ** 2, c * p * p * d + d + d + (s // p) ** 2 * d)),
+            "first), the class token is D learned numbers, and it has a learned position too",
+            when=_class_token_forgotten),
     Mistake("tokens_no_class_token",
-            "the parameters are right but the sequence length leaves out the class token: the encoder "
-            "reads 1 + N tokens",
-            gives=lambda s, p, c, d: ((s // p) ** 2, _sizes(s, p, c, d)[1])),
-    Mistake("one_vector_missing",
-            "D parameters (one token vector) are missing: the projection's bias, the class token "
-            "itself, or the class token's position (positions are learned for all 1 + N tokens)",
-            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + ((s // p) ** 2 + 1) * d)),
-    Mistake("one_vector_extra",
-            "D parameters (one token vector) too many: there are 1 + N positions, one per token, the "
-            "class token's included, and one class token",
-            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, c * p * p * d + d + d + ((s // p) ** 2 + 2) * d)),
-    Mistake("no_channels",
-            "the channels are not counted: a patch holds C * P * P numbers",
-            gives=lambda s, p, c, d: ((s // p) ** 2 + 1, p * p * d + d + d + ((s // p) ** 2 + 1) * d)),
+            "the sequence length leaves out the class token: the encoder reads 1 + N tokens",
+            when=_size_part(0, lambda s, p, c, d: (s // p) ** 2)),
     Mistake("grid_not_squared",
             "N was computed as image_size / patch_size; the patches form a grid, N = (image_size / "
             "patch_size)^2",
-            gives=lambda s, p, c, d: (s // p + 1, c * p * p * d + d + d + (s // p + 1) * d)),
+            when=_size_part(0, lambda s, p, c, d: s // p + 1)),
     Mistake("area_over_patch",
             "N was computed as image_size^2 / patch_size: the patch's area is patch_size^2, so "
             "N = (image_size / patch_size)^2 = image_size^2 / patch_size^2",
-            gives=lambda s, p, c, d: (s * s // p + 1, c * p * p * d + d + d + (s * s // p + 1) * d)),
+            when=_size_part(0, lambda s, p, c, d: s * s // p + 1)),
+    Mistake("no_bias",
+            "the projection's bias is missing: E has C * P * P * D weights and D biases",
+            when=_size_part(1, lambda s, p, c, d: c * p * p * d)),
+    Mistake("no_channels",
+            "the channels are not counted: a patch holds C * P * P numbers, so E has C * P * P * D weights",
+            when=_size_part(1, lambda s, p, c, d: p * p * d + d)),
+    Mistake("no_class_token",
+            "the class token has no parameters here: it is one learned vector of D numbers",
+            when=_size_part(2, lambda s, p, c, d: 0)),
+    Mistake("class_position_missing",
+            "the class token's position is missing: positions are learned for all 1 + N tokens, the "
+            "class token's included",
+            when=_size_part(3, lambda s, p, c, d: (s // p) ** 2 * d)),
+    Mistake("one_position_extra",
+            "one position too many: there are 1 + N tokens, so 1 + N learned positions",
+            when=_size_part(3, lambda s, p, c, d: ((s // p) ** 2 + 2) * d)),
 )
 
 
 def check_vit_sizes(fn: Callable) -> CheckResult:
-    """``fn(image_size, patch_size, channels, d_model) -> (tokens, embedding_parameters)``."""
+    """``fn(image_size, patch_size, channels, d_model) -> (tokens, projection, class_token, positions)``:
+    the sequence length and the parameter counts of the embedding's three parts."""
     settings = [(8, 2, 1, 32), (8, 4, 1, 64), (224, 16, 3, 768), (32, 4, 3, 192), (28, 7, 1, 16), (6, 1, 2, 8)]
     cases = [
         Case(f"image {s}x{s}, patch {p}, {c} channel(s), D = {d}", (s, p, c, d), _sizes(s, p, c, d),
-             hint="tokens = N + 1 with N = (image_size / patch_size)^2; parameters = the projection's "
-                  "weight and bias + the class token + one learned position per token.")
+             hint="tokens = N + 1 with N = (image_size / patch_size)^2; the projection: its weight and "
+                  "bias; the class token: one vector; the positions: one learned vector per token.")
         for s, p, c, d in settings
     ]
     return run_cases("tokens and parameters", fn, cases, SIZE_MISTAKES)
@@ -710,7 +730,12 @@ def _local_mask(grid_size: int, radius: int, distance: str = "chebyshev") -> tor
     index = torch.arange(grid_size * grid_size)
     rows, cols = index // grid_size, index % grid_size  # (N,) each
     dr, dc = (rows[:, None] - rows[None]).abs(), (cols[:, None] - cols[None]).abs()  # (N, N)
-    d = torch.maximum(dr, dc) if distance == "chebyshev" else dr + dc
+    if distance == "chebyshev":
+        d = torch.maximum(dr, dc)
+    elif distance == "euclidean":  # a disc: (dr^2 + dc^2)^(1/2) < radius + 1
+        d = torch.where((dr ** 2 + dc ** 2) < (radius + 1) ** 2, 0, radius + 1)
+    else:
+        d = dr + dc
     mask = torch.ones(1 + grid_size ** 2, 1 + grid_size ** 2, dtype=torch.bool)
     mask[1:, 0] = False  # patches do not read the class token
     mask[1:, 1:] = d <= radius
@@ -745,6 +770,10 @@ LOCAL_MASK_MISTAKES = (
             "this is a diamond (|row difference| + |column difference| <= radius); the 3x3 neighbourhood "
             "of a convolution is a square: the larger of the two differences <= radius",
             gives=lambda g, r: _local_mask(g, r, "manhattan")),
+    Mistake("euclidean",
+            "this is a disc (Euclidean distance between patch centres); the neighbourhood is a square "
+            "(its corners included): the larger of the row and column differences <= radius",
+            gives=lambda g, r: _local_mask(g, r, "euclidean")),
     Mistake("strict",
             "one ring too small: use distance <= radius (radius 0 keeps each patch's own position)",
             gives=lambda g, r: _local_mask(g, r - 1)),
