@@ -1,4 +1,4 @@
-"""Chapter 1's letter-window count table on Chapter 2's joined-word inputs (section 2.11's strong floor).
+"""Chapter 1's letter-window count table on Chapter 2's joined-word inputs (section 2.10's strong floor).
 
 Usage: ``python benchmarks/bahdanau_count_table.py`` writes ``lib/attnbook/results/bahdanau_count_table.json``;
 ``--smoke --out FILE`` fits on 2,000 training words and scores 20 inputs per bucket (seconds, for the tests).
@@ -54,7 +54,7 @@ def main() -> None:
     if out is None:
         return
     common.write_result(out, {
-        "description": "Chapter 2, section 2.11: the letter-window count table (Chapter 1's, no network) fitted "
+        "description": "Chapter 2, section 2.10: the letter-window count table (Chapter 1's, no network) fitted "
                        "on single training words, scored on bahdanau_length.py's joined test inputs and on the "
                        "single test words; written by benchmarks/bahdanau_count_table.py",
         "machine": common.machine(), "training_words": len(train),

@@ -193,7 +193,46 @@ def luong_relu(cell, W_c, x, hidden, memory, src_tokens):
     return torch.relu(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
 
 
+def luong_tanh_context(cell, W_c, x, hidden, memory, src_tokens):
+    """tanh on c_t alone, before W_c, and none on the product (review rev02h)."""
+    h = cell(x, hidden)
+    weights = masked_softmax((memory @ h[:, :, None])[..., 0], src_tokens)
+    context = (weights[:, None, :] @ memory)[:, 0]
+    return torch.cat([torch.tanh(context), h], dim=-1) @ W_c.T, h, weights
+
+
+def luong_cosine(cell, W_c, x, hidden, memory, src_tokens):
+    """A cosine score: h_t and every h_s normalised to length 1 first (review rev02h)."""
+    h = cell(x, hidden)
+    unit = torch.nn.functional.normalize
+    weights = masked_softmax((unit(memory, dim=-1) @ unit(h, dim=-1)[:, :, None])[..., 0], src_tokens)
+    context = (weights[:, None, :] @ memory)[:, 0]
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def luong_epsilon(cell, W_c, x, hidden, memory, src_tokens, *, max_over_padding=True, eps=1e-3):
+    """exp(s - max) / (sum + eps): with the max over the padding too, a row's sum can be tiny."""
+    h = cell(x, hidden)
+    scores = (memory @ h[:, :, None])[..., 0]
+    top = scores if max_over_padding else scores.masked_fill(~src_tokens, float("-inf"))
+    e = torch.exp(scores - top.max(-1, keepdim=True).values) * src_tokens
+    weights = e / (e.sum(-1, keepdim=True) + eps)
+    context = (weights[:, None, :] @ memory)[:, 0]
+    return torch.tanh(torch.cat([context, h], dim=-1) @ W_c.T), h, weights
+
+
+def test_luong_accepts_a_harmless_epsilon_in_the_softmax():
+    """An epsilon up to 1e-3 against a sum of at least 1 (the max taken over real letters) passes."""
+    assert check_luong_step(lambda *a: luong_epsilon(*a, max_over_padding=False))
+    assert check_luong_step(lambda *a: luong_epsilon(*a, max_over_padding=False, eps=1e-9))
+
+
 LUONG_WRONG = [
+    # unnamed before the seventeenth review (rev02h): tanh on c_t only, a cosine score, and an
+    # epsilon that is not small because the max was taken over the padding too
+    (luong_tanh_context, "tanh on the context only"),
+    (luong_cosine, "cosine score"),
+    (luong_epsilon, "epsilon not small"),
     # unnamed before the fifteenth review (rev02f): outputs swapped, ReLU for tanh
     (luong_swapped, "outputs swapped"),
     (luong_relu, "relu instead of tanh"),
@@ -486,7 +525,38 @@ def local_p_tanh_after(scores, lengths, query, W_p, v_p, sigma):
     return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
 
 
+def local_p_paper_shift(scores, lengths, query, W_p, v_p, sigma):
+    """The paper's 1-based S * sigmoid, moved to 0-based positions by subtracting 0.5 (review rev02h)."""
+    weights, centre = local_p_attention(scores, lengths, query, W_p, v_p, sigma, span=0)
+    shifted = centre - 0.5
+    align, _ = local_p_attention(scores, lengths, query, W_p, v_p, 1e9)
+    j = torch.arange(scores.shape[-1]).float()[None, :]
+    return align * torch.exp(-(j - shifted[:, None]) ** 2 / (2 * sigma ** 2)), shifted
+
+
+def local_p_clamped_centre(scores, lengths, query, W_p, v_p, sigma):
+    """The centre clamped into [0.5, n - 1.5] 'to stay inside the word' (review rev02h)."""
+    _, centre = local_p_attention(scores, lengths, query, W_p, v_p, sigma)
+    centre = torch.minimum(centre.clamp(min=0.5), lengths.float() - 1.5)
+    align, _ = local_p_attention(scores, lengths, query, W_p, v_p, 1e9)
+    j = torch.arange(scores.shape[-1]).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
+def local_p_log_window(scores, lengths, query, W_p, v_p, sigma):
+    """The log of the Gaussian added to the scores inside the softmax: a renormalised window."""
+    _, centre = local_p_attention(scores, lengths, query, W_p, v_p, sigma)
+    real = torch.arange(scores.shape[-1])[None, :] < lengths[:, None]
+    j = torch.arange(scores.shape[-1]).float()[None, :]
+    shifted = scores - (j - centre[:, None]) ** 2 / (2 * sigma ** 2)
+    return torch.softmax(shifted.masked_fill(~real, float("-inf")), dim=-1), centre
+
+
 LOCAL_P_WRONG = [
+    # unnamed before the seventeenth review (rev02h): the paper's centre shifted by half, a clamped centre
+    (local_p_paper_shift, "paper's centre shifted by half"),
+    (local_p_clamped_centre, "clamped centre"),
+    (local_p_log_window, "renormalised"),
     (local_p_tanh_after, "tanh after v_p"),  # unnamed before the fifteenth review (rev02f)
     # unnamed before the thirteenth review (rev02e): masking with 0, the window inside the softmax
     (local_p_mask_zero, "masked with zero"),
@@ -574,7 +644,17 @@ def cov_n_plus_one(weights, tgt_mask):
     return coverage, loss * n / (n + 1)
 
 
+def cov_first_steps_left_out(weights, tgt_mask):
+    """Divided by N less each sequence's first step, whose term is always 0 (review rev02h)."""
+    coverage, loss = coverage_loss(weights, tgt_mask)
+    n = tgt_mask.sum()
+    return coverage, loss * n / (n - tgt_mask[:, 0].sum())
+
+
 COVERAGE_LOSS_WRONG = [
+    # unnamed before the seventeenth review (rev02h): N without the first steps, coverage capped at 1
+    (cov_first_steps_left_out, "first steps left out of N"),
+    (cov_variant(lambda a: (a.cumsum(1) - a).clamp(max=1.0)), "coverage clamped at 1"),
     # unnamed or misnamed before the thirteenth review (rev02e): the inclusive coverage with a right
     # loss; a loss over N + 1, which case 1 (B * T = N + 1 there) read as "divided by B times T"
     (cov_inclusive_returned, "coverage includes current step"),

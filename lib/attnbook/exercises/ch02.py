@@ -135,10 +135,13 @@ def check_additive_score(fn: Callable) -> CheckResult:
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
            dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False,
-           relu=False, swap=False):
+           relu=False, swap=False, cosine=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
-    scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
+    if cosine:  # the cosine of the angle: both sides normalised to length 1 first
+        scores = (nn.functional.normalize(memory, dim=-1) @ nn.functional.normalize(q, dim=-1)[:, :, None])[..., 0]
+    else:
+        scores = (memory @ q[:, :, None])[..., 0]  # (B, S)
     if scale:  # True: by sqrt(D); "S": by sqrt of the padded source length
         scores = scores / math.sqrt(memory.shape[-1] if scale is True else memory.shape[-2])
     if by_length:  # divided by each sequence's real length
@@ -157,9 +160,14 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         weights = torch.softmax(scores, dim=dim)
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, D)
     state = {"new": new_hidden, "old": hidden, "none": torch.zeros_like(hidden)}[joined]  # "none": c_t alone
-    pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
-    out = pair @ W_c.T
-    out = torch.relu(out) if relu else torch.tanh(out) if tanh else out  # (B, D): h~_t
+    if tanh == "context":  # tanh on c_t alone, before W_c, and none outside
+        context_in = torch.tanh(context)
+        pair = torch.cat([context_in, state] if order == "ch" else [state, context_in], dim=-1)
+        out = pair @ W_c.T
+    else:
+        pair = torch.cat([context, state] if order == "ch" else [state, context], dim=-1)  # (B, 2D)
+        out = pair @ W_c.T
+        out = torch.relu(out) if relu else torch.tanh(out) if tanh else out  # (B, D): h~_t
     carried = {"h": new_hidden, "tilde": out, "context": context, "old": hidden,
                "tanh_h": torch.tanh(new_hidden)}[carry]
     if swap:  # (new_hidden, h_tilde, weights): the first two outputs in the wrong order
@@ -177,6 +185,21 @@ def _inverted_mask(args, got) -> bool:
     full = weights[real.all(-1)]  # rows with no padding: all -inf under an inverted mask
     nan_or_empty_full = bool(full.isnan().any()) or bool((full.nan_to_num(0.0).sum(-1) == 0).any())
     return zero_on_real and (nan_or_empty_full or bool((weights[~real].nan_to_num(0.0) > 0).any()))
+
+
+def _rows_short_of_one(args, got) -> bool:
+    """Weights proportional to the right ones on every row, zero on padding, but some row's sum
+    well below 1: an epsilon in the softmax's denominator that is not small against the sum."""
+    if not (isinstance(got, tuple) and len(got) == 3 and isinstance(got[2], torch.Tensor)):
+        return False
+    with torch.no_grad():
+        right = _luong(*args)[2]
+    weights = got[2]
+    if weights.shape != right.shape or bool(weights.isnan().any()):
+        return False
+    sums = weights.sum(-1, keepdim=True)
+    proportional = torch.allclose(weights, right * sums, atol=1e-5, rtol=1e-4)
+    return proportional and bool((sums < 1 - 2e-3).any())
 
 
 LUONG_MISTAKES = [
@@ -235,6 +258,17 @@ LUONG_MISTAKES = [
     Mistake("masked with zero", "you set the padding's scores to 0 before the softmax: exp(0) = 1, so padding "
             "still gets weight. Masked scores must be -inf (masked_fill(~mask, float('-inf'))).",
             gives=lambda *a: _luong(*a, masked="zero")),
+    Mistake("epsilon not small", "on some rows your weights sum to less than 1, though they are in the right "
+            "proportions: the epsilon in your denominator, sum(exp) + eps, is not small against the sum. That "
+            "happens when the maximum you subtract is taken over the padding too, so the real letters' exp "
+            "values can all be tiny. Take the maximum over the real letters only, or fill the padding's scores "
+            "with -inf and call torch.softmax.", when=_rows_short_of_one),
+    Mistake("tanh on the context only", "your tanh sits on c_t alone, before W_c: h̃_t = tanh(W_c [c_t; h_t]), "
+            "one tanh over the whole product, after W_c multiplies the joined vector.",
+            gives=lambda *a: _luong(*a, tanh="context")),
+    Mistake("cosine score", "you normalised h_t and h̄_s to length 1, a cosine score: Luong's dot score is "
+            "the plain dot product h_tᵀ h̄_s, so a state's length changes how sharp the weights are.",
+            gives=lambda *a: _luong(*a, cosine=True)),
 ]
 
 
@@ -260,7 +294,8 @@ def check_luong_step(fn: Callable) -> CheckResult:
             hint="compare each part with the formulas in turn: the state that scores the source (before or "
                  "after the recurrent step), the weights (a softmax over the real positions only, summing "
                  "to 1), the context, then which of the three outputs goes back into the cell next time.",
-            atol=1e-5,
+            # an epsilon added to the softmax's denominator for safety (up to 1e-3) is accepted
+            atol=2e-3, rtol=2e-3,
         ))
     return run_cases("Luong attention step", no_grad(fn), cases, LUONG_MISTAKES)
 
@@ -376,13 +411,16 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 # --- Luong's local-p attention (predicted centre, Gaussian window) -----------------------------------
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
-             one_sided=False, density=False, one_based=False, absolute=False, window_inside=False):
+             one_sided=False, density=False, one_based=False, absolute=False, window_inside=False,
+             clamp=False):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh is True else Wq
     gate = torch.sigmoid(torch.tanh(hidden @ v_p) if tanh == "after" else hidden @ v_p)  # (B,)
     L = lengths.to(scores.dtype) if use_lengths else torch.full_like(gate, float(S))
-    centre = (L - 1) * gate if span == "L-1" else L * gate  # (B,)
+    centre = {"L-1": (L - 1) * gate, "L": L * gate, "L*g-0.5": L * gate - 0.5}[span]  # (B,)
+    if clamp:  # kept half a letter inside the ends: [0.5, n - 1.5]
+        centre = torch.minimum(centre.clamp(min=0.5), L - 1.5)
     if rounded:  # True or "round", "floor", "ceil"
         centre = getattr(torch, "round" if rounded is True else rounded)(centre)
     mask = token_mask(lengths, S) if masked else torch.ones_like(scores, dtype=torch.bool)
@@ -427,8 +465,9 @@ LOCAL_P_MISTAKES = [
     Mistake("absolute distance", "your window uses |j - p| where the Gaussian has (j - p)²: "
             "exp(-(j - p)² / (2σ²)) falls off with the squared distance, so it is flat near p and "
             "steep further out.", gives=lambda *a: _local_p(*a, absolute=True)),
-    Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1; Luong et al. do "
-            "not: the Gaussian factor multiplies the softmax weights and is left as it is.",
+    Mistake("renormalised", "you renormalised after the Gaussian, so each row sums to 1 (adding the log of "
+            "the Gaussian, -(j - p)² / (2σ²), to the scores inside the softmax does exactly that); Luong et "
+            "al. do not: the Gaussian factor multiplies the softmax weights and is left as it is.",
             gives=lambda *a: _local_p(*a, renorm=True)),
     *[Mistake("rounded centre", "you rounded the centre to a whole position (with round, floor or ceil): "
               "p_t stays real-valued, otherwise no gradient reaches W_p and v_p (that rounding is local-m's "
@@ -458,6 +497,14 @@ LOCAL_P_MISTAKES = [
     Mistake("1-based positions", "your positions count from 1: with the centre p in 0-based positions "
             "(0..n-1), the distance is j - p for j = 0, 1, ..., n-1.",
             gives=lambda *a: _local_p(*a, one_based=True)),
+    Mistake("paper's centre shifted by half", "your centre is n·sigmoid(·) - 0.5, the paper's S·sigmoid(·) "
+            "moved half a letter: it runs from -0.5 to n - 0.5, so it can sit outside the word. This "
+            "exercise counts from 0 and keeps the centre on the letters: p = (n - 1)·sigmoid(·), from 0 "
+            "(the first letter) to n - 1 (the last).", gives=lambda *a: _local_p(*a, span="L*g-0.5")),
+    Mistake("clamped centre", "you clamped the centre into [0.5, n - 1.5]: p = (n - 1)·sigmoid(·) already "
+            "lies between the first letter (0) and the last (n - 1), and a clamp moves every centre near "
+            "an end (and a one-letter word's centre off its only letter). Use p as it is.",
+            gives=lambda *a: _local_p(*a, clamp=True)),
 ]
 
 
@@ -487,7 +534,7 @@ def check_local_p_attention(fn: Callable) -> CheckResult:
 # --- coverage vector and coverage loss (See et al., 2017) --------------------------------------------
 def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, per_position=True,
               mask_steps=True, reduce="steps", zero_padded=False, rolled=False, others=False,
-              returned_inclusive=False, source="earlier"):
+              returned_inclusive=False, source="earlier", clamp=False):
     if zero_padded:  # padded steps' weights zeroed before the coverage is accumulated
         weights = weights * tgt_mask[..., None].to(weights.dtype)
     if source == "batch":  # accumulated over the batch axis (dim 0), not the steps
@@ -508,6 +555,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         coverage = weights.cumsum(dim=-1) - (weights if exclusive else 0)
     if not per_position:
         coverage = coverage.sum(-1, keepdim=True).expand_as(weights)
+    if clamp:  # capped at 1, as if it were a probability
+        coverage = coverage.clamp(max=1.0)
     coverage = sign * coverage
     ops = {"min": torch.minimum, "max": torch.maximum, "product": torch.mul}
     terms = ops[op](weights, coverage)
@@ -526,6 +575,8 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         loss = ((per_step * real).sum(1) / real.sum(1)).mean()
     elif reduce == "n_plus_one":  # divided by N + 1
         loss = total / (real.sum() + 1)
+    elif reduce == "no_first":  # divided by N less each sequence's first step (its term is always 0)
+        loss = total / (real.sum() - real[:, 0].sum())
     elif reduce == "sum":  # the real steps' terms summed, not averaged
         loss = total
     else:
@@ -604,6 +655,13 @@ COVERAGE_LOSS_MISTAKES = [
             "their weights first. Return the coverage of all T steps from the weights as given; only the "
             "loss leaves the padded steps out.",
             gives=lambda a, m: _cov_loss(a, m, zero_padded=True)),
+    Mistake("first steps left out of N", "you divided by N minus each sequence's first step (its term is "
+            "always 0, since nothing came before it): the loss is the mean over *all* N real output steps, "
+            "the first ones included (divide by tgt_mask.sum()).",
+            gives=lambda a, m: _cov_loss(a, m, reduce="no_first")),
+    Mistake("coverage clamped at 1", "you capped the coverage at 1: it is a plain sum of the earlier steps' "
+            "weights, so a letter looked at fully twice has coverage 2, not a probability. Do not clamp it.",
+            gives=lambda a, m: _cov_loss(a, m, clamp=True)),
 ]
 
 
