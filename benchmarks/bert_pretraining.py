@@ -4,8 +4,9 @@ Usage (from the repository root):
 ``python benchmarks/bert_pretraining.py [--steps 3000] [--eval-every 500] [--json [PATH]]``
 (``--json`` alone writes the committed ``lib/attnbook/results/bert_pretraining.json``)
 
-The same model as the chapter (one layer, D = 64, 2 heads, the 1,000 most frequent WordPiece
-tokens of the World English Bible, masked 15% / 80-10-10), trained with AdamW, linear warm-up
+A smaller model than the chapter's (one layer, D = 64, 2 heads; the chapter's own model, trained
+longer, is ``bert_mlm_longer.py``), the 1,000 most frequent WordPiece
+tokens of the World English Bible, masked 15% / 80-10-10, trained with AdamW, linear warm-up
 then linear decay, for a fixed number of steps of 64 sequences, twice:
 
 - ``mlm``: single verses (at most 32 tokens), masked-LM loss only, as in the chapter;
