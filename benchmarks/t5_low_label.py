@@ -43,6 +43,17 @@ CPU-minutes; then 6 fine-tuning runs of 2-5 minutes each; the processes may run 
     python benchmarks/t5_low_label.py --window 96 --part positions > /tmp/t5_w96_pos.log
     python benchmarks/t5_low_label.py --window 96 --pretrain-batch 32 --sizes 2000 --part collect \\
         --resume /tmp/t5_w96_*.log
+
+**What the fine-tuned models write** (``--part outputs``, about 5 CPU-minutes): seed 0 with 2,000 words
+only, both starts fine-tuned again exactly as in ``--part finetune`` (so their scores must equal the
+committed seed-0 rows), then, on the same test words: the training loss along the way, the greedy
+outputs for the first 12 words, the output lengths, and whether the model reads its input (nats per
+target byte, teacher-forced, with each word's own spelling and with the next test word's). With a
+window other than 32 it adds its row to the window's results file:
+
+    python benchmarks/t5_low_label.py --window 96 --part outputs > /tmp/t5_w96_out.log
+    python benchmarks/t5_low_label.py --window 96 --pretrain-batch 32 --sizes 2000 --part collect \\
+        --resume /tmp/t5_w96_*.log
 """
 from __future__ import annotations
 
@@ -97,6 +108,60 @@ def positions(weights: dict, smoke: bool, windows: int = 3000, lengths: tuple[in
     return out
 
 
+@torch.no_grad()
+def reads_input(model, pairs: list[tuple[str, str]]) -> dict:
+    """Nats per target byte (not ``</s>``), teacher-forced, with each word's own input and with
+    the next word's: a model that ignores its input scores both the same."""
+    wrong = [(pairs[(i + 1) % len(pairs)][0], target) for i, (_, target) in enumerate(pairs)]
+    out = {}
+    with evaluating(model):
+        for name, scored in (("own", pairs), ("wrong", wrong)):
+            batch = seq2seq_batch([(VOCAB.encode(s, eos=True), VOCAB.encode(t, eos=True)) for s, t in scored],
+                                  VOCAB.pad_id)
+            logp = model(batch.src, batch.src_lengths, batch.tgt_in).log_softmax(-1)
+            nll = -logp.gather(-1, batch.tgt_out[..., None])[..., 0]
+            out[name] = round(float(nll[(batch.tgt_out >= 3) & (batch.tgt_out < 259)].mean()), 4)
+    return {**out, "gap": round(out["wrong"] - out["own"], 4)}
+
+
+def outputs(weights: dict, args, seed: int = 0, samples: int = 12) -> dict:
+    """Seed 0 with 2,000 words, both starts: the fine-tuning of ``--part finetune`` again, then
+    what each model writes and whether it reads its input (the docstring's ``--part outputs``)."""
+    from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, generate_text, text_pairs
+    from attnbook.train import fit
+    from t5_pretraining import loss_fn
+
+    data = load_g2p()
+    test = data.test[:: 50 if args.smoke else 5]
+    size = 100 if args.smoke else 2000
+    train = train_subset(data.train[:500] if args.smoke else data.train, size, seed)
+    shown = text_pairs(test, "g2p")
+    row = {"kind": "outputs", "size": len(train), "seed": seed, "steps": args.steps, "arms": {}}
+    for arm in ("pretrained", "scratch"):  # as finetune_t5 trains them
+        torch.manual_seed(seed)
+        model = T5(t5_config(args.smoke, dropout=0.0))
+        if arm == "pretrained":
+            model.load_state_dict(weights)
+        arm_row = {"before": reads_input(model, shown)}
+        batches = byte_batches(text_pairs(train, "g2p"), VOCAB, 64, torch.Generator().manual_seed(seed))
+        optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+        history = fit(model, batches, loss_fn, optimizer, args.steps, progress=False)
+        smoothed = history.smoothed_losses(min(50, args.steps))
+        scores = evaluate_text_g2p(model, test, VOCAB, "g2p")
+        written = generate_text(model, [s for s, _ in shown], VOCAB)
+        arm_row.update({
+            "g2p_wer": round(scores["wer"], 4), "g2p_per": round(scores["per"], 4),
+            "loss": [[s, round(smoothed[s - 1], 4)] for s in sorted({min(50, args.steps), args.steps // 2,
+                                                                      args.steps})],
+            "after": reads_input(model, shown),
+            "phonemes_written": round(sum(len(w.split()) for w in written) / len(written), 2),
+            "phonemes_reference": round(sum(len(t.split()) for _, t in shown) / len(shown), 2),
+            "distinct_outputs": len(set(written)), "test_words": len(written),
+            "samples": [[s, t, w] for (s, t), w in list(zip(shown, written))[:samples]]})
+        row["arms"][arm] = arm_row
+    return row
+
+
 def export(args) -> None:
     """The checkpoint as safetensors in the results folder, if it reproduces the final gap."""
     from safetensors.torch import save_file
@@ -124,7 +189,7 @@ def key(row: dict) -> tuple:
 
 def main(argv: list[str] | None = None) -> int:
     p = common.experiment_parser(__doc__)
-    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "collect", "export"), required=True)
+    p.add_argument("--part", choices=("pretrain", "finetune", "positions", "outputs", "collect", "export"), required=True)
     p.add_argument("--arms", nargs="+", choices=("pretrained", "scratch"), default=["pretrained", "scratch"])
     p.add_argument("--sizes", type=int, nargs="+", default=[500, 2000])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
@@ -174,6 +239,10 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(20)
         lengths = tuple(sorted({32, 64, args.window}))
         print(json.dumps(positions(torch.load(args.checkpoint), args.smoke, lengths=lengths)), flush=True)
+    elif args.part == "outputs":
+        while not args.checkpoint.is_file():
+            time.sleep(20)
+        print(json.dumps(outputs(torch.load(args.checkpoint), args)), flush=True)
     elif args.part == "export":
         if tag:
             raise SystemExit("--part export is for the 32-byte checkpoint the chapter loads")
@@ -182,6 +251,7 @@ def main(argv: list[str] | None = None) -> int:
         rows = list(done.values())
         pre = [r for r in rows if r.get("kind") == "pretrain"]
         by_position = [r for r in rows if r.get("kind") == "positions"]
+        written = [r for r in rows if r.get("kind") == "outputs"]
         runs = sorted((r for r in rows if "arm" in r),
                       key=lambda r: (r["size"], r["seed"], r["arm"]))
         out = common.out_path(args, f"t5_low_label{tag}.json")
@@ -193,7 +263,8 @@ def main(argv: list[str] | None = None) -> int:
                              "pretrain_steps": args.pretrain_steps, "window": args.window,
                              "pretrain_windows_per_step": args.pretrain_batch},
                 "pretrain": pre[0] if pre else None,
-                "positions": by_position[0] if by_position else None, "runs": runs})
+                "positions": by_position[0] if by_position else None,
+                **({"outputs": written[0]} if written else {}), "runs": runs})
     print(f"part {args.part}: {time.perf_counter() - start:.1f} s", flush=True)
     return 0
 

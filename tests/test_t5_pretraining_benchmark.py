@@ -155,7 +155,8 @@ def test_low_label_longer_windows_smoke(tmp_path):
     checkpoint = str(tmp_path / "w96.pt")
     common = ["--smoke", "--window", "96", "--checkpoint", checkpoint]
     logs = []
-    for part, extra in (("pretrain", ["--pretrain-batch", "8"]), ("finetune", []), ("positions", [])):
+    for part, extra in (("pretrain", ["--pretrain-batch", "8"]), ("finetune", []), ("positions", []),
+                        ("outputs", [])):
         run = subprocess.run([sys.executable, script, *common, *extra, "--part", part],
                              check=True, capture_output=True, text=True, timeout=300)
         log = tmp_path / f"{part}.log"
@@ -171,6 +172,22 @@ def test_low_label_longer_windows_smoke(tmp_path):
     assert len(smoke["positions"]["96 bytes"]["by_position"]) == 20
     assert len(smoke["positions"]["96 bytes"]["by_sentinel"]) == 5
     assert {(r["arm"], r["size"]) for r in smoke["runs"]} == {("pretrained", 100), ("scratch", 100)}
+    written = smoke["outputs"]["arms"]
+    for arm in ("pretrained", "scratch"):  # --part outputs retrains seed 0: the same scores
+        run = next(r for r in smoke["runs"] if r["arm"] == arm and r["seed"] == 0)
+        assert written[arm]["g2p_wer"] == run["g2p_wer"] and written[arm]["g2p_per"] == run["g2p_per"]
+        assert len(written[arm]["samples"]) == 12 and written[arm]["test_words"] == smoke["test_words"]
+
+
+def test_committed_w96_outputs_repeat_the_seed_0_runs():
+    """The committed --part outputs row retrained seed 0 with 2,000 words: its scores are the runs'."""
+    result = load_result("t5_low_label_w96.json")
+    written = result["outputs"]
+    assert written["size"] == 2000 and written["seed"] == 0
+    for arm in ("pretrained", "scratch"):
+        run = next(r for r in result["runs"] if r["arm"] == arm and r["seed"] == 0 and r["size"] == 2000)
+        assert (written["arms"][arm]["g2p_wer"], written["arms"][arm]["g2p_per"]) == (run["g2p_wer"], run["g2p_per"])
+        assert written["arms"][arm]["test_words"] == result["test_words"]
 
 
 def test_committed_checkpoint_is_the_recorded_pretraining():
