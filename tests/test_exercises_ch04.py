@@ -60,6 +60,18 @@ def split_by_index(x, num_heads):  # right, another way: gather columns h, h + H
     return torch.stack([x[..., h::num_heads] for h in range(num_heads)], dim=1)
 
 
+def split_inverse_permutation(x, num_heads):  # column h*Dh + c taken as c*H + h
+    B, T, D = x.shape
+    idx = torch.arange(D).view(num_heads, D // num_heads).T.reshape(-1)
+    return x[..., idx].view(B, T, num_heads, D // num_heads).transpose(1, 2)
+
+
+def merge_inverse_permutation(x):  # scattered with the inverse permutation
+    B, H, T, Dh = x.shape
+    idx = torch.arange(H * Dh).view(Dh, H).T.reshape(-1)
+    return blocks_merge(x)[..., idx]
+
+
 def split_step_head_width(x, num_heads):  # x[..., h::Dh]: a step of the head width, not of H
     step = x.shape[-1] // num_heads
     return torch.stack([x[..., h::step] for h in range(num_heads)], dim=1)
@@ -71,6 +83,7 @@ def split_step_head_width_over_features(x, num_heads):  # the same step, looped 
 
 
 SPLIT_WRONG = [
+    (split_inverse_permutation, "inverse permutation"),
     (lambda x, h: split_heads_strided(x, h).roll(1, 1), "heads rolled"),
     (blocks_split, "blocks of columns"),
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
@@ -103,6 +116,7 @@ SPLIT_WRONG = [
 
 
 MERGE_WRONG = [
+    (merge_inverse_permutation, "inverse permutation"),
     (lambda x: x.permute(2, 0, 3, 1).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
      "batch and positions swapped"),
     (lambda x: merge_heads_strided(x).roll(1, -1), "columns off by one"),
@@ -205,6 +219,45 @@ def test_heads_measurement_needs_the_64_head_run(measure, diagnosis, scored_037,
     result = check_heads_measurement(measure, prediction=0.5)
     assert not result and result.diagnosis == diagnosis
     assert capsys.readouterr().out.startswith("✗")
+
+
+@pytest.fixture
+def scored_042(monkeypatch):
+    """Every trained tagger scores 0.042 both right (40 steps, say) and 0.224, 0.6 and 0.75 on
+    single answers."""
+    from attnbook.exercises import ch04
+    monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.042)
+    monkeypatch.setattr(ch04, "_single_answer_scores", lambda model: [0.224, 0.6, 0.75])
+
+
+@pytest.mark.parametrize(("measure", "diagnosis"), [
+    (lambda: (_tagger(64), 0.042)[1], "under-trained"),  # its true score, too few steps
+    (lambda: (_tagger(64), 0.224)[1], "single answers"),  # one read-out's share
+    (lambda: (_tagger(64), 0.3)[1], "not the trained model's score"),  # in the range, made up
+    (lambda: (_tagger(64), 0.75)[1], "single answers"),  # above the range, a single answer
+    (lambda: (_tagger(64), 0.2)[1], "the one-head model"),  # neither: the generic buckets
+])
+def test_heads_measurement_names_under_training_and_single_answers(measure, diagnosis, scored_042,
+                                                                  capsys):
+    result = check_heads_measurement(measure, prediction=0.5)
+    assert not result and result.diagnosis == diagnosis
+    assert capsys.readouterr().out.startswith("✗")
+
+
+def test_heads_measurement_names_a_longer_run(monkeypatch, capsys):
+    from attnbook.exercises import ch04
+    monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.7202)  # 2,400 steps
+    result = check_heads_measurement(lambda: (_tagger(64), 0.7202)[1], prediction=0.5)
+    assert not result and result.diagnosis == "trained longer"
+    assert capsys.readouterr().out.startswith("✗")
+
+
+def test_single_answer_scores_are_the_chapters():
+    """An untrained model's single-answer shares are about 1/16, each a fraction."""
+    from attnbook.exercises.ch04 import _single_answer_scores
+    torch.manual_seed(0)
+    shares = _single_answer_scores(_tagger(64, trained=False))
+    assert len(shares) == 6 and all(0.0 <= s < 0.2 for s in shares)
 
 
 def test_heads_measurement_passes_the_trained_models_score(scored_037):

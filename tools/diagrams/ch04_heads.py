@@ -14,7 +14,7 @@ DESC = (
     "view(B, T, H, Dh) cuts its last dimension into H column blocks without copying; "
     "transpose(1, 2) makes the heads a batch dimension, (B, H, T, Dh). The keys and values "
     "(k_proj, v_proj) are split the same way, (B, H, S, Dh). Bottom: one batched product computes "
-    "every head's weights softmax(q k^T / sqrt(Dh)), (B, H, T, S), and outputs (B, H, T, Dh). Right, "
+    "every head's weights softmax(Q K^T / sqrt(Dh)), (B, H, T, S), and outputs (B, H, T, Dh). Right, "
     "merge_heads: transpose(1, 2) back to (B, T, H, Dh), contiguous() to copy into row order, "
     "view(B, T, D) to concatenate the heads, and out_proj mixes them, (B, T, D)."
 )
@@ -83,7 +83,7 @@ def batched_attention(fig: Figure) -> None:
     fig.line([(LX + 60, 404), (LX + 60, 500), (290, 500)], "query")
     fig.line([(385, 424), (385, 470)], "key")
     fig.line([(485, 424), (485, 470)], "value")
-    fig.text(395, 500, "softmax(q k^{T} / √Dh) v", "math", size=13)
+    fig.text(395, 500, "softmax(Q K^{T} / √Dh) V", "math", size=13)
     deck(fig, 520, 470, T, 11, "weights", step=7)
     fig.shape(610, 480, "(B, H, T, S)")
     fig.line([(660, 520), (720, 520)], "context", arrow=False)
