@@ -20,6 +20,9 @@ learning rate, 3e-3, and this script sweeps 1e-3, 3e-3 and 1e-2 for every arm al
   token embedding of width 16 followed by a position part of width 16 (the sinusoidal table of
   width 16, or a learned N(0, 1) table of width 16), concatenated instead of added, so that
   content and position sit in separate coordinates.
+- ``concatenated sinusoidal at norm 4``: the concatenated sinusoid times sqrt(2): its rows of
+  width 16 (8 pairs) have norm sqrt(8) = 2.8 at the start, this arm's norm 4, the added
+  sinusoid's, so that the comparison of adding with concatenating is not also one of sizes.
 
 Within a seed every arm gets the same training batches and the same attention and read-out
 weights at the start (they are drawn when the model is built, before an arm changes its input
@@ -45,7 +48,7 @@ from attnbook.tasks.tagging import tagging_accuracy
 WIDTH = 32
 SEQ_LEN = ch03_reversal.SEQ_LEN
 ARMS = ("learned", "sinusoidal", "learned at norm 4", "sinusoidal at norm 5.7",
-        "concatenated sinusoidal", "concatenated learned")
+        "concatenated sinusoidal", "concatenated learned", "concatenated sinusoidal at norm 4")
 
 
 class ConcatenatedPositions(nn.Module):
@@ -79,17 +82,18 @@ def adjust(arm: str):
     def enlarge(model):  # the sinusoidal table at norm sqrt(32)
         model.position.table.mul_(math.sqrt(2.0))
 
-    def concatenate(kind):
+    def concatenate(kind, scale=1.0):
         def change(model):
             model.embedding = nn.Embedding(ch03_reversal.VOCAB, WIDTH // 2)  # N(0, 1)
-            table = (sinusoidal_encoding(SEQ_LEN, WIDTH // 2) if kind == "sinusoidal"
+            table = (scale * sinusoidal_encoding(SEQ_LEN, WIDTH // 2) if kind == "sinusoidal"
                      else torch.randn(SEQ_LEN, WIDTH // 2))
             model.position = ConcatenatedPositions(table, trained=kind == "learned")
         return change
 
     return {"learned at norm 4": rescale_rows, "sinusoidal at norm 5.7": enlarge,
             "concatenated sinusoidal": concatenate("sinusoidal"),
-            "concatenated learned": concatenate("learned")}.get(arm)
+            "concatenated learned": concatenate("learned"),
+            "concatenated sinusoidal at norm 4": concatenate("sinusoidal", math.sqrt(2.0))}.get(arm)
 
 
 def first_step_below(losses: list[float], threshold: float = 0.1, window: int = 10) -> int | None:

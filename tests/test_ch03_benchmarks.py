@@ -116,13 +116,14 @@ def test_the_position_speed_benchmark_runs_and_its_committed_runs_show_what_the_
                    check=True, cwd=ROOT, capture_output=True)
     rows = json.loads(out.read_text())["runs"]
     arms = ["learned", "sinusoidal", "learned at norm 4", "sinusoidal at norm 5.7",
-            "concatenated sinusoidal", "concatenated learned"]
+            "concatenated sinusoidal", "concatenated learned", "concatenated sinusoidal at norm 4"]
     assert [(r["arm"], r["lr"], r["seed"], r["steps"]) for r in rows] == [
         (arm, 0.01, 0, 3) for arm in arms]
     norm = {r["arm"]: r["position_norm_start"] for r in rows}
     assert norm["learned at norm 4"] == norm["sinusoidal"] == 4.0  # the norms the arms promise
     assert abs(norm["sinusoidal at norm 5.7"] - 32 ** 0.5) < 1e-3
     assert abs(norm["concatenated sinusoidal"] - 8 ** 0.5) < 1e-3  # width 16: 8 pairs
+    assert norm["concatenated sinusoidal at norm 4"] == 4.0  # the added sinusoid's norm
     runs = load_result("reversal_pe_speed.json")["runs"]
     assert min(r["test_accuracy"] for r in runs) >= 0.997
     for lr in (1e-3, 3e-3, 1e-2):
@@ -150,3 +151,8 @@ def test_the_position_speed_benchmark_runs_and_its_committed_runs_show_what_the_
                        - statistics.median(mirror[kind])) < 0.05
         assert max(mirror["concatenated sinusoidal"]) < 0.65 < 0.9 < min(mirror["concatenated learned"])
         assert faster("concatenated learned", "concatenated sinusoidal")
+        # at the added sinusoid's norm, concatenating is faster than adding, on every seed,
+        # and looks more at the mirror, yet stays below the learned table
+        assert faster("concatenated sinusoidal at norm 4", "sinusoidal")
+        assert min(mirror["concatenated sinusoidal at norm 4"]) > max(mirror["sinusoidal"])
+        assert max(mirror["concatenated sinusoidal at norm 4"]) < 0.9 < min(mirror["learned at norm 4"])

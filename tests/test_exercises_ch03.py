@@ -554,6 +554,9 @@ POSITION_WRONG = [
     (lambda m, tok: position_accuracy(m, tok).mean(), "one number"),
     (lambda m, tok: position_accuracy(m, tok).mean().item(), "one number"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).float().mean(1), "per sequence"),
+    (lambda m, tok: position_accuracy(m, tok).mean().repeat(tok.shape[1]), "overall repeated"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).float().mean()
+     * torch.ones(tok.shape[1]), "overall repeated"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok).float().mean(0), "not reversed"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1).roll(1, 1)).float().mean(0),
      "mirror off by one"),

@@ -812,6 +812,10 @@ POSITION_MISTAKES = [
             "the mean over the batch only (dim 0), shape (T,).",
             when=lambda args, got: isinstance(got, (torch.Tensor, float)) and torch.as_tensor(got).numel() == 1
             and abs(float(got) - _position_accuracy(*args).mean().item()) < 1e-5),
+    Mistake("overall repeated", "every position shows the same share: the accuracy over all "
+            "positions, repeated T times. Average over the batch only (dim 0), so that each "
+            "position keeps its own share.",
+            gives=lambda m, tok: _position_accuracy(m, tok).mean().expand(tok.shape[1])),
     Mistake("per sequence", "you averaged over the positions (one number per sequence): average over "
             "the batch, dim 0, to get one share per position.",
             gives=lambda m, tok: _position_accuracy(m, tok, dim=1)),
