@@ -992,3 +992,37 @@ def test_no_position_t5_rejects_other_changes(wrong, capsys):
     result = check_no_position_t5(wrong, "decoder")
     assert not result and result.diagnosis == "other parts changed"
     assert "something else changed" in capsys.readouterr().out
+
+
+_EXEC_SOURCE = '''
+def helper(tokens, mask, sentinel, eos_id):
+    inputs, target, spans = [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not mask[position - 1]):
+            inputs.append(sentinel(spans))
+            target.append(sentinel(spans))
+            spans += 1
+        (target if hidden else inputs).append(token)
+    return inputs + [eos_id], target + [eos_id]
+
+def wrong_helper(tokens, mask, sentinel, eos_id):
+    inputs, target = helper(tokens, mask, sentinel, eos_id)
+    return inputs, target[:-1]
+
+def right(tokens, mask, sentinel, eos_id):
+    return helper(tokens, mask, sentinel, eos_id)
+
+def wrong(tokens, mask, sentinel, eos_id):
+    return wrong_helper(tokens, mask, sentinel, eos_id)
+'''
+
+
+def test_corrupt_gives_a_verdict_for_helpers_defined_through_exec(capsys):
+    """A helper defined through ``exec`` in a namespace without ``__name__`` has ``__module__``
+    None; the library-call search must skip the module test, not raise (review rev10f defect 8)."""
+    space = {}
+    exec(_EXEC_SOURCE, space)
+    assert space["helper"].__module__ is None
+    assert check_corrupt(space["right"])
+    result = check_corrupt(space["wrong"])
+    assert not result and result.diagnosis

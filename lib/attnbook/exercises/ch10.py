@@ -600,7 +600,7 @@ def _calls(fn: Callable, found: Callable[[object], bool], names: frozenset[str] 
     if any(found(v) or any(found(getattr(v, n, None)) for n in used) for v in seen):
         return True
     helpers = [v for v in seen if hasattr(v, "__code__") and v is not fn
-               and not getattr(v, "__module__", "").startswith(("attnbook", "torch"))]
+               and not (getattr(v, "__module__", None) or "").startswith(("attnbook", "torch"))]
     return depth > 0 and any(_calls(h, found, names, depth - 1) for h in helpers)
 
 
