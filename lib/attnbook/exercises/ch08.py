@@ -752,6 +752,93 @@ class _Detached(_Unacceptable):
         super().__init__(value, "a tensor without a gradient")
 
 
+# --- 5b. the next-token loss of a right-padded batch ---------------------------------------------
+
+def _padded_ce(m, x, lengths, *, shift=True, extra=0, drop_last=0, row_means=False,
+               reduction="mean", all_targets=False, ignore_zero=False):
+    """The loss of right-padded rows; the keyword arguments make the known mistakes."""
+    logits = m(x[:, :-1]) if shift else m(x)  # (B, T', V)
+    targets = x[:, 1:] if shift else x  # (B, T')
+    per = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T')
+    where = torch.arange(targets.shape[1])[None, :]
+    # the target at index j of a shifted row is token j + 1: real while j + 1 < length
+    mask = where + (1 if shift else 0) < lengths[:, None] + extra - drop_last
+    if all_targets:
+        mask = torch.ones_like(mask)
+    if ignore_zero:
+        mask = targets != 0
+    if row_means:
+        return ((per * mask).sum(1) / mask.sum(1)).mean()
+    total = (per * mask).sum()
+    return total if reduction == "sum" else total / mask.sum()
+
+
+def check_padded_loss(fn: Callable) -> CheckResult:
+    """``fn(model, tokens (B, T), lengths (B,)) -> 0-d tensor``: row ``b`` of ``tokens`` holds
+    ``lengths[b]`` real tokens followed by padding (id 0, which is also a real token's id); the
+    mean cross-entropy of predicting every *real* token from the ones before it, each real
+    target counted once, the padding never scored."""
+    cases = []
+    for seed, (vocab, lengths, width) in enumerate([
+            (11, (5, 3), 5), (7, (2,), 4), (23, (9, 2, 6), 9), (5, (12, 7, 4, 12), 12),
+            (13, (3, 8), 10)]):
+        model = _lm_model(vocab, seed)
+        g = torch.Generator().manual_seed(seed)
+        tokens = torch.randint(1, vocab, (len(lengths), width), generator=g)
+        tokens[0, 1] = 0  # a real token with the padding's id
+        lengths_t = torch.tensor(lengths)
+        tokens[torch.arange(width)[None, :] >= lengths_t[:, None]] = 0  # the padding
+        with torch.no_grad():
+            expected = _padded_ce(model, tokens, lengths_t)
+        cases.append(Case(f"V={vocab}, lengths {list(lengths)}, padded to {width}",
+                          (model, tokens, lengths_t), expected,
+                          hint="score logits[:, t] on tokens[:, t + 1] only where t + 1 < "
+                               "length; divide by the number of real targets, sum(length - 1)",
+                          atol=1e-5, rtol=1e-5))
+    mistakes = [
+        Mistake("padding scored", "you scored the padding too: a position whose target is "
+                "padding must not count, so mask the per-token losses (reduction='none') and "
+                "divide by the number of real targets.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, all_targets=True)),
+        Mistake("ignore_index=0", "ignore_index=0 drops every target with id 0, real tokens "
+                "with that id too (the padding id is also a token): mask by position, from "
+                "the lengths, not by id.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, ignore_zero=True)),
+        Mistake("mean of row means", "you averaged each row's mean loss: every real target "
+                "must count once, so a longer row weighs more; divide the masked sum by "
+                "sum(length - 1).",
+                gives=lambda m, x, n: _padded_ce(m, x, n, row_means=True)),
+        Mistake("first padding scored", "off by one in the mask: a row of length n gives "
+                "n - 1 targets, tokens 1 .. n - 1; you also scored the first padding token "
+                "(mask the *targets*: index t is real while t + 1 < n).",
+                gives=lambda m, x, n: _padded_ce(m, x, n, extra=1)),
+        Mistake("last real target dropped", "off by one in the mask: a row of length n gives "
+                "n - 1 targets, and the last real token, tokens[b, n - 1], is one of them.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, drop_last=1)),
+        Mistake("no shift", "off by one: you scored the logits at position t on token t, the "
+                "token the model has just read; position t predicts token t + 1.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, shift=False)),
+        Mistake("summed", "the loss is the *mean* over the real targets, not their sum.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, reduction="sum")),
+    ]
+    if not callable(fn):
+        return run_cases("padded next-token loss", fn, cases, mistakes)
+    guarded = _without(fn, ("next_token_loss", "next_token_cross_entropy"), _LM_LOSS_LIBRARY)
+
+    @functools.wraps(fn)
+    def as_asked(model, tokens, lengths):  # a loss without a gradient cannot train the model
+        out = guarded(model, tokens, lengths)
+        if isinstance(out, torch.Tensor) and out.grad_fn is None:
+            return _Detached(out)
+        return out
+
+    mistakes.insert(0, Mistake("no gradient", "the loss has no gradient (.detach(), .item(), "
+                               "torch.no_grad() or a new tensor): training calls "
+                               ".backward() on it, so keep it attached to the model's output.",
+                               when=lambda args, got: isinstance(got, _Detached)))
+    return run_cases("padded next-token loss", as_asked, cases, mistakes)
+
+
 # --- 6. predict, then measure: the attention's work with and without the cache -----------------
 
 def decoding_calls(prompt_len: int, num_new: int, cached: bool) -> list[tuple[int, int]]:
@@ -1028,6 +1115,7 @@ EXERCISES = {
     "top_p": check_top_p,
     "greedy_cached": check_greedy_cached,
     "lm_loss": check_lm_loss,
+    "padded_loss": check_padded_loss,
     "attention_pairs": check_attention_pairs,
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
