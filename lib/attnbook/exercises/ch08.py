@@ -372,6 +372,13 @@ def check_top_p(fn: Callable) -> CheckResult:
         drop = sorted_logits.cumsum(-1) - sorted_logits >= p
         return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
 
+    def gathered(logits, p):  # the sorted-order mask mapped back by gather
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(drop.gather(-1, order), float("-inf"))
+
     def not_scattered(logits, p):
         probs = logits.softmax(-1).sort(-1, descending=True).values
         return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
@@ -438,6 +445,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("drops the crossing token", "you dropped the token that crosses rho: keep it (drop only when the mass *before* a token reaches rho).", gives=drops_crossing),
         Mistake("drops only past p", "a token is dropped as soon as the mass *before* it "
                 "reaches rho, equal included (>=, not >).", gives=strict),
+        Mistake("gather, not scatter", "you mapped the sorted-order mask back with gather: "
+                "mask.gather(-1, order) reads the mask *at* the sorted indices, which is the "
+                "inverse permutation; sending entry k of the sorted mask to vocabulary index "
+                "order[k] is a scatter: zeros_like(mask).scatter(-1, order, mask).",
+                gives=gathered),
         Mistake("mask not scattered back", "you built the drop mask in sorted order and "
                 "applied it in vocabulary order: scatter it back through the sort's indices "
                 "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
@@ -701,6 +713,18 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
                 "targets (B, T-1) the same way (reshape(-1), not .T).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
+        Mistake("logits flattened position-major", "the logits and the targets are "
+                "flattened in different orders: logits.transpose(0, 1).reshape(-1, V) lists "
+                "position by position, targets.reshape(-1) row by row; flatten both the same "
+                "way (logits.reshape(-1, V) with targets.reshape(-1)).",
+                gives=lambda m, x: F.cross_entropy(
+                    m(x[:, :-1]).transpose(0, 1).reshape(-1, m.config.vocab_size),
+                    x[:, 1:].reshape(-1))),
+        Mistake("logits reshaped vocabulary-first", "reshape(V, -1).T does not give one row "
+                "per target: it cuts the (B, T-1, V) logits into V rows of consecutive numbers. "
+                "Flatten with logits.reshape(-1, V), whose row i is target i's V logits.",
+                gives=lambda m, x: F.cross_entropy(
+                    m(x[:, :-1]).reshape(m.config.vocab_size, -1).T, x[:, 1:].reshape(-1))),
         Mistake("nll_loss on logits", "F.nll_loss takes *log-probabilities*: on raw logits it "
                 "is just minus the target's logit. Use F.cross_entropy (it applies log_softmax "
                 "itself), or log_softmax first.",
@@ -900,6 +924,23 @@ def _right(t0: int, n: int) -> tuple[int, int]:
     return _slow(t0, n), _fast(t0, n)
 
 
+def _self_pair_left_out(args: tuple, got: object) -> bool:
+    """Both counts without the diagonal (query j with key j), or one without it and the other
+    right, unless that one value is also what a wrong number of calls gives."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return False
+    t0, n = args
+    right = _right(t0, n)
+    bare = (_slow(t0, n, lambda L: L * (L - 1) // 2),
+            _fast(t0, n, start=lambda L: L * (L - 1) // 2, per_step=lambda length: length - 1))
+    calls = ({_slow(t0, n, calls=n + 1), _slow(t0, n, calls=n - 1)},
+             {_fast(t0, n, steps=n + 1), _fast(t0, n, steps=n - 1)})
+    if tuple(got) == bare:
+        return True
+    return any(got[k] == bare[k] != right[k] and got[1 - k] == right[1 - k]
+               and got[k] not in calls[k] for k in (0, 1))
+
+
 def check_attention_pairs(fn: Callable) -> CheckResult:
     """``fn(prompt_len, num_new) -> (recomputed, cached)``: how many query-key pairs one
     attention head of one layer scores (those the causal mask allows) while greedy decoding
@@ -940,6 +981,11 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                     got[0] == _slow(*args, lambda L: L * L)
                     or got[1] == _fast(*args, start=lambda L: L * L))
                 and _slow(*args, lambda L: L * L) != _right(*args)[0]),
+        Mistake("self-pair left out", "each query also scores its own key: under the "
+                "causal mask query j sees keys 1 .. j, itself included, so a call over L "
+                "positions scores L (L + 1) / 2 pairs, not L (L - 1) / 2, and a cached step's "
+                "query at position t scores t pairs, not t - 1.",
+                when=_self_pair_left_out),
         Mistake("one call too many", "the last token chosen is never read by the model: "
                 "num_new tokens take num_new calls (the slow way: over t0, ..., t0 + num_new "
                 "- 1 positions; with the cache: start, then num_new - 1 steps).",
