@@ -10,7 +10,7 @@ import torch.nn.functional as F
 
 from attnbook.exercises.ch08 import (
     INVENTED_RANGES, causal_pairs, check_attention_pairs, check_bpe_merges,
-    check_invented_prediction, check_lm_loss, check_perplexity, check_top_p,
+    check_invented_prediction, check_lm_loss, check_padded_loss, check_perplexity, check_top_p,
     check_window_prediction,
     check_greedy_cached, decoding_calls,
 )
@@ -661,7 +661,7 @@ def test_window_ranges_hold_the_stored_result():
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "lm_loss", "attention_pairs", "measure_invented",
+                              "padded_loss", "attention_pairs", "measure_invented",
                               "measure_window"}
 
 
@@ -851,3 +851,131 @@ def test_lm_loss_names_a_sum_over_positions(capsys):
     # the sum over everything keeps its own name
     expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1]), x[:, 1:], reduction="sum"),
                     capsys, "not the sum")
+
+
+# --- the review's (g) wrong answers that were rejected under a generic or wrong name ---
+
+def test_attention_pairs_names_the_missing_self_pair(capsys):
+    """L (L - 1) / 2 per call and t - 1 per step: the diagonal left out, named as such (the
+    review's answer got the message about the number of calls)."""
+    def no_diagonal(t0, n):
+        slow = sum((t0 + i) * (t0 + i - 1) // 2 for i in range(n))
+        fast = t0 * (t0 - 1) // 2 + sum(t0 + i - 1 for i in range(1, n))
+        return slow, fast
+
+    expect_rejected(check_attention_pairs, no_diagonal, capsys, "its own key")
+    assert no_diagonal(5, 4) == (74, 28)  # the review's numbers
+    # only one side without the diagonal is named the same
+    expect_rejected(check_attention_pairs,
+                    lambda t0, n: (no_diagonal(t0, n)[0], attention_pairs(t0, n)[1]), capsys,
+                    "its own key")
+    # the cached side alone: on the first case (5, 4) its 28 is also what one step too few
+    # gives, so it keeps that name; rejected either way
+    expect_rejected(check_attention_pairs,
+                    lambda t0, n: (attention_pairs(t0, n)[0], no_diagonal(t0, n)[1]), capsys)
+
+
+def test_top_p_names_gather_instead_of_scatter(capsys):
+    def gathered(logits, p):
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(drop.gather(-1, order), float("-inf"))
+
+    expect_rejected(check_top_p, gathered, capsys, "gather")
+
+
+def test_lm_loss_names_a_wrong_flatten_order(capsys):
+    def v(m):
+        return m.config.vocab_size
+
+    expect_rejected(check_lm_loss, lambda m, x: F.cross_entropy(
+        m(x[:, :-1]).transpose(0, 1).reshape(-1, v(m)), x[:, 1:].reshape(-1)), capsys,
+        "different orders")
+    expect_rejected(check_lm_loss, lambda m, x: F.cross_entropy(
+        m(x[:, :-1]).reshape(v(m), -1).T, x[:, 1:].reshape(-1)), capsys, "reshape(V, -1)")
+    # both flattened position-major: the same mean, accepted
+    assert check_lm_loss(lambda m, x: F.cross_entropy(
+        m(x[:, :-1]).transpose(0, 1).reshape(-1, v(m)), x[:, 1:].T.reshape(-1)))
+
+
+# --- the padded-batch loss (the exercise that replaced lm_loss in the chapter) ---
+
+def padded_loss(model, tokens, lengths, *, extra=0, by_row=False, shift=True):
+    """The chapter's solution; the keyword arguments write plausible wrong answers."""
+    logits = model(tokens[:, :-1]) if shift else model(tokens)
+    targets = tokens[:, 1:] if shift else tokens
+    positions = torch.arange(targets.shape[1])
+    real = positions[None, :] + (1 if shift else 0) < lengths[:, None] + extra
+    losses = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    if by_row:
+        return ((losses * real).sum(1) / real.sum(1)).mean()
+    return (losses * real).sum() / real.sum()
+
+
+def test_padded_loss_reference_passes(capsys):
+    assert check_padded_loss(padded_loss)
+    assert "✓" in capsys.readouterr().out
+    assert not check_padded_loss(not_done)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_padded_loss_accepts_boolean_indexing(capsys):
+    def indexed(m, x, n):
+        real = torch.arange(x.shape[1] - 1)[None, :] + 1 < n[:, None]
+        return F.cross_entropy(m(x[:, :-1])[real], x[:, 1:][real])
+
+    assert check_padded_loss(indexed)
+
+
+def test_padded_loss_wrong_answers(capsys):
+    def v(m):
+        return m.config.vocab_size
+
+    check = check_padded_loss
+    expect_rejected(check, lambda m, x, n: F.cross_entropy(
+        m(x[:, :-1]).reshape(-1, v(m)), x[:, 1:].reshape(-1)), capsys, "padding too")
+    expect_rejected(check, lambda m, x, n: F.cross_entropy(
+        m(x[:, :-1]).reshape(-1, v(m)), x[:, 1:].reshape(-1), ignore_index=0), capsys,
+        "ignore_index=0")
+    expect_rejected(check, lambda m, x, n: padded_loss(m, x, n, by_row=True), capsys,
+                    "each row's mean")
+    expect_rejected(check, lambda m, x, n: padded_loss(m, x, n, extra=1), capsys,
+                    "first padding")
+    expect_rejected(check, lambda m, x, n: padded_loss(m, x, n, extra=-1), capsys,
+                    "last real token")
+    expect_rejected(check, lambda m, x, n: padded_loss(m, x, n, shift=False), capsys,
+                    "off by one")
+
+    def summed(m, x, n):
+        real = torch.arange(x.shape[1] - 1)[None, :] + 1 < n[:, None]
+        return F.cross_entropy(m(x[:, :-1])[real], x[:, 1:][real], reduction="sum")
+
+    expect_rejected(check, summed, capsys, "not their sum")
+    expect_rejected(check, lambda m, x, n: padded_loss(m, x, n).detach(), capsys,
+                    "no gradient")
+
+
+def test_padded_loss_refuses_the_librarys_loss(capsys):
+    from attnbook.tasks.language_modeling import next_token_cross_entropy
+
+    def via_library(m, x, n):
+        per = next_token_cross_entropy(m, x, reduction="none")
+        real = torch.arange(x.shape[1] - 1)[None, :] + 1 < n[:, None]
+        return (per * real).sum() / real.sum()
+
+    expect_rejected(check_padded_loss, via_library, capsys, "off limits")
+
+
+def test_padded_loss_cases_hold_a_real_zero_and_padding():
+    """The cases can tell ignore_index=0 from the mask: a real token 0 and padding in each."""
+    import attnbook.exercises.ch08 as ch08
+    seen = []
+    ch08.check_padded_loss(lambda m, x, n: seen.append((x.clone(), n.clone())) or
+                           padded_loss(m, x, n))
+    assert len(seen) >= 5
+    for x, n in seen:
+        assert (x[0, 1] == 0) and int(n[0]) > 1  # a real 0
+    assert any(bool((n < x.shape[1]).any()) for x, n in seen)  # padding somewhere
+    assert len({tuple(n.tolist()) for _, n in seen}) == len(seen)  # the lengths vary

@@ -5,7 +5,7 @@ from .svg import Figure
 
 GPT = "attnbook.models.gpt.GPT"
 DESC = (
-    "Section 8.7's classifier. One verse, its BPE tokens w_1 ... w_n right-padded with the id 0 to "
+    "Section 8.7's classifier. One verse, its BPE tokens x_1 ... x_n right-padded with the id 0 to "
     "T = 64 positions, goes through the chapter's GPT (token and position embeddings, L causal blocks, "
     "the final LayerNorm; no read-out): (B, T, D) states. The causal mask keeps the padding out of "
     "every real position. Their mean over the n real tokens (or, for one probe, the last real token's "
@@ -25,7 +25,7 @@ def draw() -> Figure:
     fig.text(30, 28, "Which testament? The GPT's states, pooled, read by a new linear layer",
              "title", anchor="start")
     # the verse: n real tokens, then padding
-    words = ["w_{1}", "w_{2}", "…", "w_{n}", "0", "0"]
+    words = ["x_{1}", "x_{2}", "…", "x_{n}", "0", "0"]
     for j, word in enumerate(words):
         x = 60 + 66 * j
         pad = j >= 4

@@ -372,6 +372,13 @@ def check_top_p(fn: Callable) -> CheckResult:
         drop = sorted_logits.cumsum(-1) - sorted_logits >= p
         return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
 
+    def gathered(logits, p):  # the sorted-order mask mapped back by gather
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(drop.gather(-1, order), float("-inf"))
+
     def not_scattered(logits, p):
         probs = logits.softmax(-1).sort(-1, descending=True).values
         return logits.masked_fill(probs.cumsum(-1) - probs >= p, float("-inf"))
@@ -438,6 +445,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         Mistake("drops the crossing token", "you dropped the token that crosses rho: keep it (drop only when the mass *before* a token reaches rho).", gives=drops_crossing),
         Mistake("drops only past p", "a token is dropped as soon as the mass *before* it "
                 "reaches rho, equal included (>=, not >).", gives=strict),
+        Mistake("gather, not scatter", "you mapped the sorted-order mask back with gather: "
+                "mask.gather(-1, order) reads the mask *at* the sorted indices, which is the "
+                "inverse permutation; sending entry k of the sorted mask to vocabulary index "
+                "order[k] is a scatter: zeros_like(mask).scatter(-1, order, mask).",
+                gives=gathered),
         Mistake("mask not scattered back", "you built the drop mask in sorted order and "
                 "applied it in vocabulary order: scatter it back through the sort's indices "
                 "(zeros_like(mask).scatter(-1, order, mask)).", gives=not_scattered),
@@ -701,6 +713,18 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         Mistake("targets transposed", "the logits (B, T-1, V) flatten row by row: flatten the "
                 "targets (B, T-1) the same way (reshape(-1), not .T).",
                 gives=lambda m, x: ce(m(x[:, :-1]), x[:, 1:].T.contiguous())),
+        Mistake("logits flattened position-major", "the logits and the targets are "
+                "flattened in different orders: logits.transpose(0, 1).reshape(-1, V) lists "
+                "position by position, targets.reshape(-1) row by row; flatten both the same "
+                "way (logits.reshape(-1, V) with targets.reshape(-1)).",
+                gives=lambda m, x: F.cross_entropy(
+                    m(x[:, :-1]).transpose(0, 1).reshape(-1, m.config.vocab_size),
+                    x[:, 1:].reshape(-1))),
+        Mistake("logits reshaped vocabulary-first", "reshape(V, -1).T does not give one row "
+                "per target: it cuts the (B, T-1, V) logits into V rows of consecutive numbers. "
+                "Flatten with logits.reshape(-1, V), whose row i is target i's V logits.",
+                gives=lambda m, x: F.cross_entropy(
+                    m(x[:, :-1]).reshape(m.config.vocab_size, -1).T, x[:, 1:].reshape(-1))),
         Mistake("nll_loss on logits", "F.nll_loss takes *log-probabilities*: on raw logits it "
                 "is just minus the target's logit. Use F.cross_entropy (it applies log_softmax "
                 "itself), or log_softmax first.",
@@ -750,6 +774,93 @@ class _Detached(_Unacceptable):
 
     def __init__(self, value: torch.Tensor) -> None:
         super().__init__(value, "a tensor without a gradient")
+
+
+# --- 5b. the next-token loss of a right-padded batch ---------------------------------------------
+
+def _padded_ce(m, x, lengths, *, shift=True, extra=0, drop_last=0, row_means=False,
+               reduction="mean", all_targets=False, ignore_zero=False):
+    """The loss of right-padded rows; the keyword arguments make the known mistakes."""
+    logits = m(x[:, :-1]) if shift else m(x)  # (B, T', V)
+    targets = x[:, 1:] if shift else x  # (B, T')
+    per = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")  # (B, T')
+    where = torch.arange(targets.shape[1])[None, :]
+    # the target at index j of a shifted row is token j + 1: real while j + 1 < length
+    mask = where + (1 if shift else 0) < lengths[:, None] + extra - drop_last
+    if all_targets:
+        mask = torch.ones_like(mask)
+    if ignore_zero:
+        mask = targets != 0
+    if row_means:
+        return ((per * mask).sum(1) / mask.sum(1)).mean()
+    total = (per * mask).sum()
+    return total if reduction == "sum" else total / mask.sum()
+
+
+def check_padded_loss(fn: Callable) -> CheckResult:
+    """``fn(model, tokens (B, T), lengths (B,)) -> 0-d tensor``: row ``b`` of ``tokens`` holds
+    ``lengths[b]`` real tokens followed by padding (id 0, which is also a real token's id); the
+    mean cross-entropy of predicting every *real* token from the ones before it, each real
+    target counted once, the padding never scored."""
+    cases = []
+    for seed, (vocab, lengths, width) in enumerate([
+            (11, (5, 3), 5), (7, (2,), 4), (23, (9, 2, 6), 9), (5, (12, 7, 4, 12), 12),
+            (13, (3, 8), 10)]):
+        model = _lm_model(vocab, seed)
+        g = torch.Generator().manual_seed(seed)
+        tokens = torch.randint(1, vocab, (len(lengths), width), generator=g)
+        tokens[0, 1] = 0  # a real token with the padding's id
+        lengths_t = torch.tensor(lengths)
+        tokens[torch.arange(width)[None, :] >= lengths_t[:, None]] = 0  # the padding
+        with torch.no_grad():
+            expected = _padded_ce(model, tokens, lengths_t)
+        cases.append(Case(f"V={vocab}, lengths {list(lengths)}, padded to {width}",
+                          (model, tokens, lengths_t), expected,
+                          hint="score logits[:, t] on tokens[:, t + 1] only where t + 1 < "
+                               "length; divide by the number of real targets, sum(length - 1)",
+                          atol=1e-5, rtol=1e-5))
+    mistakes = [
+        Mistake("padding scored", "you scored the padding too: a position whose target is "
+                "padding must not count, so mask the per-token losses (reduction='none') and "
+                "divide by the number of real targets.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, all_targets=True)),
+        Mistake("ignore_index=0", "ignore_index=0 drops every target with id 0, real tokens "
+                "with that id too (the padding id is also a token): mask by position, from "
+                "the lengths, not by id.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, ignore_zero=True)),
+        Mistake("mean of row means", "you averaged each row's mean loss: every real target "
+                "must count once, so a longer row weighs more; divide the masked sum by "
+                "sum(length - 1).",
+                gives=lambda m, x, n: _padded_ce(m, x, n, row_means=True)),
+        Mistake("first padding scored", "off by one in the mask: a row of length n gives "
+                "n - 1 targets, tokens 1 .. n - 1; you also scored the first padding token "
+                "(mask the *targets*: index t is real while t + 1 < n).",
+                gives=lambda m, x, n: _padded_ce(m, x, n, extra=1)),
+        Mistake("last real target dropped", "off by one in the mask: a row of length n gives "
+                "n - 1 targets, and the last real token, tokens[b, n - 1], is one of them.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, drop_last=1)),
+        Mistake("no shift", "off by one: you scored the logits at position t on token t, the "
+                "token the model has just read; position t predicts token t + 1.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, shift=False)),
+        Mistake("summed", "the loss is the *mean* over the real targets, not their sum.",
+                gives=lambda m, x, n: _padded_ce(m, x, n, reduction="sum")),
+    ]
+    if not callable(fn):
+        return run_cases("padded next-token loss", fn, cases, mistakes)
+    guarded = _without(fn, ("next_token_loss", "next_token_cross_entropy"), _LM_LOSS_LIBRARY)
+
+    @functools.wraps(fn)
+    def as_asked(model, tokens, lengths):  # a loss without a gradient cannot train the model
+        out = guarded(model, tokens, lengths)
+        if isinstance(out, torch.Tensor) and out.grad_fn is None:
+            return _Detached(out)
+        return out
+
+    mistakes.insert(0, Mistake("no gradient", "the loss has no gradient (.detach(), .item(), "
+                               "torch.no_grad() or a new tensor): training calls "
+                               ".backward() on it, so keep it attached to the model's output.",
+                               when=lambda args, got: isinstance(got, _Detached)))
+    return run_cases("padded next-token loss", as_asked, cases, mistakes)
 
 
 # --- 6. predict, then measure: the attention's work with and without the cache -----------------
@@ -813,6 +924,23 @@ def _right(t0: int, n: int) -> tuple[int, int]:
     return _slow(t0, n), _fast(t0, n)
 
 
+def _self_pair_left_out(args: tuple, got: object) -> bool:
+    """Both counts without the diagonal (query j with key j), or one without it and the other
+    right, unless that one value is also what a wrong number of calls gives."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return False
+    t0, n = args
+    right = _right(t0, n)
+    bare = (_slow(t0, n, lambda L: L * (L - 1) // 2),
+            _fast(t0, n, start=lambda L: L * (L - 1) // 2, per_step=lambda length: length - 1))
+    calls = ({_slow(t0, n, calls=n + 1), _slow(t0, n, calls=n - 1)},
+             {_fast(t0, n, steps=n + 1), _fast(t0, n, steps=n - 1)})
+    if tuple(got) == bare:
+        return True
+    return any(got[k] == bare[k] != right[k] and got[1 - k] == right[1 - k]
+               and got[k] not in calls[k] for k in (0, 1))
+
+
 def check_attention_pairs(fn: Callable) -> CheckResult:
     """``fn(prompt_len, num_new) -> (recomputed, cached)``: how many query-key pairs one
     attention head of one layer scores (those the causal mask allows) while greedy decoding
@@ -853,6 +981,11 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                     got[0] == _slow(*args, lambda L: L * L)
                     or got[1] == _fast(*args, start=lambda L: L * L))
                 and _slow(*args, lambda L: L * L) != _right(*args)[0]),
+        Mistake("self-pair left out", "each query also scores its own key: under the "
+                "causal mask query j sees keys 1 .. j, itself included, so a call over L "
+                "positions scores L (L + 1) / 2 pairs, not L (L - 1) / 2, and a cached step's "
+                "query at position t scores t pairs, not t - 1.",
+                when=_self_pair_left_out),
         Mistake("one call too many", "the last token chosen is never read by the model: "
                 "num_new tokens take num_new calls (the slow way: over t0, ..., t0 + num_new "
                 "- 1 positions; with the cache: start, then num_new - 1 steps).",
@@ -1027,7 +1160,7 @@ EXERCISES = {
     "bpe_merges": check_bpe_merges,
     "top_p": check_top_p,
     "greedy_cached": check_greedy_cached,
-    "lm_loss": check_lm_loss,
+    "padded_loss": check_padded_loss,  # check_lm_loss stays importable, out of the chapter
     "attention_pairs": check_attention_pairs,
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
