@@ -22,11 +22,16 @@ same order. The phases:
 - ``lr``: each model's best recipe at the budget with the peak learning rate doubled (``ALT_LR``,
   6e-3), seeds ``--lr-seeds`` (default 0-2): the shared rate 3e-3 was never tuned, so this
   measures what it costs each model (``lr_sweep`` in the results: both rates side by side).
+- ``lr`` also runs the rates of ``--lr-rates`` (default both of ``ALT_LRS``: 6e-3 and 1.2e-2), so the
+  dev choice is not at the grid's edge unless the data say so; ``--matched-rates`` runs the matched
+  Transformer at those rates too (phase ``matched_lr``, on the lr seeds), and ``--converge-seeds`` adds
+  seeds to the converge phase (``converged_seeds`` in the results: mean, min and max).
 - ``matched``: a wider Transformer (D=84, 4 heads, d_ff=336: 407,107 parameters, against
   414,251 for GRU + attention) with the Transformer's best recipe at the budget, seeds 0-2,
   so the size explanation of the gap can be tested.
 
-The committed results ran every phase, the lr phase for seed 0 only (``--lr-seeds 0``): first
+The committed results ran every phase (a later invocation added the lr phase's seeds 1-2 at 6e-3, then the
+1.2e-2 rate, the matched model at 6e-3 and converge seed 1, each resuming the earlier logs): first
 ``--phase tune seeds equal_time converge lr``, then the matched phase (seeds 0-2) with the rest
 resumed from their logs (``g2p_compare_matched.log``), on the same kind of 2-core machine shared
 with other jobs. The matched runs' speeds are wall times under a different load from the
@@ -71,7 +76,8 @@ PEAK_LR, WARMUP, BATCH, CLIP = 3e-3, 100, 128, 1.0
 BUDGET_STEPS, CONVERGE_STEPS, CURVE_EVERY = 1200, 8000, 1000
 SEEDS = (0, 1, 2)
 PHASES = ("tune", "seeds", "equal_time", "converge", "lr", "matched")
-ALT_LR = 6e-3
+ALT_LRS = (6e-3, 1.2e-2)  # the lr phase's rates (``--lr-rates`` picks which run)
+ALT_LR = ALT_LRS[0]
 MATCHED = "transformer_matched"
 LABELS_EXTRA = {MATCHED: "Transformer, D=84 (parameter-matched)"}
 
@@ -225,13 +231,14 @@ def summarize(rows: list[dict], phase: str, models: tuple = MODELS) -> dict[str,
     return out
 
 
-def lr_sweep(budget_rows: list[dict], lr_rows: list[dict], lr_seeds: tuple) -> dict[str, dict]:
-    """Each model at both peak rates on the same seeds (``lr_seeds``); the rate with the lower mean
+def lr_sweep(budget_rows: list[dict], lr_rows: list[dict], lr_seeds: tuple, models: tuple = MODELS) -> dict[str, dict]:
+    """Each model at every peak rate run on the same seeds (``lr_seeds``); the rate with the lower mean
     dev WER is the one chosen (dev only: the test split is not looked at to choose)."""
     out = {}
-    for m in MODELS:
+    rates = sorted({r["peak_lr"] for r in lr_rows})
+    for m in models:
         by_rate = {}
-        for rate, rows in ((PEAK_LR, budget_rows), (ALT_LR, lr_rows)):
+        for rate, rows in ((PEAK_LR, budget_rows), *((x, [r for r in lr_rows if r["peak_lr"] == x]) for x in rates)):
             mine = [r for r in rows if r["model"] == m and r["seed"] in lr_seeds]
             if not mine:
                 continue
@@ -252,6 +259,12 @@ def main() -> None:
                         help="seeds of the lr phase (default: all seeds)")
     parser.add_argument("--matched-seeds", type=int, nargs="+", default=None,
                         help="seeds of the matched phase (default: all seeds)")
+    parser.add_argument("--lr-rates", type=float, nargs="+", default=list(ALT_LRS),
+                        help="peak rates of the lr phase (default: all of ALT_LRS)")
+    parser.add_argument("--matched-rates", type=float, nargs="+", default=[],
+                        help="extra peak rates for the matched model, on the lr seeds (phase matched_lr)")
+    parser.add_argument("--converge-seeds", type=int, nargs="+", default=[0],
+                        help="seeds of the converge phase (default: 0)")
     args = parser.parse_args()
     common.check_jobs(parser, args)
     budget, converge = (6, 9) if args.smoke else (BUDGET_STEPS, CONVERGE_STEPS)
@@ -278,13 +291,20 @@ def main() -> None:
         rows += run_all([("converge", m, best[m], 0, converge) for m in MODELS], args.smoke, args.jobs, done)
     default_seeds = seeds[:1] if args.smoke else seeds  # a smoke run checks the phases, not the seeds
     lr_seeds = default_seeds if args.lr_seeds is None else tuple(args.lr_seeds)
-    lr_specs = [("lr", m, best[m], s, budget, ALT_LR) for s in lr_seeds for m in MODELS] if "lr" in args.phase else []
+    lr_specs = ([("lr", m, best[m], s, budget, rate) for rate in args.lr_rates for s in lr_seeds for m in MODELS]
+                if "lr" in args.phase else [])
     matched_seeds = default_seeds if args.matched_seeds is None else tuple(args.matched_seeds)
     matched_seeds = matched_seeds if "matched" in args.phase else ()
     matched = ([("matched", MATCHED, best["transformer"], s, budget) for s in matched_seeds]
                if "matched" in args.phase else [])
     # one pool for both phases: the first lr seed of every model, then the matched runs, then the rest
     rows += run_all(lr_specs[:len(MODELS)] + matched + lr_specs[len(MODELS):], args.smoke, args.jobs, done)
+    matched_lr = [("matched_lr", MATCHED, best["transformer"], s, budget, rate)
+                  for rate in args.matched_rates for s in lr_seeds]
+    rows += run_all(matched_lr, args.smoke, args.jobs, done)
+    converge_more = [("converge", m, best[m], s, converge) for s in args.converge_seeds if s != 0 for m in MODELS]
+    if "converge" in args.phase:
+        rows += run_all(converge_more, args.smoke, args.jobs, done)
     out = common.out_path(args, "g2p_compare.json")
     if out is None:
         return
@@ -294,11 +314,15 @@ def main() -> None:
         "command": "python benchmarks/g2p_compare.py --jobs 2" + (
             f" --lr-seeds {' '.join(map(str, lr_seeds))}" if lr_seeds != seeds else "") + (
             f" --matched-seeds {' '.join(map(str, matched_seeds))}" if matched_seeds not in (seeds, ()) else "") + (
-            f" --phase {' '.join(args.phase)}" if list(args.phase) != list(PHASES) else ""),
+            f" --phase {' '.join(args.phase)}" if list(args.phase) != list(PHASES) else "") + (
+            f" --lr-rates {' '.join(f'{x:g}' for x in args.lr_rates)}" if list(args.lr_rates) != list(ALT_LRS) else "") + (
+            f" --matched-rates {' '.join(f'{x:g}' for x in args.matched_rates)}" if args.matched_rates else "") + (
+            f" --converge-seeds {' '.join(map(str, args.converge_seeds))}" if list(args.converge_seeds) != [0] else ""),
         "setup": {"peak_lr": PEAK_LR, "warmup_steps": WARMUP, "batch_size": BATCH, "clip_norm": CLIP,
                   "optimizer": "Adam(betas=(0.9, 0.98), eps=1e-9)", "budget_steps": budget,
                   "converge_steps": converge, "recipes": {k: list(v) for k, v in RECIPES.items()},
-                  "seeds": list(seeds), "labels": {**LABELS, **LABELS_EXTRA}, "alt_peak_lr": ALT_LR,
+                  "seeds": list(seeds), "labels": {**LABELS, **LABELS_EXTRA}, "alt_peak_lr": ALT_LR, "alt_peak_lrs": list(args.lr_rates),
+                  "matched_rates": list(args.matched_rates), "converge_seeds": list(args.converge_seeds),
                   "lr_seeds": list(lr_seeds), "matched_seeds": list(matched_seeds)},
         "speed": {"steps_per_second": speed, "how": SPEED_HOW, "equal_time_seconds": round(equal_seconds, 1),
                   "equal_time_steps": steps},
@@ -307,8 +331,11 @@ def main() -> None:
         "best_recipe": best,
         "budget": summarize(seeded, "budget"),
         "equal_time": summarize(rows, "equal_time"),
-        "converged": {r["model"]: r for r in rows if r["phase"] == "converge"},
+        "converged": {r["model"]: r for r in rows if r["phase"] == "converge" and r["seed"] == 0},
+        "converged_seeds": summarize(rows, "converge"),
         "lr_sweep": lr_sweep(seeded, [r for r in rows if r["phase"] == "lr"], lr_seeds),
+        "lr_sweep_matched": lr_sweep([r for r in rows if r["phase"] == "matched"],
+                                     [r for r in rows if r["phase"] == "matched_lr"], lr_seeds, (MATCHED,)),
         "matched": summarize(seeded, "budget", ("transformer",)) | summarize(rows, "matched", (MATCHED,)),
         "runs": rows,
     }
