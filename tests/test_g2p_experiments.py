@@ -174,10 +174,12 @@ def test_length_intervals_resample_inputs_not_answers():
 
 
 def _check_lr_and_matched(result: dict) -> None:
-    """The lr phase: every model at both peak rates on the same seeds, the rate chosen on dev;
-    the matched phase (when run): the wider Transformer beside the chapter's, same recipe."""
+    """The lr phase: every model at every peak rate run on the same seeds, the rate chosen on dev;
+    the matched phase (when run): the wider Transformer beside the chapter's, same recipe; extra
+    converge seeds (when run) summarised over every seed."""
     setup = result["setup"]
-    rates = {f"{setup['peak_lr']:g}", f"{setup['alt_peak_lr']:g}"}
+    alt_rates = setup.get("alt_peak_lrs", [setup["alt_peak_lr"]])
+    rates = {f"{setup['peak_lr']:g}"} | {f"{x:g}" for x in alt_rates}
     for m in MODELS:
         cell = result["lr_sweep"][m]
         assert set(cell["by_peak_lr"]) == rates
@@ -185,7 +187,7 @@ def _check_lr_and_matched(result: dict) -> None:
             assert at["seeds"] == setup["lr_seeds"] and len(at["dev_wer"]["values"]) == len(setup["lr_seeds"])
         assert cell["chosen_on_dev"] == min(cell["by_peak_lr"], key=lambda k: cell["by_peak_lr"][k]["dev_wer"]["mean"])
         alt = [r for r in result["runs"] if r["phase"] == "lr" and r["model"] == m]
-        assert {r["peak_lr"] for r in alt} == {setup["alt_peak_lr"]}
+        assert {r["peak_lr"] for r in alt} == set(alt_rates)
         assert {r["seed"] for r in alt} == set(setup["lr_seeds"])
         assert all(r["recipe"] == result["best_recipe"][m] for r in alt)
     matched = result["matched"]
@@ -194,6 +196,11 @@ def _check_lr_and_matched(result: dict) -> None:
         wide = matched["transformer_matched"]
         assert wide["seeds"] == len(setup["matched_seeds"]) and wide["recipe"] == result["best_recipe"]["transformer"]
         assert wide["parameters"] > matched["transformer"]["parameters"]
+    for rate in setup.get("matched_rates", []):
+        at = result["lr_sweep_matched"]["transformer_matched"]["by_peak_lr"][f"{rate:g}"]
+        assert at["seeds"] == setup["lr_seeds"]
+    for m, cell in result.get("converged_seeds", {}).items():
+        assert cell["seeds"] == len(setup.get("converge_seeds", [0])) and cell["steps"] == [setup["converge_steps"]]
 
 
 def test_committed_g2p_comparison_has_the_lr_check():
