@@ -108,3 +108,25 @@ def test_committed_kv_cache_speedups_are_below_the_counted_flop_ratio():
             assert T * encoder / recomputed > 0.5  # re-encoding is most of the recomputing loop's work
         for run in (r for r in runs if r["new_tokens"] == T):
             assert run["speedup"] < recomputed / cached, run
+
+
+def test_step_time_length_smoke_run(tmp_path):
+    out = tmp_path / "steps.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_time_length.py"), "--lengths", "4", "8",
+                    "--repeats", "1", "--out", str(out)], check=True, capture_output=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert [r["T"] for r in runs] == [4, 8]
+    assert all(r["gru_attention_gflop"] > r["transformer_gflop"] > 0 for r in runs)
+
+
+def test_committed_step_times_grow_apart_with_length():
+    """Chapter 5 says: the FLOP ratio of the two models stays near 2 at every length while their time ratio
+    grows, and the per-round ranges of the shortest and longest lengths do not overlap."""
+    result = load_result("step_time_length.json")
+    runs = sorted(result["runs"], key=lambda r: r["T"])
+    assert [r["T"] for r in runs] == [8, 16, 32, 64, 128, 256] and "command" in result
+    for r in runs:
+        assert 1.5 < r["flop_ratio"] < 2.2
+        assert r["time_ratio_min"] <= r["time_ratio"] <= r["time_ratio_max"]
+    assert runs[0]["time_ratio_max"] < runs[-1]["time_ratio_min"]
+    assert runs[-1]["time_ratio"] > 3 * runs[0]["time_ratio"]
