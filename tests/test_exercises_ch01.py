@@ -660,6 +660,14 @@ def test_command_line_swapped_context(where, passed, diagnosis, capsys):
     assert result.diagnosis == diagnosis, capsys.readouterr().out
 
 
+def test_command_line_swapped_context_names_the_start_state_guess(capsys):
+    """A guess near the usual PER (the reviewer's 0.12) is told what it assumes."""
+    assert not check_swapped_context_file(None, prediction=0.12)
+    assert "start state s_0 carried the word" in capsys.readouterr().out
+    assert not check_swapped_context_file(None, prediction=0.5)
+    assert "start state" not in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("prediction, passed, diagnosis", [
     (0.48, True, ""), (0.42, True, ""), (0.54, True, ""),  # within 10 points of the whole band
     (0.40, False, "cannot judge here"), (0.56, False, "cannot judge here"),  # depends on the model

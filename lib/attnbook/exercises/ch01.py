@@ -984,7 +984,12 @@ def _range_prediction(name: str, prediction: object, variable: str, low: float, 
 def check_swapped_context_file(fn: object = None, prediction: object = None) -> CheckResult:
     """``prediction_swapped_context``: the predicted PER (a fraction) with another word's C at every
     step; the command line's form of ``check_swapped_context``, compared with ``SWAP_RANGE``."""
-    return _range_prediction("another word's context", prediction, "prediction_swapped_context", *SWAP_RANGE)
+    result = _range_prediction("another word's context", prediction, "prediction_swapped_context", *SWAP_RANGE)
+    if result.diagnosis == "below the range" and prediction < 0.35:
+        print("   A PER this low is what you would get if the start state s_0 carried the word and the C "
+              "read at every step did little: the model's usual PER on these words is near it. The "
+              "measurement says the opposite; see the notebook's landmarks.")
+    return result
 
 
 def check_middle_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
