@@ -1,11 +1,11 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
-``check_swapped_context`` and ``check_first_letter`` are predict-then-measure exercises. In the
+``check_swapped_context`` and ``check_middle_letter`` are predict-then-measure exercises. In the
 first, the reader predicts the PER of the
 trained model when each word keeps its own start state but reads another word's context C at every
 step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
-the gap to the prediction. In the second (``check_first_letter``), the reader predicts how often a
-linear probe reads the first letter of a 10-letter word from the *forward half* of the frozen C
+the gap to the prediction. In the second (``check_middle_letter``), the reader predicts how often a
+linear probe reads the fifth letter of a 10-letter word from the *forward half* of the frozen C
 alone (``measure_halves``: both halves, probed apart). ``check_probe_middle`` (the worst-kept
 letter read from the whole C, ``measure_probe``) is an earlier version of that exercise.
 
@@ -201,6 +201,11 @@ SHIFT_MISTAKES = [
             gives=lambda t, b, e, p: (_shift(t, b, e, p)[0][:, :-1], _shift(t, b, e, p)[1][:, :-1])),
     Mistake("no bos", "the decoder input must start with bos_id: it is what the decoder reads at step 1.",
             gives=lambda t, b, e, p: _shift(t, b, e, p, bos=False)),
+    Mistake("input not shifted", "your decoder input is the targets themselves (then a pad), with no <bos> "
+            "in front: at step t the decoder would read y_t, the very token it must predict. Put bos_id "
+            "first, so that the input is the target shifted right by one: <bos> y1 .. yn.",
+            gives=lambda t, b, e, p: (torch.cat([t, torch.full((t.shape[0], 1), p, dtype=t.dtype)], 1),
+                                      _shift(t, b, e, p)[1])),
 ]
 
 
@@ -235,10 +240,12 @@ def check_shift_targets(shift_targets: Callable[..., tuple[torch.Tensor, torch.T
 # --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
 def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
                  drop_eos=False, mask_above_pad=False, probabilities=False, time_axis=False,
-                 leave_out_id=None):
+                 leave_out_id=None, eps=None):
     """-log p of each row's target (pads left out), with one known mistake switched on."""
     if probabilities:  # softmax where log_softmax belongs
         scores = logits.softmax(-1)
+    elif eps is not None:  # log(p + eps) where log p belongs
+        scores = torch.log(logits.softmax(-1) + eps)
     elif time_axis:  # normalised over the T positions instead of the V classes
         scores = logits.log_softmax(1)
     else:
@@ -288,6 +295,13 @@ NLL_MISTAKES = [
     Mistake("softmax, not log_softmax", "you summed probabilities: take log_softmax (the log of each "
             "token's probability), so that the sum over a word is the log of the product.",
             gives=lambda l, t, p: _nll_variant(l, t, p, probabilities=True)),
+    Mistake("log(p + eps)", "you take the log of the softmax plus a small constant: log(p + eps) is not "
+            "log p, and the error grows as p shrinks (it caps the cost of a very unlikely token). Use "
+            "log_softmax, which is exact and stable without any eps.",
+            when=lambda args, got: any(
+                _is_tensor(got) and got.shape == args[1].shape[:1]
+                and torch.allclose(got, _nll_variant(*args, eps=eps), atol=1e-5)
+                for eps in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7))),
     Mistake("log_softmax over time", "your log_softmax normalises over the time axis (dim=1): a "
             "distribution is over the vocabulary, the last axis (dim=-1).",
             gives=lambda l, t, p: _nll_variant(l, t, p, time_axis=True)),
@@ -869,22 +883,27 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
     return _finish(name, False, "C holds more of the middle than you expected: " + meaning, "too pessimistic")
 
 
-# --- predict, then measure: which half of C holds the first letter ---------------------------
+# --- predict, then measure: how much of the fifth letter the forward half of C holds -----------
 
-FIRST_RANGE = (0.10, 0.70)  # first letter of a 10-letter word read from the forward half of C, on
-# Chapter 1's 1,200-step model (25% on this machine; the backward half gives it back 99%)
-FIRST_TOLERANCE = 0.10  # a prediction this close to the measurement passes
+MIDDLE_K = 5  # the position asked about: the fifth letter of a 10-letter word
+MIDDLE_RANGE = (0.30, 0.70)  # the fifth letter read from the forward half of C, on Chapter 1's
+# 1,200-step model (48% on the committed CPU run; the forward half's last letter and the backward
+# half's first come back above 90%): a measurement outside it is not of the chapter's model
+MIDDLE_COMMITTED = (0.44, 0.52)  # where the committed one-thread CPU run measures it (48%), give
+# or take a few points: the command line, which has no model, judges a prediction against this band
+MIDDLE_TOLERANCE = 0.10  # a prediction this close to the measurement passes
 
 
-def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
-    """Compare the reader's predicted accuracy (a fraction) of a linear probe reading the first
+def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
+    """Compare the reader's predicted accuracy (a fraction) of a linear probe reading the fifth
     letter of a 10-letter word from the forward half of C with ``measure()`` (``measure_halves``
     on the chapter's model), and explain."""
-    name = "the first letter, from the forward half of C"
+    name = "the fifth letter, from the forward half of C"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into prediction_first_letter, then run the cell.")
+        return _finish(name, False, "not done yet: write your prediction into prediction_middle_letter, then "
+                       "run the cell.")
     if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
-        return _finish(name, False, f"prediction_first_letter must be a number (a fraction such as 0.5), got "
+        return _finish(name, False, f"prediction_middle_letter must be a number (a fraction such as 0.5), got "
                        f"{type(predicted).__name__}.", "not a number")
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
@@ -902,35 +921,39 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                            "'accuracy' and 'majority', one value per position.", "measurement")
         curves[half] = (accuracy, majority)
     (forward, floor), (backward, _) = curves["forward"], curves["backward"]
-    first, low, high = forward[0], *FIRST_RANGE
-    if not (low <= first <= high and backward[0] >= 0.9 and forward[-1] >= 0.9):
-        return _finish(name, False, f"the measurement (first letter {_percent(first)} from the forward half, "
-                       f"{_percent(backward[0])} from the backward half; last letter {_percent(forward[-1])} from "
-                       f"the forward half) is not what this chapter's trained model gives (first letter "
-                       f"{_percent(low)}-{_percent(high)} from the forward half, above 90% from the backward "
-                       "half; last letter above 90% from the forward half): run it on the trained model, as "
+    middle, low, high = forward[MIDDLE_K - 1], *MIDDLE_RANGE
+    if not (low <= middle <= high and backward[0] >= 0.9 and forward[-1] >= 0.9 and forward[0] <= 0.7):
+        return _finish(name, False, f"the measurement (fifth letter {_percent(middle)} from the forward half; "
+                       f"first letter {_percent(forward[0])} from the forward half, {_percent(backward[0])} from "
+                       f"the backward half; last letter {_percent(forward[-1])} from the forward half) is not "
+                       f"what this chapter's trained model gives (fifth letter {_percent(low)}-{_percent(high)}; "
+                       "first letter at most 70% from the forward half and above 90% from the backward half; "
+                       "last letter above 90% from the forward half): run it on the trained model, as "
                        "given.", "measurement")
     print("   position k:     " + " ".join(f"{k:>4}" for k in range(1, PROBE_LENGTH + 1)))
     print("   forward half:   " + " ".join(f"{a:4.0%}" for a in forward))
     print("   backward half:  " + " ".join(f"{a:4.0%}" for a in backward))
     print("   most common:    " + " ".join(f"{m:4.0%}" for m in floor))
-    meaning = (f"from the forward half alone the probe reads the first letter back {_percent(first)} of the "
-               f"time (always guessing the most common first letter: {_percent(floor[0])}), though a "
-               "one-directional GRU trained alone keeps it 99% of the time or more (§1.10); the backward "
-               f"half, which read it last, gives it back {_percent(backward[0])}. Each half holds best the "
-               "letters it read last and, roughly, less of those it read earlier, so C keeps the first letter in its "
-               "backward half, and what neither half read recently, the middle of the word, is what the "
-               "whole C keeps worst (the hole of §1.10).")
-    if abs(predicted - first) <= FIRST_TOLERANCE:
-        return _finish(name, True, f"your prediction is within {100 * FIRST_TOLERANCE:.0f} points of the "
+    meaning = (f"from the forward half alone the probe reads the fifth letter back {_percent(middle)} of the "
+               f"time (always guessing the most common fifth letter: {_percent(floor[MIDDLE_K - 1])}); the "
+               f"same half gives back the last letter, which it read last, {_percent(forward[-1])}, and the "
+               f"first, read nine steps before its last, {_percent(forward[0])}. Each half holds best the "
+               "letters it read last and, roughly, less of those it read earlier; the fifth letter, which "
+               f"neither half read recently, comes back {_percent(backward[MIDDLE_K - 1])} from the backward "
+               "half, so the middle of the word is what the whole C keeps worst (the hole of §1.10).")
+    if abs(predicted - middle) <= MIDDLE_TOLERANCE:
+        return _finish(name, True, f"your prediction is within {100 * MIDDLE_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
     if predicted >= 0.9:
-        return _finish(name, False, "you expected the forward half to keep the first letter as a "
-                       "one-directional GRU does: " + meaning, "like one direction alone")
-    if predicted > first:
-        return _finish(name, False, "you expected the forward half to keep more of the first letter than it "
+        return _finish(name, False, "you expected the forward half to keep the fifth letter as well as the "
+                       "letters it read last: " + meaning, "like the last letter")
+    if predicted <= floor[MIDDLE_K - 1] + 0.05:
+        return _finish(name, False, "you expected the forward half to keep nothing of the fifth letter, no "
+                       "better than guessing the most common one: " + meaning, "at the floor")
+    if predicted > middle:
+        return _finish(name, False, "you expected the forward half to keep more of the fifth letter than it "
                        "does: " + meaning, "too optimistic")
-    return _finish(name, False, "the forward half keeps more of the first letter than you expected: " + meaning,
+    return _finish(name, False, "the forward half keeps more of the fifth letter than you expected: " + meaning,
                    "too pessimistic")
 
 
@@ -961,19 +984,49 @@ def _range_prediction(name: str, prediction: object, variable: str, low: float, 
 def check_swapped_context_file(fn: object = None, prediction: object = None) -> CheckResult:
     """``prediction_swapped_context``: the predicted PER (a fraction) with another word's C at every
     step; the command line's form of ``check_swapped_context``, compared with ``SWAP_RANGE``."""
-    return _range_prediction("another word's context", prediction, "prediction_swapped_context", *SWAP_RANGE)
+    result = _range_prediction("another word's context", prediction, "prediction_swapped_context", *SWAP_RANGE)
+    if result.diagnosis == "below the range" and prediction < 0.35:
+        print("   A PER this low is what you would get if the start state s_0 carried the word and the C "
+              "read at every step did little: the model's usual PER on these words is near it. The "
+              "measurement says the opposite; see the notebook's landmarks.")
+    return result
 
 
-def check_first_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
-    """``prediction_first_letter``: the predicted accuracy (a fraction) of a probe reading the first
-    letter from the forward half of C; the command line's form of ``check_first_letter``, compared
-    with ``FIRST_RANGE``."""
-    return _range_prediction("the first letter, from the forward half of C", prediction,
-                             "prediction_first_letter", *FIRST_RANGE)
+def check_middle_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_middle_letter``: the predicted accuracy (a fraction) of a probe reading the fifth
+    letter of a 10-letter word from the forward half of C; the command line's form of
+    ``check_middle_letter``. With no model it judges only what it can: a prediction within the
+    tolerance of every value in ``MIDDLE_COMMITTED`` passes, one beyond the tolerance of all of them
+    fails, and any other is left to the notebook's cell (not passed, nothing claimed)."""
+    name, variable = "the fifth letter, from the forward half of C", "prediction_middle_letter"
+    if prediction is None:
+        return _finish(name, False, f"not done yet: write {variable} (a fraction, e.g. 0.5) in your file "
+                       "before you run the check.")
+    if not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
+        return _finish(name, False, f"{variable} must be a number (a fraction such as 0.5), got "
+                       f"{type(prediction).__name__}.", "not a number")
+    if 1.5 < prediction <= 150:
+        return _finish(name, False, f"write it as a fraction: {prediction} looks like a percentage "
+                       f"(use {prediction / 100:g}).", "percent")
+    low, high = MIDDLE_COMMITTED
+    band = (f"the band {_percent(low)}-{_percent(high)} holds the chapter's committed measurement and a few "
+            f"points either side for a run on another machine; the notebook's cell measures your model "
+            f"and passes a prediction within {100 * MIDDLE_TOLERANCE:.0f} points of it")
+    tolerance = MIDDLE_TOLERANCE + 1e-9  # 0.52 - 0.10 is 0.42000000000000004 in floating point
+    if high - tolerance <= prediction <= low + tolerance:
+        return _finish(name, True, f"{_percent(prediction)} is within {100 * MIDDLE_TOLERANCE:.0f} points of "
+                       f"every value in the band: {band}.")
+    if prediction < low - tolerance or prediction > high + tolerance:
+        side = "too pessimistic" if prediction < low else "too optimistic"
+        return _finish(name, False, f"{_percent(prediction)} is more than {100 * MIDDLE_TOLERANCE:.0f} points "
+                       f"from every value in the band: {band}.", side)
+    return _finish(name, False, f"the command line cannot judge {_percent(prediction)}: it would pass or "
+                   f"fail depending on where in the band your model measures: {band}. Run the notebook's "
+                   "cell for the verdict.", "cannot judge here")
 
 
 check_swapped_context_file.prediction_only = True  # no function to write, only the prediction
-check_first_letter_file.prediction_only = True
+check_middle_letter_file.prediction_only = True
 
 
 EXERCISES = {
@@ -982,10 +1035,11 @@ EXERCISES = {
     "sequence_nll": check_sequence_nll,
     "sample_decode": check_sample_decode,
     "swapped_context": check_swapped_context_file,
-    "first_letter": check_first_letter_file,
+    "middle_letter": check_middle_letter_file,
 }
 # ``check_greedy_decode`` and ``check_edit_distance`` (an earlier decoding exercise, and an
 # exercise on the metric PER uses) stay for their tests; the notebook asks for ``shift_targets``,
 # ``sequence_nll`` and ``sample_decode``. The two predict-then-measure exercises read the file's
-# ``prediction_swapped_context`` and ``prediction_first_letter``; with no trained model, the
-# command line only checks each prediction against the range of valid measurements.
+# ``prediction_swapped_context`` and ``prediction_middle_letter``; with no trained model, the
+# command line checks the first against the range of valid measurements and judges the second
+# only where the committed run's band decides it.
