@@ -169,10 +169,7 @@ def main() -> None:
     args = parser.parse_args()
     common.check_jobs(parser, args)
     seeds = SEEDS[:2] if args.smoke else SEEDS
-    done = {(r["model"], r["seed"]): r for r in common.log_rows(args.resume) if "model" in r}
-    todo = [(k, s) for s in seeds for k in KINDS if (k, s) not in done]
-    for row in common.run_jobs(run_one, [(k, s, args.smoke) for k, s in todo], args.jobs):
-        done[(row["model"], row["seed"])] = row
+    rows = common.run_missing(run_one, KINDS, seeds, args.smoke, args.jobs, args.resume)
     out = common.out_path(args, "bahdanau_content.json")
     if out is None:
         return
@@ -191,7 +188,7 @@ def main() -> None:
                   "showcase": SHOWCASE},
         "best_band_hit_rate": {"train": round(band_hit_rate(band, [w for w, _ in task.train]), 4),
                                "test": round(band_hit_rate(band, test_words), 4)},
-        "runs": [done[(k, s)] for k in KINDS for s in seeds],
+        "runs": rows,
     })
 
 

@@ -112,10 +112,7 @@ def main() -> None:
     args = parser.parse_args()
     common.check_jobs(parser, args)
     seeds = SEEDS[:2] if args.smoke else SEEDS
-    done = {(r["model"], r["seed"]): r for r in common.log_rows(args.resume) if "model" in r}
-    todo = [(k, s) for s in seeds for k in KINDS if (k, s) not in done]
-    for row in common.run_jobs(run_one, [(k, s, args.smoke) for k, s in todo], args.jobs):
-        done[(row["model"], row["seed"])] = row
+    rows = common.run_missing(run_one, KINDS, seeds, args.smoke, args.jobs, args.resume)
     out = common.out_path(args, "bahdanau_reversal.json")
     if out is None:
         return
@@ -127,7 +124,7 @@ def main() -> None:
         "machine": common.machine(args.jobs), "conditions": args.conditions,
         "setup": {"width": WIDTH, "steps": STEPS, "batch_size": BATCH, "lr": G2PRecipe().lr,
                   "seeds": list(seeds), "band_sigma": BAND_SIGMA, "test": f"every {TEST_EVERY}th test word"},
-        "runs": [done[(k, s)] for k in KINDS for s in seeds],
+        "runs": rows,
     })
 
 

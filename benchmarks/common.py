@@ -101,6 +101,17 @@ def run_jobs(fn: Callable[..., R], jobs_args: list[tuple], jobs: int) -> list[R]
         return [future.result() for future in futures]
 
 
+def run_missing(run_one: Callable[..., dict], kinds: tuple, seeds: tuple, smoke: bool, jobs: int,
+                resume: Iterable[Path]) -> list[dict]:
+    """``run_one(kind, seed, smoke)`` for every (kind, seed) whose row (keys ``model`` and ``seed``)
+    is not in the ``--resume`` logs; every row, kind by kind, then seed by seed."""
+    done = {(r["model"], r["seed"]): r for r in log_rows(resume) if "model" in r}
+    todo = [(k, s) for s in seeds for k in kinds if (k, s) not in done]
+    for row in run_jobs(run_one, [(k, s, smoke) for k, s in todo], jobs):
+        done[(row["model"], row["seed"])] = row
+    return [done[(k, s)] for k in kinds for s in seeds]
+
+
 def run_and_write(fn: Callable[..., dict], jobs_args: list[tuple], jobs: int, out: Path,
                   description: str) -> None:
     """``run_jobs``, then write ``{"description", "machine", "runs"}`` to ``out``: the whole
