@@ -963,8 +963,9 @@ NO_MODEL_NOTE = ("the command line has no trained model, so it only checks that 
                  "notebook's cell for the measurement and the verdict (within 10 points of it)")
 
 
-def _range_prediction(name: str, prediction: object, variable: str, low: float, high: float) -> CheckResult:
-    """A prediction (a fraction) checked against the range ``low``-``high`` of valid measurements."""
+def _unreadable_fraction(name: str, prediction: object, variable: str) -> CheckResult | None:
+    """The verdict for a prediction that is missing, not a number or written as a percentage;
+    None when it is a fraction the caller can judge."""
     if prediction is None:
         return _finish(name, False, f"not done yet: write {variable} (a fraction, e.g. 0.5) in your file "
                        "before you run the check.")
@@ -974,6 +975,14 @@ def _range_prediction(name: str, prediction: object, variable: str, low: float, 
     if 1.5 < prediction <= 150:
         return _finish(name, False, f"write it as a fraction: {prediction} looks like a percentage "
                        f"(use {prediction / 100:g}).", "percent")
+    return None
+
+
+def _range_prediction(name: str, prediction: object, variable: str, low: float, high: float) -> CheckResult:
+    """A prediction (a fraction) checked against the range ``low``-``high`` of valid measurements."""
+    unreadable = _unreadable_fraction(name, prediction, variable)
+    if unreadable is not None:
+        return unreadable
     shown = f"{_percent(low)}-{_percent(high)}"
     if low <= prediction <= high:
         return _finish(name, True, f"{_percent(prediction)} lies in {shown}; {NO_MODEL_NOTE}.")
@@ -999,15 +1008,9 @@ def check_middle_letter_file(fn: object = None, prediction: object = None) -> Ch
     tolerance of every value in ``MIDDLE_COMMITTED`` passes, one beyond the tolerance of all of them
     fails, and any other is left to the notebook's cell (not passed, nothing claimed)."""
     name, variable = "the fifth letter, from the forward half of C", "prediction_middle_letter"
-    if prediction is None:
-        return _finish(name, False, f"not done yet: write {variable} (a fraction, e.g. 0.5) in your file "
-                       "before you run the check.")
-    if not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
-        return _finish(name, False, f"{variable} must be a number (a fraction such as 0.5), got "
-                       f"{type(prediction).__name__}.", "not a number")
-    if 1.5 < prediction <= 150:
-        return _finish(name, False, f"write it as a fraction: {prediction} looks like a percentage "
-                       f"(use {prediction / 100:g}).", "percent")
+    unreadable = _unreadable_fraction(name, prediction, variable)
+    if unreadable is not None:
+        return unreadable
     low, high = MIDDLE_COMMITTED
     band = (f"the band {_percent(low)}-{_percent(high)} holds the chapter's committed measurement and a few "
             f"points either side for a run on another machine; the notebook's cell measures your model "
