@@ -1,7 +1,8 @@
 """Chapter 3's reversal model with learned and with sinusoidal positions, at two sizes, added or concatenated: which trains faster?
 
 Usage (from the repository root): ``python benchmarks/reversal_pe_speed.py [--lrs 0.001 0.003 0.01]
-[--seeds 0 1 2] [--steps 400] [--arms ...] [--jobs 1]``
+[--seeds 0 1 2] [--steps 400] [--arms ...] [--jobs 1] [--resume LOG ...]`` (``--resume``: rows
+already printed in those logs, same arm, learning rate, seed and steps, are reused, not rerun).
 
 The set-up is section 3.7's exactly (sequences of 10 distinct letters out of 20, one attention
 layer with a single head, width 32, a linear read-out, Adam, batches of 64, 400 steps, the test
@@ -48,7 +49,8 @@ from attnbook.tasks.tagging import tagging_accuracy
 WIDTH = 32
 SEQ_LEN = ch03_reversal.SEQ_LEN
 ARMS = ("learned", "sinusoidal", "learned at norm 4", "sinusoidal at norm 5.7",
-        "concatenated sinusoidal", "concatenated learned", "concatenated sinusoidal at norm 4")
+        "concatenated sinusoidal", "concatenated learned", "concatenated sinusoidal at norm 4",
+        "sinusoidal, tokens at norm 4")
 
 
 class ConcatenatedPositions(nn.Module):
@@ -82,6 +84,10 @@ def adjust(arm: str):
     def enlarge(model):  # the sinusoidal table at norm sqrt(32)
         model.position.table.mul_(math.sqrt(2.0))
 
+    def shrink_tokens(model):  # token rows near norm sqrt(32) / sqrt(2) = 4, as when concatenated
+        with torch.no_grad():
+            model.embedding.weight.div_(math.sqrt(2.0))
+
     def concatenate(kind, scale=1.0):
         def change(model):
             model.embedding = nn.Embedding(ch03_reversal.VOCAB, WIDTH // 2)  # N(0, 1)
@@ -93,7 +99,8 @@ def adjust(arm: str):
     return {"learned at norm 4": rescale_rows, "sinusoidal at norm 5.7": enlarge,
             "concatenated sinusoidal": concatenate("sinusoidal"),
             "concatenated learned": concatenate("learned"),
-            "concatenated sinusoidal at norm 4": concatenate("sinusoidal", math.sqrt(2.0))}.get(arm)
+            "concatenated sinusoidal at norm 4": concatenate("sinusoidal", math.sqrt(2.0)),
+            "sinusoidal, tokens at norm 4": shrink_tokens}.get(arm)
 
 
 def first_step_below(losses: list[float], threshold: float = 0.1, window: int = 10) -> int | None:
@@ -132,9 +139,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", nargs="+", choices=ARMS, default=list(ARMS))
     p.add_argument("--jobs", type=int, default=1)
     p.add_argument("--out", default=str(common.RESULTS / "reversal_pe_speed.json"))
+    p.add_argument("--resume", type=common.Path, nargs="*", default=[])
     args = p.parse_args(argv)
     jobs = [(arm, s, args.steps, lr) for lr in args.lrs for arm in args.arms for s in args.seeds]
-    common.run_and_write(run, jobs, args.jobs, common.Path(args.out), __doc__.splitlines()[0])
+    done = {(r["arm"], r["lr"], r["seed"], r["steps"]): r
+            for r in common.log_rows(args.resume) if "arm" in r}
+    todo = [job for job in jobs if (job[0], job[3], job[1], job[2]) not in done]
+    for row in common.run_jobs(run, todo, args.jobs):
+        done[row["arm"], row["lr"], row["seed"], row["steps"]] = row
+    rows = [done[arm, lr, s, steps] for arm, s, steps, lr in jobs]
+    common.write_result(common.Path(args.out), {
+        "description": __doc__.splitlines()[0],
+        "machine": common.machine(args.jobs if args.jobs > 1 else None), "runs": rows})
     return 0
 
 

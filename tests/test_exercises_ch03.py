@@ -560,6 +560,10 @@ POSITION_WRONG = [
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok).float().mean(0), "not reversed"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1).roll(1, 1)).float().mean(0),
      "mirror off by one"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.roll(1, 1)).float().mean(0),
+     "shifted, not reversed"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.roll(-1, 1)).float().mean(0),
+     "shifted, not reversed"),
     (lambda m, tok: 100 * position_accuracy(m, tok), "percent"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(0)).float().mean(0), "batch flipped"),
     (lambda m, tok: m(tok).softmax(-1)[..., 0, :].gather(-1, tok.flip(1)[..., None])[..., 0].mean(0),
@@ -736,3 +740,14 @@ def test_dropout_row_sum_prediction_rejected(prediction, diagnosis, capsys):
     assert not result
     assert result.diagnosis == diagnosis
     assert "✗" in capsys.readouterr().out
+
+
+def test_cli_asks_for_a_class_for_self_attention(tmp_path, capsys):
+    """The command-line checker names the keyword the exercise needs: SelfAttention is a class."""
+    from attnbook.exercises.__main__ import main
+    answers = tmp_path / "answers.py"
+    answers.write_text("x = 1\n")
+    assert main(["ch03", str(answers)]) == 1
+    out = capsys.readouterr().out
+    assert "write `class SelfAttention(...)`" in out
+    assert "write `def attention_pool(...)`" in out

@@ -59,7 +59,9 @@ def check_file(chapter: str, path: Path) -> int:
             passed += bool(checker(fn, **_prediction(checker, name, namespace)))
             continue
         if fn is None:
-            print(f"✗ {name}: {path.name} defines no `{name}`; write `def {name}(...)` (see the chapter's exercise).")
+            keyword = "class" if name[:1].isupper() else "def"  # SelfAttention is a class
+            print(f"✗ {name}: {path.name} defines no `{name}`; write `{keyword} {name}(...)` "
+                  "(see the chapter's exercise).")
             continue
         if not callable(fn):
             print(f"✗ {name}: `{name}` in {path.name} is a {type(fn).__name__}, not a function.")

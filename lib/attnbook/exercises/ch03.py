@@ -827,6 +827,12 @@ POSITION_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
             and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
                     for r in (1, -1))),  # the second looks like 'not reversed' on case 1
+    Mistake("shifted, not reversed", "tokens.roll(1, 1) shifts every letter one place along the "
+            "sequence, it does not reverse it: the answer at position i is the letter at T - 1 - i, "
+            "tokens.flip(1).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
+            and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].roll(r, 1)))
+                    for r in (1, -1))),
     Mistake("both dimensions flipped", "tokens.flip(0, 1) reverses the positions and also the order "
             "of the sequences in the batch, so each answer is compared with another sequence's "
             "letter: flip only the positions, tokens.flip(1).",
