@@ -71,6 +71,26 @@ def test_the_blur_benchmark_runs_and_its_committed_runs_show_what_the_chapter_sa
     assert max(by_std[1.0]) < min(by_std[0.3]) and max(by_std[0.3]) < min(by_std[0.1]) < 0.8
 
 
+def test_the_sqrt_d_embedding_runs_and_does_not_reduce_the_blur(tmp_path):
+    out = tmp_path / "sqrt_d.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reversal_blur_scale.py"), "--sqrt-d",
+                    "--seeds", "0", "--steps", "3", "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True)
+    (row,) = json.loads(out.read_text())["runs"]
+    assert (row["embedding"], row["embedding_std"], row["steps"]) == ("xavier_uniform, times sqrt(D)", None, 3)
+    # the Annotated Transformer's embedding starts near the default's size: xavier's
+    # sqrt(6 / 52) bound, a uniform standard deviation of 0.196, times sqrt(32)
+    assert 5.0 < row["embedding_norm_after"] < 7.5
+    runs = load_result("reversal_blur_sqrt_d.json")["runs"]
+    default = {r["seed"]: r for r in load_result("reversal_blur_scale.json")["runs"]
+               if r["embedding_std"] == 1.0}
+    assert sorted(r["seed"] for r in runs) == [0, 1, 2] == sorted(default)
+    assert all(r["test_accuracy"] > 0.999 for r in runs)
+    # the letters end larger than with the default embedding, and the blur stays
+    assert min(r["embedding_norm_after"] for r in runs) > max(r["embedding_norm_after"] for r in default.values())
+    assert all(abs(r["weight_on_mirror"] - default[r["seed"]]["weight_on_mirror"]) < 0.03 for r in runs)
+
+
 def test_the_blur_does_not_go_away_with_four_times_the_training():
     short = {r["seed"]: r for r in load_result("reversal_blur_scale.json")["runs"]
              if r["embedding_std"] == 1.0}
