@@ -17,9 +17,11 @@ Two shapes: the chapter's own scale (B = 64 sequences of T = 12, D = 64, as in s
 H = 64 the heads have width 1) and a larger one (B = 8, T = 128, D = 256). One CPU thread.
 Each repetition runs the three in turn, the order rotating, and is timed in CPU seconds of this
 one-thread process (``time.process_time``), so the time spent waiting for a core on a shared
-machine is not counted. The script reports median times and the medians of the per-repetition
-ratios list / fused and list / fused kernel. The times depend on the CPU; the ratios are what the
-chapter reads.
+machine is not counted. The script reports median times and, for the ratios list / fused and
+list / fused kernel, the median of the per-repetition ratios (each repetition's list time over
+its fused time) with their interquartile range (first and third quartiles over the repetitions):
+two ratios whose ranges overlap are not told apart by this run. The times depend on the CPU; the
+ratios are what the chapter reads.
 """
 from __future__ import annotations
 
@@ -108,11 +110,23 @@ def benchmark(batch: int, length: int, d_model: int, heads: int, repeats: int,
         step_kernel()
     times = cpu_interleaved((step_list, step_fused, step_kernel), repeats)
     list_ms, fused_ms, kernel_ms = (1e3 * statistics.median(t) for t in times)
-    ratio = statistics.median(a / b for a, b in zip(times[0], times[1]))
-    kernel_ratio = statistics.median(a / b for a, b in zip(times[0], times[2]))
+    ratios = [a / b for a, b in zip(times[0], times[1])]
+    kernel_ratios = [a / b for a, b in zip(times[0], times[2])]
     return {"heads": heads, "head_dim": d_model // heads, "list_ms": round(list_ms, 3),
             "fused_ms": round(fused_ms, 3), "fused_kernel_ms": round(kernel_ms, 3),
-            "list_over_fused": round(ratio, 2), "list_over_fused_kernel": round(kernel_ratio, 2)}
+            "list_over_fused": round(statistics.median(ratios), 2),
+            "list_over_fused_iqr": quartiles(ratios),
+            "list_over_fused_kernel": round(statistics.median(kernel_ratios), 2),
+            "list_over_fused_kernel_iqr": quartiles(kernel_ratios)}
+
+
+def quartiles(values: list[float]) -> list[float]:
+    """[first quartile, third quartile] of the per-repetition values, rounded to 0.01
+    (with one value, that value twice)."""
+    if len(values) < 2:
+        return [round(values[0], 2)] * 2
+    q1, _, q3 = statistics.quantiles(values, n=4, method="inclusive")
+    return [round(q1, 2), round(q3, 2)]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -131,13 +145,17 @@ def main(argv: list[str] | None = None) -> int:
             rows.append(row)
             print(f"{shape}, H={heads:2d} (Dh={row['head_dim']:3d}): list {row['list_ms']:8.2f} ms, "
                   f"fused {row['fused_ms']:8.2f} ms, fused kernel {row['fused_kernel_ms']:8.2f} ms; "
-                  f"median ratio list / fused {row['list_over_fused']:.2f}x, "
-                  f"list / fused kernel {row['list_over_fused_kernel']:.2f}x", flush=True)
+                  f"median ratio list / fused {row['list_over_fused']:.2f}x "
+                  f"(IQR {row['list_over_fused_iqr'][0]:.2f}-{row['list_over_fused_iqr'][1]:.2f}), "
+                  f"list / fused kernel {row['list_over_fused_kernel']:.2f}x "
+                  f"(IQR {row['list_over_fused_kernel_iqr'][0]:.2f}-"
+                  f"{row['list_over_fused_kernel_iqr'][1]:.2f})", flush=True)
     out = common.RESULTS / "mha_list_vs_fused.json" if args.out is None else args.out
     common.write_result(Path(out), {
         "description": "forward + backward of section 4.1's list of heads against the fused "
                        "layer (explicit path) and the fused kernel, same weights, one thread, "
-                       f"median of {args.repeats} interleaved repetitions",
+                       f"{args.repeats} interleaved repetitions; ratios: median of the per-repetition "
+                       "ratios, with their interquartile range",
         "machine": common.machine(), "runs": rows})
     print("median list / fused ratio over all rows:",
           f"{statistics.median(r['list_over_fused'] for r in rows):.2f}x")

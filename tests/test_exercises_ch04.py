@@ -89,6 +89,8 @@ SPLIT_WRONG = [
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
     (lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], x.shape[2] // h),
      "transposed before the view"),
+    (lambda x, h: x.reshape(x.shape[0], x.shape[2] // h, h, x.shape[1]).permute(0, 2, 3, 1),
+     "reshaped as (B, Dh, H, T)"),  # rev04j: had only the generic hint
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
     (lambda x, h: split_heads_strided(x, 2), "ignores num_heads"),
     # H hard-coded to 4: at D = 12, H = 3 the same tensor as "blocks view, then permuted"

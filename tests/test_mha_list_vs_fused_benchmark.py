@@ -27,6 +27,13 @@ def test_the_script_runs_and_writes_its_results(tmp_path):
     assert [(r["shape"], r["heads"]) for r in rows] == [
         (shape, h) for shape in mha_list_vs_fused.SHAPES for h in mha_list_vs_fused.HEADS]
     assert all(r["list_ms"] > 0 and r["list_over_fused"] > 0 for r in rows)
+    for r in rows:  # one repetition: its ratio is the median and both quartiles
+        assert r["list_over_fused_iqr"] == [r["list_over_fused"]] * 2
+
+
+def test_quartiles_of_the_per_repetition_ratios():
+    assert mha_list_vs_fused.quartiles([1.0, 2.0, 3.0, 4.0, 5.0]) == [2.0, 4.0]
+    assert mha_list_vs_fused.quartiles([0.9]) == [0.9, 0.9]
 
 
 @pytest.mark.parametrize("heads", [1, 4])
@@ -55,3 +62,10 @@ def test_the_committed_runs_show_what_the_chapter_says():
     larger = _ratios("larger", "list_over_fused")
     assert larger[8] < 1.2 and larger[64] < 1.0  # big tensors: batching the heads gains little
     assert _ratios("larger", "list_over_fused_kernel")[64] > 1.3  # the kernel still wins
+
+
+def test_every_committed_ratio_lies_inside_its_interquartile_range():
+    for r in load_result("mha_list_vs_fused.json")["runs"]:
+        for key in ("list_over_fused", "list_over_fused_kernel"):
+            low, high = r[key + "_iqr"]
+            assert low <= r[key] <= high, (r["shape"], r["heads"], key)

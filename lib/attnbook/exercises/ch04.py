@@ -83,6 +83,12 @@ SPLIT_MISTAKES = [
     Mistake("no permute", "reshaping (B, T, D) straight to (B, H, T, Dh) mixes positions into heads: view "
             "it as (B, T, Dh, H), then move the heads axis to dimension 1.",
             gives=lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("reshaped as (B, Dh, H, T)", "reshape(B, D // H, H, T) reads the numbers of x, stored "
+            "as (B, T, D), as if they were stored as (B, Dh, H, T): positions and features get mixed, "
+            "and the permute that follows only moves mislabelled axes (reshape never moves an axis). "
+            "Keep T in place and cut only the last dimension: view(B, T, Dh, H), then "
+            "permute(0, 3, 1, 2).",
+            gives=lambda x, h: x.reshape(x.shape[0], x.shape[2] // h, h, x.shape[1]).permute(0, 2, 3, 1)),
     Mistake("blocks view, then permuted", "view(B, T, H, Dh) cuts the columns into the chapter's "
             "blocks, and moving its last axis forward gives (B, Dh, T, H): the i-th slice holds the columns "
             "i, i + Dh, i + 2Dh, ... (a step of Dh, the head width). For the strided layout the head must "
