@@ -61,6 +61,10 @@ def max_over_features(hidden, token_mask):  # max over D instead of S: shape (B,
     return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).amax(-1)
 
 
+def max_mask_inverted(hidden, token_mask):  # -inf written over the real tokens
+    return hidden.masked_fill(token_mask.unsqueeze(-1), float("-inf")).amax(1)
+
+
 def max_min(hidden, token_mask):
     return hidden.masked_fill(~token_mask.unsqueeze(-1), float("inf")).amin(1)
 
@@ -68,7 +72,7 @@ def max_min(hidden, token_mask):
 MAX_WRONG = [
     (max_with_padding, "padding included"), (max_finite_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
     (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
-    (max_indices, "positions, not values"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
+    (max_indices, "positions, not values"), (max_mask_inverted, "mask inverted"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
 ]
 
 
@@ -211,6 +215,37 @@ def wordpiece_no_hashes(word, vocab, max_chars):
     return [p.removeprefix("##") for p in wordpiece_reference(word, vocab, max_chars)]
 
 
+def wordpiece_never_hashes(word, vocab, max_chars):  # '##' never used: looked up and returned bare
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            if word[start:end] in vocab:
+                pieces.append(word[start:end])
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
+def wordpiece_hash_on_first(word, vocab, max_chars):  # '##' on every piece, the first too
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
 def wordpiece_partial_unk(word, vocab, max_chars):
     if len(word) > max_chars:
         return ["[UNK]"]
@@ -291,6 +326,7 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
 
 @pytest.mark.parametrize("wrong, diagnosis", [
     (wordpiece_shortest, "shortest first"), (wordpiece_no_hashes, "no ## prefix"),
+    (wordpiece_never_hashes, "## ignored in lookup"), (wordpiece_hash_on_first, "## on the first piece"),
     (wordpiece_partial_unk, "partial [UNK]"), (wordpiece_no_max, "max_chars ignored"),
     (wordpiece_off_by_one_max, "max_chars off by one"),
     (wordpiece_off_by_one_max_above, "max_chars off by one"), (wordpiece_mutates_vocab, ""),
@@ -307,7 +343,7 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 
 
 def test_every_wordpiece_mistake_is_named_by_a_row():
-    rows = {"shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
+    rows = {"## on the first piece", "shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
             "## ignored in lookup"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
@@ -610,7 +646,7 @@ SEP_WRONG = [
     (lambda m, i, s, t: mean_pool(m(i, s, t), t), "mean pooling"),
     (lambda m, i, s, t: _last_real(m.embeddings(i, s), t), "embedding layer"),
     (lambda m, i, s, t: _last_real(m(i, s, None), t), "no token mask"),
-    (lambda m, i, s, t: _last_real(m(i, s, t), t, 2), ""),  # the token before [SEP]
+    (lambda m, i, s, t: _last_real(m(i, s, t), t, 2), "one before [SEP]"),  # the verse's last token
     (lambda m, i, s, t: torch.nn.functional.normalize(sep_reference(m, i, s, t), dim=-1), ""),
 ]
 

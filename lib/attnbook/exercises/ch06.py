@@ -94,6 +94,9 @@ MAX_POOL_MISTAKES = (
     Mistake("finite fill", "you filled padding with a finite number (like -1e4): where every real value of a "
                            "feature lies below it (here near -1e5), the fill wins. Fill with -inf.",
             gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), -1e4).amax(1)),
+    Mistake("mask inverted", "you filled the real tokens and kept the padding: token_mask is True at real "
+                             "tokens, so fill where it is False (~token_mask) with -inf.",
+            gives=lambda h, m: h.masked_fill(m.unsqueeze(-1), float("-inf")).amax(1)),
     Mistake("mean pooling", "that is the mean of the real tokens: this exercise takes their maximum.",
             gives=lambda h, m: _mean(h, m)),
     Mistake("[CLS] vector", "you returned the first ([CLS]) vector: max pooling looks at every real token.",
@@ -228,8 +231,9 @@ _VOCAB_B = {"play", "##ing", "##er", "##s", "p", "##l", "##a", "##y", "pl", "##a
 
 def _wordpiece_cases() -> list[Case]:
     specs = [
+        ("playing", _VOCAB_B, 100),  # first: '##' on the first piece and shortest-first differ here
         ("unaffable", _VOCAB_A, 100), ("a", _VOCAB_A, 100), ("unab", _VOCAB_A, 100), ("unx", _VOCAB_A, 100),
-        ("playing", _VOCAB_B, 100), ("players", _VOCAB_B, 100), ("splay", _VOCAB_B, 100),
+        ("players", _VOCAB_B, 100), ("splay", _VOCAB_B, 100),
         ("unaffable", _VOCAB_A, 7), ("playing", _VOCAB_B, 6), ("play", _VOCAB_B, 4),
         ("ingplay", _VOCAB_B, 100),
     ]
@@ -258,6 +262,22 @@ def _shortest_first(word: str, vocab: set[str], max_chars: int) -> list[str]:
 
 def _no_hashes(word: str, vocab: set[str], max_chars: int) -> list[str]:
     return [p.removeprefix("##") for p in _reference_wordpiece(word, vocab, max_chars)]
+
+
+def _hash_on_first(word: str, vocab: set[str], max_chars: int) -> list[str]:
+    """Every piece, the first included, looked up and returned with '##'."""
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            if "##" + word[start:end] in vocab:
+                break
+        else:
+            return ["[UNK]"]
+        pieces.append("##" + word[start:end])
+        start = end
+    return pieces
 
 
 def _partial_unk(word: str, vocab: set[str], max_chars: int) -> list[str]:
@@ -321,6 +341,9 @@ _OFF_BY_ONE_HINT = ("the length test is off by one: a word of exactly max_chars 
 WORDPIECE_MISTAKES = (
     Mistake("shortest first", "you take the shortest piece that matches: WordPiece takes the longest first.",
             gives=_shortest_first),
+    Mistake("## on the first piece", "the first piece of a word carries no '##' (it starts the word): only the "
+                                     "pieces that continue it are looked up, and returned, with '##'.",
+            gives=_hash_on_first),
     Mistake("no ## prefix", "pieces after the first must carry the '##' prefix (and be looked up with it).",
             gives=_no_hashes),
     Mistake("partial [UNK]", "when a remainder matches nothing, the *whole* word becomes ['[UNK]'], not the "
@@ -697,6 +720,9 @@ SEP_MISTAKES = (
     Mistake("one past [SEP]", "token_mask.sum(1) counts the real tokens, so it indexes the first padding "
                               "position: [SEP] is at that count minus 1.",
             gives=lambda m, i, s, t: _at(m(i, s, t), t.sum(1))),
+    Mistake("one before [SEP]", "token_mask.sum(1) - 2 is the verse's last token (usually its final "
+                                "punctuation): [SEP] is the last real token, at token_mask.sum(1) - 1.",
+            gives=lambda m, i, s, t: _at(m(i, s, t), t.sum(1) - 2)),
     Mistake("[CLS] vector", "that is the [CLS] vector (position 0): this exercise reads the final [SEP].",
             gives=lambda m, i, s, t: m(i, s, t)[:, 0]),
     Mistake("mean pooling", "that is the mean of the real tokens: this exercise reads the [SEP] vector.",
