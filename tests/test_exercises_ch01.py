@@ -236,6 +236,9 @@ NLL_WRONG = [
     (lambda l, t, p: sequence_nll(l, t, p, mask=False), "pads counted"),
     (lambda l, t, p: sequence_nll(l, t, p, per_token=True), "mean per token"),
     (lambda l, t, p: sequence_nll(l, t, p, raw=True), "no log_softmax"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(  # pads zeroed, then a mean over T
+        l.transpose(1, 2), t, ignore_index=p, reduction="none").mean(-1), "pads in the mean"),
+    (lambda l, t, p: sequence_nll(l, t, p) / t.shape[1], "pads in the mean"),
     (lambda l, t, p: torch.nn.functional.cross_entropy(l.flatten(0, 1), t.flatten(), ignore_index=p)
      * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
     (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),

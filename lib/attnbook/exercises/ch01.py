@@ -240,7 +240,7 @@ def check_shift_targets(shift_targets: Callable[..., tuple[torch.Tensor, torch.T
 # --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
 def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
                  drop_eos=False, mask_above_pad=False, probabilities=False, time_axis=False,
-                 leave_out_id=None, eps=None):
+                 leave_out_id=None, eps=None, pads_in_mean=False):
     """-log p of each row's target (pads left out), with one known mistake switched on."""
     if probabilities:  # softmax where log_softmax belongs
         scores = logits.softmax(-1)
@@ -262,6 +262,8 @@ def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=Tru
     total = (picked * real).sum(-1)
     if mean:
         return total / real.sum(-1).clamp(min=1)
+    if pads_in_mean:  # pads zeroed, then a mean over all T positions, pads included
+        return total / targets.shape[-1]
     if batch_mean:
         return total.sum().expand(len(total)) / real.sum()
     return total
@@ -274,6 +276,11 @@ NLL_MISTAKES = [
     Mistake("mean per token", "you return each word's mean over its tokens: the cost of a whole answer "
             "is the sum of -log p over its real tokens, so a longer word costs more.",
             gives=lambda l, t, p: _nll_variant(l, t, p, mean=True)),
+    Mistake("pads in the mean", "you zero the pads (ignore_index or a mask), then take a mean over all T "
+            "positions, pads included (e.g. cross_entropy(..., ignore_index=pad_id, reduction='none')"
+            ".mean(-1)): each word is divided by the batch's longest length. Sum over time instead: "
+            "the cost of a whole answer is the sum of -log p over its real tokens.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, pads_in_mean=True)),
     Mistake("no log_softmax", "you read the raw logits: take log_softmax over the vocabulary first "
             "(a logit is not a log-probability).",
             gives=lambda l, t, p: _nll_variant(l, t, p, log_softmax=False)),
