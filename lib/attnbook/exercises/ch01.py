@@ -834,6 +834,27 @@ def measure_probe(model: RNNSeq2Seq, train_pairs: list, test_pairs: list, src_vo
     return _probe(_halves(c_train, half), _halves(c_test, half), train, test, src_vocab, length)
 
 
+def measure_projection_probe(train_pairs: list, test_pairs: list, src_vocab: Vocab,
+                             length: int = PROBE_LENGTH, width: int = 256,
+                             seed: int = 0) -> dict[str, list[float]]:
+    """The capacity control for ``measure_probe``, with the same least-squares probe: each word of
+    ``length`` letters as its one-hot letters joined ``(N, V * length)`` (V = ``len(src_vocab)``)
+    times a fixed random ``(V * length, width)`` matrix, no training. Returns ``accuracy`` and
+    ``majority`` per position, as ``measure_probe`` does."""
+    train, test = _words_of(train_pairs, length), _words_of(test_pairs, length)
+    if not train or not test:
+        raise ValueError(f"no words of {length} letters to fit or to score the probe")
+    V = len(src_vocab)
+    g = torch.Generator().manual_seed(seed)
+    matrix = torch.randn(V * length, width, generator=g) / (V * length) ** 0.5
+
+    def features(words: list[str]) -> torch.Tensor:  # (N, width)
+        ids = torch.tensor([src_vocab.encode(list(w)) for w in words])  # (N, length)
+        return torch.nn.functional.one_hot(ids, V).flatten(1).float() @ matrix
+
+    return _probe(features(train), features(test), train, test, src_vocab, length)
+
+
 def measure_halves(model: RNNSeq2Seq, train_pairs: list, test_pairs: list, src_vocab: Vocab,
                    tgt_vocab: Vocab, length: int = PROBE_LENGTH) -> dict[str, dict[str, list[float]]]:
     """``measure_probe`` on each half of C apart (the contexts computed once):
