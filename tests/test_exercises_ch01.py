@@ -236,6 +236,9 @@ NLL_WRONG = [
     (lambda l, t, p: sequence_nll(l, t, p, mask=False), "pads counted"),
     (lambda l, t, p: sequence_nll(l, t, p, per_token=True), "mean per token"),
     (lambda l, t, p: sequence_nll(l, t, p, raw=True), "no log_softmax"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(  # pads zeroed, then a mean over T
+        l.transpose(1, 2), t, ignore_index=p, reduction="none").mean(-1), "pads in the mean"),
+    (lambda l, t, p: sequence_nll(l, t, p) / t.shape[1], "pads in the mean"),
     (lambda l, t, p: torch.nn.functional.cross_entropy(l.flatten(0, 1), t.flatten(), ignore_index=p)
      * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
     (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),
@@ -536,6 +539,23 @@ def test_measure_probe_reads_letters_a_context_holds():
     with pytest.raises(ValueError, match="4 letters"):
         measure_probe(Model(), pairs, pairs, src_vocab, tgt_vocab, length=4)
 
+
+
+def test_measure_projection_probe_is_a_capacity_control():
+    """Wide enough, a random projection of the one-hot letters keeps every letter readable; squeezed
+    into far fewer numbers than the letters need, it does not; no words of a length is an error."""
+    from attnbook.exercises.ch01 import measure_projection_probe
+
+    src_vocab = Vocab("abcd")  # 8 ids, 4 specials: 3 letters joined are 24 one-hot numbers
+    words = ["".join(w) for w in __import__("itertools").product("abcd", repeat=3)]
+    pairs = [(w, ["A"]) for w in words]
+    wide = measure_projection_probe(pairs, pairs[1::3], src_vocab, length=3, width=64)
+    assert wide["accuracy"] == pytest.approx([1.0, 1.0, 1.0])
+    assert all(0 < m < 1 for m in wide["majority"])
+    narrow = measure_projection_probe(pairs, pairs[1::3], src_vocab, length=3, width=2)
+    assert min(narrow["accuracy"]) < 0.9
+    with pytest.raises(ValueError, match="4 letters"):
+        measure_projection_probe(pairs, pairs, src_vocab, length=4)
 
 def test_one_hot_that_raises_on_empty_ids_gets_the_empty_input_hint(capsys):
     def raises_on_empty(ids, num_classes):

@@ -240,7 +240,7 @@ def check_shift_targets(shift_targets: Callable[..., tuple[torch.Tensor, torch.T
 # --- sequence_nll (the cost of each whole answer in a padded batch) ------------------------------
 def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=True, batch_mean=False,
                  drop_eos=False, mask_above_pad=False, probabilities=False, time_axis=False,
-                 leave_out_id=None, eps=None):
+                 leave_out_id=None, eps=None, pads_in_mean=False):
     """-log p of each row's target (pads left out), with one known mistake switched on."""
     if probabilities:  # softmax where log_softmax belongs
         scores = logits.softmax(-1)
@@ -262,6 +262,8 @@ def _nll_variant(logits, targets, pad_id, mask=True, mean=False, log_softmax=Tru
     total = (picked * real).sum(-1)
     if mean:
         return total / real.sum(-1).clamp(min=1)
+    if pads_in_mean:  # pads zeroed, then a mean over all T positions, pads included
+        return total / targets.shape[-1]
     if batch_mean:
         return total.sum().expand(len(total)) / real.sum()
     return total
@@ -274,6 +276,11 @@ NLL_MISTAKES = [
     Mistake("mean per token", "you return each word's mean over its tokens: the cost of a whole answer "
             "is the sum of -log p over its real tokens, so a longer word costs more.",
             gives=lambda l, t, p: _nll_variant(l, t, p, mean=True)),
+    Mistake("pads in the mean", "you zero the pads (ignore_index or a mask), then take a mean over all T "
+            "positions, pads included (e.g. cross_entropy(..., ignore_index=pad_id, reduction='none')"
+            ".mean(-1)): each word is divided by the batch's longest length. Sum over time instead: "
+            "the cost of a whole answer is the sum of -log p over its real tokens.",
+            gives=lambda l, t, p: _nll_variant(l, t, p, pads_in_mean=True)),
     Mistake("no log_softmax", "you read the raw logits: take log_softmax over the vocabulary first "
             "(a logit is not a log-probability).",
             gives=lambda l, t, p: _nll_variant(l, t, p, log_softmax=False)),
@@ -825,6 +832,27 @@ def measure_probe(model: RNNSeq2Seq, train_pairs: list, test_pairs: list, src_vo
     train, test, c_train, c_test = _probe_contexts(model, train_pairs, test_pairs, src_vocab, tgt_vocab,
                                                    length)
     return _probe(_halves(c_train, half), _halves(c_test, half), train, test, src_vocab, length)
+
+
+def measure_projection_probe(train_pairs: list, test_pairs: list, src_vocab: Vocab,
+                             length: int = PROBE_LENGTH, width: int = 256,
+                             seed: int = 0) -> dict[str, list[float]]:
+    """The capacity control for ``measure_probe``, with the same least-squares probe: each word of
+    ``length`` letters as its one-hot letters joined ``(N, V * length)`` (V = ``len(src_vocab)``)
+    times a fixed random ``(V * length, width)`` matrix, no training. Returns ``accuracy`` and
+    ``majority`` per position, as ``measure_probe`` does."""
+    train, test = _words_of(train_pairs, length), _words_of(test_pairs, length)
+    if not train or not test:
+        raise ValueError(f"no words of {length} letters to fit or to score the probe")
+    V = len(src_vocab)
+    g = torch.Generator().manual_seed(seed)
+    matrix = torch.randn(V * length, width, generator=g) / (V * length) ** 0.5
+
+    def features(words: list[str]) -> torch.Tensor:  # (N, width)
+        ids = torch.tensor([src_vocab.encode(list(w)) for w in words])  # (N, length)
+        return torch.nn.functional.one_hot(ids, V).flatten(1).float() @ matrix
+
+    return _probe(features(train), features(test), train, test, src_vocab, length)
 
 
 def measure_halves(model: RNNSeq2Seq, train_pairs: list, test_pairs: list, src_vocab: Vocab,
