@@ -31,7 +31,8 @@ same order. The phases:
   so the size explanation of the gap can be tested.
 
 The committed results ran every phase (a later invocation added the lr phase's seeds 1-2 at 6e-3, then the
-1.2e-2 rate, the matched model at 6e-3 and converge seed 1, each resuming the earlier logs): first
+1.2e-2 rate, the matched model at 6e-3 and converge seed 1, then the matched model at 1.5e-3 and 1.2e-2
+(``g2p_compare_lr3.log``), each resuming the earlier logs, the 8,000-step ones included): first
 ``--phase tune seeds equal_time converge lr``, then the matched phase (seeds 0-2) with the rest
 resumed from their logs (``g2p_compare_matched.log``), on the same kind of 2-core machine shared
 with other jobs. The matched runs' speeds are wall times under a different load from the
