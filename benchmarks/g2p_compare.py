@@ -31,7 +31,8 @@ same order. The phases:
   so the size explanation of the gap can be tested.
 
 The committed results ran every phase (a later invocation added the lr phase's seeds 1-2 at 6e-3, then the
-1.2e-2 rate, the matched model at 6e-3 and converge seed 1, each resuming the earlier logs): first
+1.2e-2 rate, the matched model at 6e-3 and converge seed 1, then the matched model at 1.5e-3 and 1.2e-2
+(``g2p_compare_lr3.log``), each resuming the earlier logs, the 8,000-step ones included): first
 ``--phase tune seeds equal_time converge lr``, then the matched phase (seeds 0-2) with the rest
 resumed from their logs (``g2p_compare_matched.log``), on the same kind of 2-core machine shared
 with other jobs. The matched runs' speeds are wall times under a different load from the
@@ -56,6 +57,7 @@ import common
 from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs, iterate_batches, load_g2p
 from attnbook.env import seed_everything
+from attnbook.layers.positional import LearnedPositionalEmbedding
 from attnbook.metrics import length_bucket, phoneme_error_rate, word_error_rate
 from attnbook.models.rnn import RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig
 from attnbook.models.transformer import Transformer, TransformerConfig
@@ -80,6 +82,14 @@ ALT_LRS = (6e-3, 1.2e-2)  # the lr phase's rates (``--lr-rates`` picks which run
 ALT_LR = ALT_LRS[0]
 MATCHED = "transformer_matched"
 LABELS_EXTRA = {MATCHED: "Transformer, D=84 (parameter-matched)"}
+ABLATIONS = {  # Chapter 5's Transformer (D=64, 4 heads, 2+2 layers, sinusoids) with one change each
+    "transformer_1head": {"config": {"num_heads": 1}, "learned_positions": False,
+                          "label": "1 head (Dh = 64) instead of 4"},
+    "transformer_1layer": {"config": {"num_encoder_layers": 1, "num_decoder_layers": 1}, "learned_positions": False,
+                           "label": "1 + 1 layers instead of 2 + 2"},
+    "transformer_learned_pos": {"config": {}, "learned_positions": True,
+                                "label": "learned positions (started at std 1/sqrt(2), the sinusoids' scale)"},
+}
 
 
 def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Module:
@@ -93,7 +103,22 @@ def build(kind: str, src_size: int, tgt_size: int, smoke: bool) -> torch.nn.Modu
     if kind == MATCHED:
         width = dict(d_model=24, num_heads=2, d_ff=48) if smoke else dict(d_model=84, num_heads=4, d_ff=336)
         return Transformer(TransformerConfig(src_size, tgt_size, **width, dropout=0.0, norm_first=True))
-    raise ValueError(f"unknown model {kind!r}; known: {MODELS}")
+    if kind in ABLATIONS:
+        return ablated_transformer(kind, src_size, tgt_size, smoke)
+    raise ValueError(f"unknown model {kind!r}; known: {MODELS + (MATCHED,) + tuple(ABLATIONS)}")
+
+
+def ablated_transformer(kind: str, src_size: int, tgt_size: int, smoke: bool) -> Transformer:
+    """Chapter 5's Transformer with one thing changed (``ABLATIONS``; ``g2p_ablation.py`` runs them)."""
+    sizes = dict(d_model=16, num_heads=2, d_ff=32) if smoke else dict(d_model=64, num_heads=4, d_ff=256)
+    change = ABLATIONS[kind]
+    model = Transformer(TransformerConfig(src_size, tgt_size, **(sizes | change["config"]), dropout=0.0,
+                                          norm_first=True))
+    if change["learned_positions"]:  # a trained table instead of the sinusoids, started at their scale
+        for embeddings in (model.src_embeddings, model.tgt_embeddings):
+            embeddings.positions = LearnedPositionalEmbedding(model.config.d_model, model.config.max_len,
+                                                              init_std=2 ** -0.5)
+    return model
 
 
 def _small_rnn(smoke: bool) -> dict:

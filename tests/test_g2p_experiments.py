@@ -207,3 +207,50 @@ def test_committed_g2p_comparison_has_the_lr_check():
     result = load_result("g2p_compare.json")
     _check_lr_and_matched(result)
     assert result["setup"]["alt_peak_lr"] == 6e-3 and 0 in result["setup"]["lr_seeds"]
+
+
+def _check_ablation(result: dict, seeds: list[int]) -> None:
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import g2p_compare
+
+    assert set(result["variants"]) == set(g2p_compare.ABLATIONS)
+    compare = load_result("g2p_compare.json")
+    assert result["setup"]["recipe"] == compare["best_recipe"]["transformer"]
+    assert f"{result['setup']['peak_lr']:g}" == compare["lr_sweep"]["transformer"]["chosen_on_dev"]
+    assert result["base"]["seeds"] == seeds
+    for kind, cell in result["variants"].items():
+        assert cell["seeds"] == seeds
+        assert cell["test_wer"]["min"] <= cell["test_wer"]["mean"] <= cell["test_wer"]["max"]
+    runs = {(r["model"], r["seed"]): r for r in result["runs"]}
+    assert set(runs) == {(k, s) for k in g2p_compare.ABLATIONS for s in seeds}
+    assert all(r["steps"] == result["setup"]["steps"] and r["peak_lr"] == result["setup"]["peak_lr"]
+               for r in runs.values())
+    params = {k: result["variants"][k]["parameters"] for k in result["variants"]}
+    assert params["transformer_1layer"] < params["transformer_1head"]  # fewer layers, fewer weights
+    assert params["transformer_learned_pos"] > params["transformer_1head"]  # heads cost nothing; a table does
+
+
+def test_g2p_ablation_smoke_run_changes_one_thing_each(tmp_path):
+    _check_ablation(_run("g2p_ablation.py", tmp_path / "ablation.json"), seeds=[0])
+
+
+def test_committed_g2p_ablation_has_every_variant_on_two_seeds():
+    result = load_result("g2p_ablation.json")
+    _check_ablation(result, seeds=[0, 1])
+    assert result["setup"]["steps"] == 1200 and result["base"]["parameters"] == 238507
+
+
+def test_ablated_models_change_only_what_they_say():
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import g2p_compare
+
+    base = g2p_compare.build("transformer", 30, 40, smoke=False)
+    one_head = g2p_compare.build("transformer_1head", 30, 40, smoke=False)
+    shallow = g2p_compare.build("transformer_1layer", 30, 40, smoke=False)
+    learned = g2p_compare.build("transformer_learned_pos", 30, 40, smoke=False)
+    assert one_head.config.num_heads == 1 and base.config.num_heads == 4
+    assert sum(p.numel() for p in one_head.parameters()) == sum(p.numel() for p in base.parameters())
+    assert len(shallow.encoder_blocks) == len(shallow.decoder_blocks) == 1
+    table = learned.src_embeddings.positions.embedding.weight
+    assert table.requires_grad and abs(table.std().item() - 2 ** -0.5) < 0.05
+    assert not any(p.requires_grad for p in base.src_embeddings.positions.parameters())

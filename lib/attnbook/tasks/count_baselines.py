@@ -115,6 +115,15 @@ class LetterAligner:
         return units[::-1]
 
 
+def aligned_letters(aligner: LetterAligner, word: str, phonemes: Sequence[str]) -> list[int] | None:
+    """The letter (its index in ``word``) that each phoneme is aligned to, or None when the word has
+    no alignment: ``"thought"``, T H AO T -> t-TH, o-AO, t-T -> ``[0, 2, 6]``."""
+    units = aligner.align(word, phonemes)
+    if units is None:
+        return None
+    return [i for i, unit in enumerate(units) for _ in unit]
+
+
 # --- window lookup, with back-off --------------------------------------------------------------
 
 
