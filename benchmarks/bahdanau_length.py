@@ -45,6 +45,14 @@ that way ("uniform"), with a parameter-free fixed diagonal band ("band": step i 
 i * r, r the training words' phonemes per letter, Gaussian sigma 1 letter) trained that way, and with
 learned additive weights ("additive"); test WER, PER and WER by word length:
 ``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (twelve runs of one to two CPU-minutes each).
+
+``--tuned-baselines`` runs the band and the uniform weights at the budget where attention beats the
+count tables instead, and writes ``lib/attnbook/results/bahdanau_baselines_tuned.json``: the run of
+``g2p_compare.py``'s attention model (1,200 steps, its dev-chosen recipe, its optimizer, batches,
+initial weights and dev/test scoring, seeds 0, 1 and 2) with the score swapped for the band or the
+uniform weights, so each row compares seed for seed with that file's "budget" runs:
+``nice python benchmarks/bahdanau_length.py --tuned-baselines --jobs 3`` (six runs of a few
+CPU-minutes each; ``--tuned-kinds band`` runs the band only).
 """
 from __future__ import annotations
 
