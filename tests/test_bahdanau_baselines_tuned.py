@@ -20,3 +20,14 @@ def test_tuned_baselines_smoke_run_uses_the_compare_recipe_for_each_kind_and_see
     # neither stand-in score has parameters: both models are exactly as large as each other
     assert len({r["parameters"] for r in result["runs"]}) == 1
     assert "--tuned-kinds band,uniform" in result["command"]
+
+
+def test_committed_tuned_band_matches_the_compare_runs_it_is_set_beside():
+    result = load_result("bahdanau_baselines_tuned.json")
+    compare = load_result("g2p_compare.json")
+    runs = [r for r in result["runs"] if r["model"] == "band"]
+    assert sorted(r["seed"] for r in runs) == [0, 1, 2]
+    recipe = compare["budget"]["gru_attention"]["recipe"]
+    assert all(r["steps"] == compare["setup"]["budget_steps"] and r["recipe"] == recipe for r in runs)
+    sizes = {r["model"]: r["parameters"] for r in compare["runs"]}
+    assert all(r["parameters"] == sizes["gru"] for r in runs)  # no alignment parameters
