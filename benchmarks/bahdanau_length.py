@@ -45,6 +45,14 @@ that way ("uniform"), with a parameter-free fixed diagonal band ("band": step i 
 i * r, r the training words' phonemes per letter, Gaussian sigma 1 letter) trained that way, and with
 learned additive weights ("additive"); test WER, PER and WER by word length:
 ``nice python benchmarks/bahdanau_length.py --baselines --jobs 3`` (twelve runs of one to two CPU-minutes each).
+
+``--tuned-baselines`` runs the band and the uniform weights at the budget where attention beats the
+count tables instead, and writes ``lib/attnbook/results/bahdanau_baselines_tuned.json``: the run of
+``g2p_compare.py``'s attention model (1,200 steps, its dev-chosen recipe, its optimizer, batches,
+initial weights and dev/test scoring, seeds 0, 1 and 2) with the score swapped for the band or the
+uniform weights, so each row compares seed for seed with that file's "budget" runs:
+``nice python benchmarks/bahdanau_length.py --tuned-baselines --jobs 3`` (six runs of a few
+CPU-minutes each; ``--tuned-kinds band`` runs the band only).
 """
 from __future__ import annotations
 
@@ -389,6 +397,54 @@ def baselines_main(args) -> None:
     })
 
 
+TUNED_KINDS = ("band", "uniform")  # --tuned-baselines: section 2.7's baselines at the tuned 1,200-step budget
+
+
+def run_tuned(kind: str, seed: int, smoke: bool) -> dict:
+    """One --tuned-baselines run: ``g2p_compare.run_one``'s attention model and recipe, its score swapped.
+
+    The recipe is the one ``g2p_compare.py`` chose on dev for both of its RNN models (tuned for them,
+    not for the band or uniform weights), with its optimizer, schedule, batches and evaluation:
+    within a seed the model starts from the attention model's initial weights apart from the score
+    and sees the same batches, so its row compares directly with ``g2p_compare.json``'s seeds."""
+    import g2p_compare
+    from attnbook.results import load_result
+
+    recipe = load_result("g2p_compare.json")["budget"]["gru_attention"]["recipe"]
+
+    def build(_: str, src_size: int, tgt_size: int, smoke_: bool) -> torch.nn.Module:
+        return baseline_model(kind, load_g2p(), src_size, tgt_size, smoke_)
+
+    g2p_compare.build = build  # this worker process only: the compare script's run, our model
+    steps = 4 if smoke else g2p_compare.BUDGET_STEPS
+    row = dict(g2p_compare.run_one("gru_attention", recipe, seed, steps, "tuned_baseline", smoke), model=kind)
+    print(json.dumps(row), flush=True)  # the line --resume reads (the line above names the compare model)
+    return row
+
+
+def tuned_baselines_main(args) -> None:
+    """--tuned-baselines: the fixed band and uniform weights at g2p_compare.py's tuned budget, 3 seeds."""
+    seeds = SEEDS[:2] if args.smoke else SEEDS
+    kinds = tuple(k for k in TUNED_KINDS if k in args.tuned_kinds.split(","))
+    rows = [row for kind in kinds  # the band's seeds first: the chapter's question
+            for row in common.run_missing(run_tuned, (kind,), seeds, args.smoke, args.jobs, args.resume)]
+    out = common.out_path(args, "bahdanau_baselines_tuned.json")
+    if out is None:
+        return
+    common.write_result(out, {
+        "description": "Chapter 2, section 2.7: the fixed diagonal band (sigma 1 letter) and uniform weights "
+                       "at the tuned budget of benchmarks/g2p_compare.py (1,200 steps, its dev-chosen recipe "
+                       "for the RNN models, its batches and initial weights, seeds 0-2); written by "
+                       "benchmarks/bahdanau_length.py --tuned-baselines",
+        "command": f"python benchmarks/bahdanau_length.py --tuned-baselines --tuned-kinds {','.join(kinds)} "
+                   f"--jobs {args.jobs}",
+        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "setup": {"seeds": list(seeds), "band_sigma": BAND_SIGMA, "recipe": rows[0]["recipe"],
+                  "steps": rows[0]["steps"]},
+        "runs": [{k: v for k, v in r.items() if k != "dev_sample_curve"} for r in rows],
+    })
+
+
 def bucket_of(letters: int) -> str:
     for low, high in BUCKETS:
         if low <= letters <= high:
@@ -463,6 +519,11 @@ def main() -> None:
     parser.add_argument("--baselines", action="store_true",
                         help="instead: section 2.7's no-attention, uniform, band and additive models, three seeds "
                              "(bahdanau_baselines.json)")
+    parser.add_argument("--tuned-baselines", action="store_true",
+                        help="instead: the band and uniform weights at g2p_compare.py's tuned 1,200-step budget, "
+                             "three seeds (bahdanau_baselines_tuned.json)")
+    parser.add_argument("--tuned-kinds", default=",".join(TUNED_KINDS),
+                        help=f"with --tuned-baselines: which of {','.join(TUNED_KINDS)} to run (comma-separated)")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")
@@ -471,6 +532,9 @@ def main() -> None:
         return
     if args.baselines:
         baselines_main(args)
+        return
+    if args.tuned_baselines:
+        tuned_baselines_main(args)
         return
     steps, seeds = (4, SEEDS[:2]) if args.smoke else (args.steps, SEEDS)
     done = {(row["model"], row["seed"], row["steps"]): row for row in common.log_rows(args.resume) if "steps" in row}
