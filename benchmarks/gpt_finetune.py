@@ -19,7 +19,15 @@ script repeats the chapter's task with a longer, selected budget for both sides 
   classification loss alone, for ``--steps`` steps at each of ``--lrs``;
 - every 50 steps both sides are scored on the validation and the test verses; for each side and
   seed, the (rate, step) with the best validation accuracy (the earlier step, then the lower
-  rate, on ties) is chosen, and its *test* accuracy is reported. The test set chooses nothing.
+  rate, on ties) is chosen, and its *test* accuracy is reported. The test set chooses nothing;
+- every checkpoint also stores its per-verse test predictions (``test_predictions``: one
+  character, 0 for the Old Testament and 1 for the New, per test verse, in the test set's order,
+  with the labels as ``test_labels``), so that the chosen pre-trained and from-scratch models can
+  be compared verse by verse: ``paired`` holds, per seed, the verses only the pre-trained model
+  gets right (``b``) and only the one from scratch gets right (``c``), with McNemar's exact
+  two-sided p-value, and a paired bootstrap (2,000 resamples of the test verses) of the mean
+  over the seeds of the accuracy difference (the seeds share the test verses, so their
+  discordant pairs are not pooled into one McNemar test).
 
 One thread; no learning-rate schedule (constant rate), as in the chapter.
 """
@@ -27,6 +35,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 
 import torch
 import torch.nn.functional as F
@@ -80,10 +89,41 @@ def fine_tune(gpt, head, train, scored, lr, steps, seed) -> list[dict]:
             with torch.no_grad():
                 row = {"step": step}
                 for name, (t, r, labels) in scored.items():
-                    row[name] = round((head(features(gpt, t, r)).argmax(-1) == labels)
-                                      .float().mean().item(), 4)
+                    predicted = head(features(gpt, t, r)).argmax(-1)
+                    row[name] = round((predicted == labels).float().mean().item(), 4)
+                    if name == "test":
+                        row["test_predictions"] = "".join(map(str, predicted.tolist()))
             curve.append(row)
     return curve
+
+
+def mcnemar_p(b: int, c: int) -> float:
+    """McNemar's exact two-sided p-value: b and c discordant pairs, binomial(b + c, 1/2)."""
+    n = b + c
+    tail = sum(math.comb(n, k) for k in range(min(b, c) + 1)) / 2 ** n
+    return min(1.0, 2 * tail)
+
+
+def paired_tests(chosen: list[dict], labels: torch.Tensor, resamples: int = 2000) -> dict:
+    """Pre-trained against from scratch, verse by verse, for each seed's chosen checkpoints."""
+    right = {}  # (side, seed) -> (test,) bool: the chosen checkpoint's right answers
+    for c in chosen:
+        predicted = torch.tensor([int(ch) for ch in c["test_predictions"]])
+        right[c["side"], c["seed"]] = predicted == labels
+    seeds = sorted({c["seed"] for c in chosen})
+    per_seed, diffs = [], []
+    for seed in seeds:
+        pre, scratch = right["pre-trained", seed], right["from scratch", seed]
+        b, c = int((pre & ~scratch).sum()), int((~pre & scratch).sum())
+        per_seed.append({"seed": seed, "b": b, "c": c, "p": round(mcnemar_p(b, c), 4)})
+        diffs.append(pre.double() - scratch.double())  # (test,)
+    diff = torch.stack(diffs).mean(0)  # (test,): the mean over seeds, per verse
+    draws = torch.randint(len(diff), (resamples, len(diff)),
+                          generator=torch.Generator().manual_seed(0))
+    low, high = diff[draws].mean(1).quantile(torch.tensor([0.025, 0.975],
+                                                          dtype=torch.float64)).tolist()
+    return {"per_seed": per_seed, "mean_difference": round(diff.mean().item(), 4),
+            "bootstrap_95": [round(low, 4), round(high, 4)], "resamples": resamples}
 
 
 def main() -> None:
@@ -145,16 +185,23 @@ def main() -> None:
                 curve = fine_tune(gpt, head, sets["train"],
                                   {"valid": sets["valid"], "test": test}, lr, steps, seed)
                 runs.append({"side": side, "seed": seed, "lr": lr, "curve": curve})
-                print(json.dumps(runs[-1]), flush=True)
+                print(json.dumps({**runs[-1], "curve": [  # the log leaves out predictions
+                    {k: v for k, v in point.items() if k != "test_predictions"}
+                    for point in curve]}), flush=True)
     chosen = []
     for side in ("pre-trained", "from scratch"):
         for seed in args.seeds:
-            points = [(-p["valid"], p["step"], r["lr"], p["test"]) for r in runs
-                      if r["side"] == side and r["seed"] == seed for p in r["curve"]]
-            valid, step, lr, test_acc = min(points)
+            points = [(-p["valid"], p["step"], r["lr"], p["test"], p["test_predictions"])
+                      for r in runs if r["side"] == side and r["seed"] == seed
+                      for p in r["curve"]]
+            valid, step, lr, test_acc, predictions = min(points)
             chosen.append({"side": side, "seed": seed, "lr": lr, "step": step,
-                           "valid": -valid, "test": test_acc})
-            print(json.dumps(chosen[-1]), flush=True)
+                           "valid": -valid, "test": test_acc,
+                           "test_predictions": predictions})
+            print(json.dumps({k: v for k, v in chosen[-1].items()
+                              if k != "test_predictions"}), flush=True)
+    paired = paired_tests(chosen, test[2])
+    print(json.dumps(paired), flush=True)
     out = common.out_path(args, "gpt_finetune.json")
     if out is not None:
         common.write_result(out, {
@@ -165,7 +212,8 @@ def main() -> None:
             "train_verses": len(train_rows), "valid_verses": len(valid_rows),
             "test_verses": len(test_rows), "steps": steps, "lrs": args.lrs,
             "eval_every": EVERY, "batch": 32, "pretraining_steps": pre_steps,
-            "runs": runs, "chosen": chosen, "machine": common.machine()})
+            "test_labels": "".join(map(str, test[2].tolist())),
+            "runs": runs, "chosen": chosen, "paired": paired, "machine": common.machine()})
 
 
 if __name__ == "__main__":

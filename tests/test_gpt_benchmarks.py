@@ -173,3 +173,66 @@ def test_induction_heads_smoke_run_stores_curves(tmp_path):
     runs = json.loads(out.read_text())["runs"]
     assert [r["seed"] for r in runs] == [0, 1, 2]
     assert all([p["step"] for p in r["curve"]] == [20] for r in runs)  # 20 smoke steps
+
+
+def _finetune_module():
+    import importlib.util
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    try:
+        spec = importlib.util.spec_from_file_location("gpt_finetune",
+                                                      ROOT / "benchmarks" / "gpt_finetune.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+    finally:
+        sys.path.remove(str(ROOT / "benchmarks"))
+    return module
+
+
+def test_mcnemar_exact_p_values():
+    mcnemar_p = _finetune_module().mcnemar_p
+    assert mcnemar_p(0, 5) == 2 / 32  # all five discordant pairs one way
+    assert mcnemar_p(5, 0) == mcnemar_p(0, 5)  # two-sided
+    assert mcnemar_p(7, 7) == 1.0 and mcnemar_p(0, 0) == 1.0
+    assert abs(mcnemar_p(10, 20) - 0.0987) < 1e-3  # scipy.stats.binomtest(10, 30).pvalue
+
+
+def test_committed_finetune_stores_predictions_that_give_its_accuracies():
+    """Every checkpoint's per-verse predictions give its stored test accuracy, and the paired
+    test's discordant counts are those of the chosen checkpoints' predictions."""
+    result = load_result("gpt_finetune.json")
+    labels = [int(ch) for ch in result["test_labels"]]
+    assert len(labels) == result["test_verses"] and sum(labels) == result["test_verses"] // 2
+
+    def right(predictions):
+        assert len(predictions) == len(labels) and set(predictions) <= {"0", "1"}
+        return [int(p) == y for p, y in zip(predictions, labels)]
+
+    for run in result["runs"]:
+        for point in run["curve"]:
+            assert round(sum(right(point["test_predictions"])) / len(labels), 4) == point["test"]
+    chosen = {(c["side"], c["seed"]): right(c["test_predictions"]) for c in result["chosen"]}
+    for row in result["paired"]["per_seed"]:
+        pre, scratch = chosen["pre-trained", row["seed"]], chosen["from scratch", row["seed"]]
+        assert row["b"] == sum(p and not s for p, s in zip(pre, scratch))
+        assert row["c"] == sum(s and not p for p, s in zip(pre, scratch))
+    low, high = result["paired"]["bootstrap_95"]
+    assert low <= result["paired"]["mean_difference"] <= high
+
+
+def test_discounts_smoke_run_chooses_on_dev(tmp_path):
+    out = tmp_path / "counts.json"
+    _run("gpt_vs_ngram.py", "--smoke", "--discounts", "--out", str(out))
+    result = json.loads(out.read_text())
+    dev = {r["discount"]: r["dev_loss"] for r in result["discount_runs"]}
+    assert sorted(dev) == [0.75, 0.9, 0.95] and result["discount"] == min(dev, key=dev.get)
+    assert len(result["fivegram_position_losses"]) == result["window"] == 64
+
+
+def test_committed_ngram_counts_are_the_chapters():
+    result = load_result("gpt_ngram_counts.json")
+    dev = {r["discount"]: r["dev_loss"] for r in result["discount_runs"]}
+    assert result["discount"] == min(dev, key=dev.get)
+    assert result["held_out_targets"] == 88960  # the chapter's held-out targets
+    assert result["dev_targets"] == 166080  # as the rate sweep's dev windows
+    assert len(result["fivegram_position_losses"]) == 64
+    assert "--discounts" in result["command"]
