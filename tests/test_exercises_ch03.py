@@ -742,6 +742,24 @@ def test_dropout_row_sum_prediction_rejected(prediction, diagnosis, capsys):
     assert "✗" in capsys.readouterr().out
 
 
+@pytest.mark.parametrize(("line", "expected"), [
+    ("prediction_row_sums = 0.5\n", "0.5 forgets that nn.Dropout divides"),
+    ("prediction_row_sums = 2.0\n", "on average nothing changes"),
+    ("prediction_row_sums = 1.0\n", "✓ row sums after dropout: right"),
+    ("", "not done yet: write your prediction into prediction_row_sums"),
+])
+def test_row_sum_prediction_is_on_the_command_line(tmp_path, capsys, line, expected):
+    """Exercise 6's prediction is checked from a .py file too (a prediction-only checker: no
+    function to write), and a wrong one is named there as in the notebook."""
+    from attnbook.exercises.__main__ import check_file
+    from attnbook.exercises.ch03 import EXERCISES
+    assert getattr(EXERCISES["row_sums"], "prediction_only", False)
+    answers = tmp_path / "answers.py"
+    answers.write_text("x = 1\n" + line)
+    check_file("ch03", answers)
+    assert expected in capsys.readouterr().out
+
+
 def test_cli_asks_for_a_class_for_self_attention(tmp_path, capsys):
     """The command-line checker names the keyword the exercise needs: SelfAttention is a class."""
     from attnbook.exercises.__main__ import main

@@ -1026,7 +1026,7 @@ def check_dropout_row_sums(prediction: object) -> CheckResult:
         return CheckResult(name, passed, message, diagnosis)
 
     if prediction is None:
-        return verdict(False, "not done yet: write your prediction into row_sum_prediction.")
+        return verdict(False, "not done yet: write your prediction into prediction_row_sums.")
     guess = prediction.item() if isinstance(prediction, torch.Tensor) and prediction.numel() == 1 \
         else prediction
     if isinstance(guess, bool) or not isinstance(guess, (int, float)) or math.isnan(guess):
@@ -1043,6 +1043,15 @@ def check_dropout_row_sums(prediction: object) -> CheckResult:
                           "on average nothing changes.", "wrong prediction")
 
 
+def check_row_sums_file(_function: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_row_sums = ...``: Exercise 6's prediction from a ``.py`` file (the command
+    line). There is no function to write; the prediction goes to ``check_dropout_row_sums``."""
+    return check_dropout_row_sums(prediction)
+
+
+check_row_sums_file.prediction_only = True  # no function to write, only the prediction
+
+
 EXERCISES = {
     "batched_attention": check_scaled_dot_product_attention,
     "attention_pool": check_attention_pool,
@@ -1050,4 +1059,5 @@ EXERCISES = {
     "pe_similarity": check_pe_similarity,
     "position_accuracy": check_position_accuracy,
     "SelfAttention": check_self_attention_module,
+    "row_sums": check_row_sums_file,  # prediction only: the file's prediction_row_sums
 }
