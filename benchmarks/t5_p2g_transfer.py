@@ -7,15 +7,18 @@ reverse task, p2g (phonemes -> spelling), asks for exactly what it did write. If
 anywhere, it is there. This script fine-tunes the committed checkpoint and a fresh initialisation on p2g
 with the low-label study's recipe for both arms (2,000 training words drawn by the seed, 600 steps,
 batch 64, Adam 3e-3 constant, no dropout, seeds 0, 1, 2, every 5th test word), so the only difference
-between the arms is the start. One thread per process; every run prints one JSON line:
+between the arms is the start. One thread per process; every run prints one JSON line. The run for
+Chapter 10, one process per seed (both arms in each), side by side:
 
-    python benchmarks/t5_p2g_transfer.py --arms scratch > /tmp/t5_p2g_a.log &
-    python benchmarks/t5_p2g_transfer.py --arms pretrained > /tmp/t5_p2g_b.log
-    python benchmarks/t5_p2g_transfer.py --collect --resume /tmp/t5_p2g_a.log /tmp/t5_p2g_b.log
+    python benchmarks/t5_p2g_transfer.py --seeds 0 > /tmp/t5_p2g_s0.log &
+    python benchmarks/t5_p2g_transfer.py --seeds 1 > /tmp/t5_p2g_s1.log &
+    python benchmarks/t5_p2g_transfer.py --seeds 2 > /tmp/t5_p2g_s2.log
+    python benchmarks/t5_p2g_transfer.py --collect --resume /tmp/t5_p2g_s0.log /tmp/t5_p2g_s1.log /tmp/t5_p2g_s2.log
 
 writes ``lib/attnbook/results/t5_p2g_transfer.json``. The g2p runs of the same starts, sizes and seeds are
 in ``t5_low_label.json`` (Spellings-32) and ``t5_pretraining.json`` (scratch); Chapter 10 prints them side
-by side. The run for Chapter 10 took about 9 minutes per fine-tuning on a heavily loaded machine.
+by side. The run for Chapter 10 took about 9 minutes per fine-tuning on a heavily loaded machine (the log:
+``lib/attnbook/results/t5_p2g_transfer.log``).
 """
 from __future__ import annotations
 
@@ -47,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
         if out is not None:
             common.write_result(out, {
                 "description": __doc__.splitlines()[0], "machine": common.machine(),
-                "command": "see the docstring: two --arms processes, then --collect",
+                "command": "see the docstring: one process per seed, then --collect",
                 "settings": {"size": args.size, "steps": 600, "batch_size": 64, "lr": 3e-3,
                              "checkpoint": "Spellings-32 (t5_spellings_pretrained.safetensors)"},
                 "runs": sorted(rows, key=lambda r: (r["arm"], r["seed"]))})
