@@ -15,7 +15,16 @@ Chapter 10, one process per seed (both arms in each), side by side:
     python benchmarks/t5_p2g_transfer.py --seeds 2 > /tmp/t5_p2g_s2.log
     python benchmarks/t5_p2g_transfer.py --collect --resume /tmp/t5_p2g_s0.log /tmp/t5_p2g_s1.log /tmp/t5_p2g_s2.log
 
-writes ``lib/attnbook/results/t5_p2g_transfer.json``. The g2p runs of the same starts, sizes and seeds are
+writes ``lib/attnbook/results/t5_p2g_transfer.json``.
+
+**Warm-up** (``--task g2p --warmup 60``): both starts fine-tuned on g2p with the same words, steps and
+seeds, the rate rising linearly to 3e-3 over 60 steps and then falling linearly to about 0 at step 600
+(``attnbook.schedules.warmup_linear_scheduler``), the fine-tuning schedule a pretrained start usually
+gets; its rows (``"warmup": 60``) go into the same file:
+
+    python benchmarks/t5_p2g_transfer.py --task g2p --warmup 60 --seeds 0 > /tmp/t5_wu_s0.log &  # 1, 2 alike
+    python benchmarks/t5_p2g_transfer.py --collect --resume /tmp/t5_p2g_s*.log /tmp/t5_wu_s*.log
+ The g2p runs of the same starts, sizes and seeds are
 in ``t5_low_label.json`` (Spellings-32) and ``t5_pretraining.json`` (scratch); Chapter 10 prints them side
 by side. The run for Chapter 10 took about 9 minutes per fine-tuning on a heavily loaded machine (the log:
 ``lib/attnbook/results/t5_p2g_transfer.log``).
@@ -41,6 +50,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arms", nargs="+", choices=("pretrained", "scratch"), default=["pretrained", "scratch"])
     p.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     p.add_argument("--size", type=int, default=2000)
+    p.add_argument("--task", choices=("p2g", "g2p"), default="p2g")
+    p.add_argument("--warmup", type=int, default=0,
+                   help="warm-up steps to 3e-3, then a linear decay to ~0 (0: the study's constant rate)")
     p.add_argument("--collect", action="store_true", help="write the results file from --resume logs")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
@@ -69,7 +81,7 @@ def main(argv: list[str] | None = None) -> int:
         train = train_subset(data.train[:500] if smoke else data.train, 100 if smoke else args.size, seed)
         for arm in args.arms:
             row = finetune_t5(arm, train, test, seed, settings, weights if arm == "pretrained" else None,
-                              directions=("p2g",))
+                              directions=(args.task,), warmup=args.warmup)
             print(json.dumps({**row, "size": len(train), "seed": seed}), flush=True)
     return 0
 
