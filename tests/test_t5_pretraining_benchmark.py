@@ -265,3 +265,17 @@ def test_p2g_transfer_smoke_runs():
     assert out.returncode == 0, out.stderr
     row = json.loads(out.stdout.strip().splitlines()[-1])
     assert row["arm"] == "scratch" and row["tasks"] == "p2g" and 0 <= row["p2g_wer"] <= 1
+
+
+def test_warmup_results_match_the_chapter_claim():
+    """t5_p2g_transfer.json's warm-up rows (g2p, warm-up 60 then linear decay): both starts on seeds
+    0-2; Spellings-32 is behind scratch on every seed, and behind its own constant-rate runs
+    (t5_low_label.json) on every seed (the sentences of Chapter 10's rate cell)."""
+    rows = [r for r in load_result("t5_p2g_transfer.json")["runs"] if r.get("warmup")]
+    by = {(r["arm"], r["seed"]): r["g2p_wer"] for r in rows}
+    assert set(by) == {(a, s) for a in ("pretrained", "scratch") for s in (0, 1, 2)}
+    assert all(r["warmup"] == 60 and r["tasks"] == "g2p" and r["steps"] == 600 for r in rows)
+    assert all(by["pretrained", s] > by["scratch", s] for s in (0, 1, 2))
+    constant = {r["seed"]: r["g2p_wer"] for r in load_result("t5_low_label.json")["runs"]
+                if r["arm"] == "pretrained" and r["size"] == 2000}
+    assert all(by["pretrained", s] > constant[s] for s in (0, 1, 2))
