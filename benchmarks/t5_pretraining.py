@@ -43,6 +43,7 @@ from attnbook.data.g2p import build_vocabs, load_g2p
 from attnbook.losses import sequence_cross_entropy
 from attnbook.models.t5 import T5, T5Config
 from attnbook.models.transformer import Transformer, TransformerConfig
+from attnbook.schedules import warmup_linear_scheduler
 from attnbook.tasks.g2p import G2PRecipe, evaluate_g2p, train_g2p
 from attnbook.tasks.span_corruption import span_corruption_batches
 from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, generate_text, text_pairs
@@ -94,8 +95,11 @@ def train_subset(train, size: int, seed: int):
 
 
 def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
-                directions: tuple[str, ...] = ("g2p",), steps: int | None = None, samples: int = 0) -> dict:
-    """One fine-tuning run and its scores; with ``samples``, the outputs for the first test words too."""
+                directions: tuple[str, ...] = ("g2p",), steps: int | None = None, samples: int = 0,
+                warmup: int = 0) -> dict:
+    """One fine-tuning run and its scores; with ``samples``, the outputs for the first test words too;
+    with ``warmup``, the rate rises linearly over that many steps to ``args.lr``, then falls linearly to
+    about 0 at the last step (0: constant, the study's)."""
     torch.manual_seed(seed)
     device = torch.device(args.device)
     model = T5(t5_config(args.smoke, dropout=0.0))
@@ -107,8 +111,12 @@ def finetune_t5(arm: str, train, test, seed: int, args, pretrained: dict | None,
     batches = byte_batches(pairs, VOCAB, args.batch_size, torch.Generator().manual_seed(seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.lr)
     steps = steps or args.steps
-    seconds, _ = common.timed(lambda: fit(model, batches, loss_fn, optimizer, steps, progress=False), device)
+    scheduler = warmup_linear_scheduler(optimizer, warmup, steps) if warmup else None
+    seconds, _ = common.timed(lambda: fit(model, batches, loss_fn, optimizer, steps, scheduler=scheduler,
+                                          progress=False), device)
     row = {"model": "t5", "arm": arm, "tasks": "+".join(directions), "steps": steps, "seconds": round(seconds, 1)}
+    if warmup:
+        row["warmup"] = warmup
     for d in directions:
         scores = evaluate_text_g2p(model, test, VOCAB, d, prefix)
         row[f"{d}_wer"], row[f"{d}_per"] = round(scores["wer"], 4), round(scores["per"], 4)

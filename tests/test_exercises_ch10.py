@@ -21,9 +21,14 @@ def bucket_range(bucket, bidirectional, num_buckets, max_distance):
     exact = per_side // 2
     side, b = divmod(bucket, per_side) if bidirectional else (0, bucket)
 
-    def first_distance(k):  # smallest distance whose truncated log index reaches k
-        d = exact
-        while exact + int(math.log(d / exact) / math.log(max_distance / exact) * (per_side - exact)) < k:
+    def index(d):  # the truncated log index of distance d >= exact
+        return exact + int(math.log(d / exact) / math.log(max_distance / exact) * (per_side - exact))
+
+    def first_distance(k):  # smallest distance whose index reaches k: the log inverted, then nudged
+        d = max(exact, math.ceil(exact * (max_distance / exact) ** ((k - exact) / (per_side - exact))))
+        while d > exact and index(d - 1) >= k:
+            d -= 1
+        while index(d) < k:
             d += 1
         return d
 
@@ -38,6 +43,56 @@ def bucket_range(bucket, bidirectional, num_buckets, max_distance):
         return (None if high is None else -high, -low)
     # causal: bucket 0 also holds every future offset
     return (None if high is None else -high, None if b == 0 else -low)
+
+
+def bucket_range_scanning_distances(bucket, bidirectional, num_buckets, max_distance):
+    """Right on every table, but it steps the distance one by one (the book's earlier solution)."""
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_side // 2
+    side, b = divmod(bucket, per_side) if bidirectional else (0, bucket)
+
+    def first_distance(k):
+        d = exact
+        while exact + int(math.log(d / exact) / math.log(max_distance / exact) * (per_side - exact)) < k:
+            d += 1
+        return d
+
+    if b < exact:
+        low, high = b, b
+    else:
+        low = first_distance(b)
+        high = None if b == per_side - 1 else first_distance(b + 1) - 1
+    if side == 1:
+        return (low, high)
+    if bidirectional:
+        return (None if high is None else -high, -low)
+    return (None if high is None else -high, None if b == 0 else -low)
+
+
+def bucket_of(offset, bidirectional, num_buckets, max_distance):
+    """Section 10.3's own bucket function, pasted by the reader (not the library's)."""
+    first = 0
+    if bidirectional:
+        num_buckets //= 2
+        first = num_buckets if offset > 0 else 0
+        distance = abs(offset)
+    else:
+        distance = max(-offset, 0)
+    exact = num_buckets // 2
+    if distance < exact:
+        return first + distance
+    large = exact + int(math.log(distance / exact) / math.log(max_distance / exact) * (num_buckets - exact))
+    return first + min(large, num_buckets - 1)
+
+
+def bucket_range_brute_force(bucket, bidirectional, num_buckets, max_distance):
+    """Every offset out to 8 * max_distance through the reader's own bucket function (review rev10g)."""
+    far = 8 * max_distance
+    inside = [o for o in range(-far, far + 1) if bucket_of(o, bidirectional, num_buckets, max_distance) == bucket]
+    if not inside:
+        return None
+    low, high = min(inside), max(inside)
+    return (None if low == -far else low, None if high == far else high)
 
 
 def fill_spans(inputs, target, eos_id):
@@ -168,10 +223,39 @@ def bucket_one_past_the_end(bucket, bidirectional, n, d):
     (bucket_rounded, "rounded log"),
     (bucket_bounded, "last bucket bounded"),
     (lambda bucket, bi, n, d: (bucket, bucket), "halves swapped"),  # every bucket exact, no sign
+    (bucket_range_brute_force, "offsets scanned"),  # right answers, found by trying offsets
+    (bucket_range_scanning_distances, "offsets scanned"),  # right answers, one distance at a time
 ])
 def test_bucket_range_rejects(wrong, diagnosis):
     result = check_bucket_range(wrong)
     assert not result and result.diagnosis == diagnosis
+
+
+def test_bucket_range_expected_by_bisection_equals_brute_force():
+    """The checker's expected ends (bisection over distances) are those of every offset tried."""
+    import torch
+
+    from attnbook.exercises.ch10 import _bucket_range
+    from attnbook.layers.relative_position import relative_position_bucket
+    for bidirectional, n, d in ((True, 32, 128), (False, 32, 128), (True, 8, 20), (False, 4, 8), (True, 12, 100)):
+        far = 8 * d
+        offsets = torch.arange(-far, far + 1)
+        buckets = relative_position_bucket(offsets, bidirectional, n, d)
+        for bucket in range(n):
+            inside = offsets[buckets == bucket]
+            brute = None if len(inside) == 0 else (
+                None if int(inside.min()) == -far else int(inside.min()),
+                None if int(inside.max()) == far else int(inside.max()))
+            assert _bucket_range(bucket, bidirectional, n, d) == brute, (bidirectional, n, d, bucket)
+
+
+def test_bucket_range_timer_restores_the_signal_handler():
+    import signal
+    before = signal.getsignal(signal.SIGALRM) if hasattr(signal, "SIGALRM") else None
+    assert check_bucket_range(bucket_range_scanning_distances).diagnosis == "offsets scanned"
+    if before is not None:
+        assert signal.getsignal(signal.SIGALRM) is before
+        assert signal.getitimer(signal.ITIMER_REAL) == (0.0, 0.0)
 
 
 def fill_keep_sentinels(inputs, target, eos_id):

@@ -13,8 +13,13 @@ calls a bucket function to try offsets.
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 import math
+import signal
+import threading
+import time
 from collections.abc import Callable
 
 import torch
@@ -28,16 +33,36 @@ from attnbook.tasks.span_corruption import corrupt, noise_mask
 # --- 1. which offsets share a bucket? -----------------------------------------------------------
 
 
+@functools.lru_cache(maxsize=None)
 def _bucket_range(bucket: int, bidirectional: bool, num_buckets: int, max_distance: int):
-    """Brute force over offsets far beyond max_distance: (lowest, highest) offset key - query in
-    the bucket, None where the bucket is unbounded on that side."""
-    far = 8 * max_distance
-    offsets = torch.arange(-far, far + 1)
-    inside = offsets[relative_position_bucket(offsets, bidirectional, num_buckets, max_distance) == bucket]
-    if len(inside) == 0:
+    """(lowest, highest) offset key - query in ``bucket`` by the library's bucket function, None
+    where the bucket is unbounded on that side, None for an empty bucket. Per side the bucket never
+    falls as the distance grows, so each end is a bisection over distances (fast at any
+    max_distance)."""
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    after = bidirectional and bucket >= per_side  # keys after the query: offsets +1, +2, ...
+    sign, nearest = (1, 1) if after else (-1, 0)
+
+    def at(distance: int) -> int:
+        return int(relative_position_bucket(torch.tensor([sign * distance]), bidirectional, num_buckets,
+                                            max_distance))
+
+    def first(k: int) -> int:  # the smallest distance whose bucket is at least k
+        low, high = nearest, max_distance + 1  # every distance from max_distance on: the last bucket
+        while low < high:
+            middle = (low + high) // 2
+            low, high = (low, middle) if at(middle) >= k else (middle + 1, high)
+        return low
+
+    start = first(bucket)
+    if at(start) != bucket:
         return None
-    low, high = int(inside.min()), int(inside.max())
-    return (None if low == -far else low, None if high == far else high)
+    last = bucket == (num_buckets - 1 if after or not bidirectional else per_side - 1)
+    end = None if last else first(bucket + 1) - 1
+    if after:
+        return (start, end)
+    future = not bidirectional and bucket == 0  # a causal table puts every key after the query in bucket 0
+    return (None if end is None else -end, None if future else -start)
 
 
 def _round_instead_of_floor(bucket, bidirectional, num_buckets, max_distance):
@@ -117,6 +142,67 @@ def check_bucket_range(fn: Callable) -> CheckResult:
     largest offset ``key - query`` that fall in ``bucket`` (None on an unbounded side)."""
     settings = [(True, 32, 128), (False, 32, 128), (True, 8, 20), (False, 16, 40), (True, 12, 100),
                 (False, 32, 20000)]  # the last: log buckets that end thousands of offsets away
+    cases = _bucket_cases(settings)
+    # log buckets that end hundreds of thousands of offsets away, under a time limit: a formula answers
+    # in microseconds, trying offsets (or distances one by one) takes seconds. Chosen where float64
+    # arithmetic and the library's float32 put every end on the same offset.
+    far = _bucket_cases([(False, 32, 10 ** 6), (True, 16, 10 ** 7), (False, 8, 10 ** 7)])
+    mistakes = _bucket_mistakes()
+    if callable(fn) and _calls(fn, _is_bucket_function,
+                                   frozenset({"relative_position_bucket", "_relative_position_bucket"})):
+        return _finish("bucket range", False, "your function calls a bucket function (the library's "
+                       "`relative_position_bucket` or `transformers`' `_relative_position_bucket`) to try "
+                       "offsets: work the ends out from the formula instead (the library's bucket function is "
+                       "what the checker compares with).", "scans the library")
+    if callable(fn) and _too_slow(fn, far, BUCKET_SECONDS):
+        with contextlib.redirect_stdout(io.StringIO()):
+            near = run_cases("bucket range", fn, [c for c in cases if c.args[3] <= 128], mistakes)
+        if not near and near.diagnosis:  # a named mistake on the small tables says more
+            print(near.message)
+            return near
+        return _finish("bucket range", False, f"the {len(far)} cases with max_distance 10^6 and 10^7 took "
+                       f"more than {BUCKET_SECONDS:g} s: the function tries offsets (or distances) one by one. "
+                       "Invert the formula instead: log bucket k starts at the smallest distance d with "
+                       "d >= max_exact * (max_distance / max_exact) ** ((k - max_exact) / (per_side - max_exact)); "
+                       "compute that, then step d by one only to correct the rounding.", "offsets scanned")
+    return run_cases("bucket range", fn, cases + far, mistakes)
+
+
+BUCKET_SECONDS = 2.0  # for all the far cases together
+
+
+class _Late(BaseException):
+    """Raised by the timer inside a reader's function (BaseException: a bare ``except Exception``
+    in the reader's code does not swallow it)."""
+
+
+def _too_slow(fn: Callable, cases: list, seconds: float) -> bool:
+    """Whether ``fn`` takes more than ``seconds`` over ``cases``; interrupted by a timer where the
+    platform has one (Unix, main thread), else timed to the end. An error counts as not slow: the
+    case run that follows reports it."""
+    alarm = hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+    previous = None
+    if alarm:
+        def late(signum, frame):
+            raise _Late
+        previous = signal.signal(signal.SIGALRM, late)
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+    start = time.perf_counter()
+    try:
+        for case in cases:
+            fn(*case.args)
+    except _Late:
+        return True
+    except Exception:  # noqa: BLE001 - reported by run_cases
+        return False
+    finally:
+        if alarm:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+    return time.perf_counter() - start > seconds
+
+
+def _bucket_cases(settings) -> list:
     cases = []
     for bidirectional, n, d in settings:
         for bucket in sorted({0, 1, n // 4 - 1, n // 4, n // 2 - 1, n // 2, n // 2 + 2, n - 2, n - 1}):
@@ -128,7 +214,11 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                                   hint="exact buckets hold one offset; log buckets start where "
                                        "floor(max_exact + log(d / max_exact) / log(max_distance / max_exact) "
                                        "* (per_side - max_exact)) first reaches the bucket"))
-    mistakes = [
+    return cases
+
+
+def _bucket_mistakes() -> list:
+    return [
         Mistake("reversed (high, low)", "return (low, high) with low <= high: on the negative side the "
                 "farthest key is the *lowest* offset, so bucket -5..-8 is (-8, -5), not (-5, -8).",
                 when=_reversed_pair),
@@ -154,18 +244,11 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                 "side: that end is unbounded (None).",
                 when=lambda a, got: isinstance(got, tuple) and len(got) == 2 and None not in got
                 and None in (_bucket_range(*a) or (0, 0))),
-        Mistake("offsets scanned", "with max_distance 20,000 the log buckets end thousands of offsets away: "
+        Mistake("offsets scanned", "with a large max_distance the log buckets end thousands of offsets away: "
                 "trying offsets in a fixed window misses their ends. Work the ends out from the formula: "
                 "bucket k starts at the smallest d with max_exact + floor(...) >= k.",
                 when=lambda a, got: a[3] > 1000),
     ]
-    if callable(fn) and _calls(fn, _is_bucket_function,
-                                   frozenset({"relative_position_bucket", "_relative_position_bucket"})):
-        return _finish("bucket range", False, "your function calls a bucket function (the library's "
-                       "`relative_position_bucket` or `transformers`' `_relative_position_bucket`) to try "
-                       "offsets: work the ends out from the formula instead (the library's bucket function is "
-                       "what the checker compares with).", "scans the library")
-    return run_cases("bucket range", fn, cases, mistakes)
 
 
 def _is_bucket_function(value: object) -> bool:
