@@ -493,6 +493,13 @@ def _flat(g, r):
     return mask
 
 
+def _flat_scaled(g, r):  # a 1-D distance scaled to reach the next row: |n - m| <= r (g + 1)
+    index = torch.arange(g * g)
+    mask = local_mask_reference(g, r)
+    mask[1:, 1:] = (index[:, None] - index[None]).abs() <= r * (g + 1)
+    return mask
+
+
 def _disc(g, r):  # Euclidean distance between patch centres < radius + 1: a disc, not a square
     index = torch.arange(g * g)
     rows, cols = index // g, index % g
@@ -507,6 +514,7 @@ LOCAL_MASK_WRONG = {
     "a disc (Euclidean distance < radius + 1)": (_disc, "euclidean"),
     "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),
     "neighbours along the flattened sequence": (_flat, "flattened_sequence"),
+    "1-D distance |n - m| <= r (g + 1)": (_flat_scaled, "flattened_distance"),
     "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),
     "class token reads only itself": (_edited(class_self=True), "class_reads_self_only"),
     "no class token": (lambda g, r: local_mask_reference(g, r)[1:, 1:], "no_class_token"),

@@ -750,6 +750,22 @@ def _local_mask_flat(grid_size, radius):  # neighbours along the flattened seque
     return mask
 
 
+def _banded_in_sequence(args, got) -> bool:
+    """The patch block allows |n - m| <= w for some width w: a 1-D distance along the flattened
+    sequence, however it was scaled (w = radius * (grid_size + 1), say), with the class token's
+    row and column right."""
+    grid_size, radius = args
+    if not isinstance(got, torch.Tensor) or got.dtype != torch.bool:
+        return False
+    right = _local_mask(grid_size, radius)
+    if got.shape != right.shape or not (torch.equal(got[0], right[0])
+                                         and torch.equal(got[:, 0], right[:, 0])):
+        return False
+    index = torch.arange(grid_size * grid_size)
+    gap = (index[:, None] - index[None]).abs()  # (N, N)
+    return any(torch.equal(got[1:, 1:], gap <= width) for width in range(len(index)))
+
+
 def _local_mask_edit(**changes):
     def wrong(grid_size, radius):
         mask = _local_mask(grid_size, radius)
@@ -781,6 +797,12 @@ LOCAL_MASK_MISTAKES = (
             "neighbours along the flattened sequence are not neighbours on the grid: patch n is at row "
             "n // grid_size, column n % grid_size",
             gives=_local_mask_flat),
+    Mistake("flattened_distance",
+            "this is a distance along the flattened sequence, |n - m| <= some width (such as "
+            "radius * (grid_size + 1)): at the end of a row it lets in the far end of the next "
+            "row. Patch n sits at row n // grid_size, column n % grid_size; compare rows and "
+            "columns separately",
+            when=_banded_in_sequence),
     Mistake("patches_read_class",
             "the patches may read the class token here; in vit_local they attend only to patches "
             "(column 0 is False below row 0)",
