@@ -8,19 +8,19 @@ T5 = "attnbook.models.t5.T5"
 RPB = "attnbook.layers.relative_position.RelativePositionBias"
 DESC = (
     "The library's T5, pretrained by span corruption. Bottom left, the corrupted input text "
-    "'Thank you <X> me to your party last <Y> </s>', ids (B, S), goes through the shared token "
+    "'Thank you <X> me to your party <Y> week . </s>', ids (B, S), goes through the shared token "
     "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then L "
     "pre-norm EncoderBlocks: RMSNorm then self_attn (MultiHeadAttention with scale 1 and no "
     "biases), added back to the stream; RMSNorm then the gated-GELU feed-forward, added back. A "
     "RelativePositionBias (bidirectional buckets of the offset key minus query, one learned scalar "
     "per bucket and head) gives a (1, H, S, S) bias, computed once and added to the scores of every "
     "encoder block. A final RMSNorm gives the memory R (B, S, D). Right, the decoder reads the "
-    "target shifted behind the start token '<pad> <X> for inviting <Y> week .', (B, T), through the "
+    "target shifted behind the start token '<pad> <X> for inviting <Y> last', (B, T), through the "
     "same table, then L pre-norm DecoderBlocks: self_attn with a causal RelativePositionBias "
     "(1, H, T, T) and the causal mask; cross_attn whose keys and values come from R (no position "
     "bias); the gated feed-forward. A final RMSNorm, then the read-out: the output scaled by D to "
     "the -1/2 times the shared table transposed, logits (B, T, V), trained to predict '<X> for "
-    "inviting <Y> week . </s>'."
+    "inviting <Y> last </s>'."
 )
 W, RES = 200, 115  # box width; how far left of the stream the residual branch runs
 EX, DX, ENTRY = 240, 690, 690  # encoder and decoder streams; where the stream enters a block
@@ -34,14 +34,14 @@ def draw() -> Figure:
     fig.text(30, 28, fig.code("T5", T5) + ": pre-norm, RMSNorm, no 1/√Dh, relative position bias, one shared table",
              "title", anchor="start")
     enc_attn, top = stack(fig, EX, ("self_attn", "feed_forward"), f"{L}.EncoderBlock", "EncoderBlock")
-    embed(fig, EX, "Thank you <X> me to your party last <Y> </s>", "(B, S)", "(B, S, D)")
+    embed(fig, EX, "Thank you <X> me to your party <Y> week . </s>", "(B, S)", "(B, S, D)")
     bias(fig, enc_attn, "bidirectional", "(1, H, S, S)")
     memory_y = final_norm(fig, EX, top)
     fig.tensor(EX - 25, memory_y - 58, "R", "stream", w=50)
     fig.line([(EX, memory_y), (EX, memory_y - 28)], "stream")
     fig.shape(EX - 32, memory_y - 36, "memory (B, S, D)", anchor="end")
     dec_attn, top = stack(fig, DX, ("self_attn", "cross_attn", "feed_forward"), f"{L}.DecoderBlock", "DecoderBlock")
-    embed(fig, DX, "<pad> <X> for inviting <Y> week .", "(B, T)", "(B, T, D)")
+    embed(fig, DX, "<pad> <X> for inviting <Y> last", "(B, T)", "(B, T, D)")
     bias(fig, dec_attn["self_attn"], "causal + causal_mask", "(1, H, T, T)")
     memory_to_cross(fig, memory_y - 44, dec_attn["cross_attn"])
     readout(fig, final_norm(fig, DX, top))
@@ -130,4 +130,4 @@ def readout(fig: Figure, y: float) -> None:
     fig.box(DX - 130, 90, 260, 40, fig.code("readout: T5Readout", "attnbook.models.t5.T5Readout"),
             sub="(x · D^{-1/2}) W_{emb}ᵀ (shared table)", size=12)
     fig.line([(DX, 90), (DX, 66)], "stream")
-    fig.text(DX, 58, "logits (B, T, V) → <X> for inviting <Y> week . </s>", "code", size=11)
+    fig.text(DX, 58, "logits (B, T, V) → <X> for inviting <Y> last </s>", "code", size=11)
