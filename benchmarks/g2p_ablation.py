@@ -8,7 +8,8 @@ The base is ``g2p_compare.py``'s Transformer (D=64, 4 heads, 2 + 2 pre-norm laye
 positions) with its dev-chosen recipe and peak rate, read from ``g2p_compare.json`` (1,200 steps,
 the same batches for a given seed). Each variant (``g2p_compare.ABLATIONS``) changes one thing:
 one head of width 64 instead of four of 16; one encoder and one decoder layer instead of two
-each; a learned position table instead of the sinusoids. Every variant trains with the base's
+each; a learned position table instead of the sinusoids; dropout 0.1 (the paper's) instead of 0
+(added in a later invocation that resumed the first three from ``g2p_ablation.log``). Every variant trains with the base's
 recipe, rate, steps and batches on seeds 0 and 1, and is scored like the base (dev and test WER
 and PER over the whole splits). The base's rows are the comparison's lr-phase (or budget) runs at
 the chosen rate on the same seeds, copied from ``g2p_compare.json``; they are not retrained. The rate was

@@ -89,6 +89,8 @@ ABLATIONS = {  # Chapter 5's Transformer (D=64, 4 heads, 2+2 layers, sinusoids) 
                            "label": "1 + 1 layers instead of 2 + 2"},
     "transformer_learned_pos": {"config": {}, "learned_positions": True,
                                 "label": "learned positions (started at std 1/sqrt(2), the sinusoids' scale)"},
+    "transformer_dropout": {"config": {"dropout": 0.1}, "learned_positions": False,
+                            "label": "dropout 0.1 (the paper's) instead of 0"},
 }
 
 
@@ -112,7 +114,7 @@ def ablated_transformer(kind: str, src_size: int, tgt_size: int, smoke: bool) ->
     """Chapter 5's Transformer with one thing changed (``ABLATIONS``; ``g2p_ablation.py`` runs them)."""
     sizes = dict(d_model=16, num_heads=2, d_ff=32) if smoke else dict(d_model=64, num_heads=4, d_ff=256)
     change = ABLATIONS[kind]
-    model = Transformer(TransformerConfig(src_size, tgt_size, **(sizes | change["config"]), dropout=0.0,
+    model = Transformer(TransformerConfig(src_size, tgt_size, **(sizes | {"dropout": 0.0} | change["config"]),
                                           norm_first=True))
     if change["learned_positions"]:  # a trained table instead of the sinusoids, started at their scale
         for embeddings in (model.src_embeddings, model.tgt_embeddings):

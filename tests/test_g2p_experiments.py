@@ -251,6 +251,8 @@ def test_ablated_models_change_only_what_they_say():
     assert one_head.config.num_heads == 1 and base.config.num_heads == 4
     assert sum(p.numel() for p in one_head.parameters()) == sum(p.numel() for p in base.parameters())
     assert len(shallow.encoder_blocks) == len(shallow.decoder_blocks) == 1
+    assert g2p_compare.build("transformer_dropout", 30, 40, smoke=False).config.dropout == 0.1
+    assert base.config.dropout == 0.0 and one_head.config.dropout == 0.0
     table = learned.src_embeddings.positions.embedding.weight
     assert table.requires_grad and abs(table.std().item() - 2 ** -0.5) < 0.05
     assert not any(p.requires_grad for p in base.src_embeddings.positions.parameters())
