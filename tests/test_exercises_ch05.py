@@ -128,6 +128,9 @@ def layer_variant(kind):
         if kind == "ffn on attn":
             a = sa(h, h, h, mask=mask)
             return x + a + ff(a)
+        if kind == "ffn on h + attn":  # the review's: the feed-forward reads h + MHA(h)
+            a = sa(h, h, h, mask=mask)
+            return x + a + ff(h + a)
         raise AssertionError(kind)
     return fn
 
@@ -147,6 +150,7 @@ ENCODER_WRONG = [
     (layer_variant("kv from x"), "keys and values from x"),
     (layer_variant("2x"), "doubled residual"),
     (layer_variant("ffn on attn"), "feed-forward reads the attention"),
+    (layer_variant("ffn on h + attn"), "feed-forward reads h + attention"),
     (not_done, ""),
 ]
 
@@ -177,8 +181,10 @@ def step_variant(kind):
             y = x + sa.attend(h, cache)
         query = y if kind == "cross reads raw y" else block.norm2(x if kind == "cross reads x" else y)
         crossed = block.cross_attn.attend(query, memory_kv, mask=None if kind == "no memory mask" else memory_mask)
+        z1 = y
         y = crossed if kind == "no cross residual" else y + crossed
-        y = y + block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(y))
+        ffn_in = z1 if kind == "ffn reads z1" else y  # z1: the stream before cross-attention
+        y = y + block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(ffn_in))
         if kind == "full recompute, no cache":
             return y, None
         return y, (past if kind == "old cache" else cache)
@@ -205,6 +211,7 @@ STEP_WRONG = [
     (step_variant("cross reads raw y"), "cross-attention reads the unnormalised stream"),
     (step_variant("no cross residual"), "no residual around cross-attention"),
     (step_variant("norm2 for ffn"), "norm2 before the feed-forward"),
+    (step_variant("ffn reads z1"), "feed-forward reads the stream before cross-attention"),  # the review's
     (step_in_place, MUTATION),
     (step_variant("full recompute, no cache"), ""),
     (not_done, ""),
@@ -255,6 +262,8 @@ def loss_variant(kind):
         V = logits.shape[-1]
         allowed = torch.ones(V, dtype=torch.bool)
         allowed[excluded_ids] = False
+        if kind == "pad always excluded":  # the review's: pad_id gets no ε / n even when not listed
+            allowed[pad_id] = False
         n = int(allowed.sum())
         scores = logits.masked_fill(~allowed, -1e9) if kind == "renormalise" else logits
         logp = torch.log_softmax(scores, dim=-1)
@@ -319,6 +328,7 @@ SMOOTHING_WRONG = [
     (loss_variant("V"), "PyTorch's label_smoothing"),
     (loss_variant("pytorch no ignore"), "PyTorch's label_smoothing, padding counted"),
     (loss_variant("renormalise"), "excluded from the softmax"),
+    (loss_variant("pad always excluded"), "pad excluded although not in excluded_ids"),  # the review's
     (loss_variant("n over V"), "divided by n, summed over V"),
     (loss_variant("n-1"), "epsilon over the wrong allowed tokens"),
     (loss_variant("V-1"), "epsilon over V-1"),
@@ -718,3 +728,52 @@ def test_command_line_passes_the_files_predictions(tmp_path, capsys):
     finally:
         ch05.EXERCISES.clear()
         ch05.EXERCISES.update(saved)
+
+
+REVIEW_WRONG_FILE = '''
+import torch
+
+
+def label_smoothed_loss(logits, targets, pad_id, epsilon, excluded_ids):
+    V = logits.shape[-1]
+    allowed = torch.ones(V, dtype=torch.bool)
+    allowed[list(excluded_ids) + [pad_id]] = False
+    logp = logits.log_softmax(-1)
+    nll = -logp.gather(-1, targets[..., None])[..., 0]
+    smooth = -logp[..., allowed].mean(-1)
+    loss = (1 - epsilon) * nll + epsilon * smooth
+    return loss[targets != pad_id].mean()
+
+
+def decoder_step(block, x, past, memory_kv, memory_mask):
+    h = block.norm1(x)
+    new = block.self_attn.project_kv(h, h)
+    cache = past.extend(new.key, new.value)
+    z1 = x + block.self_attn.attend(h, cache)
+    z2 = z1 + block.cross_attn.attend(block.norm2(z1), memory_kv, mask=memory_mask)
+    return z2 + block.feed_forward(block.norm3(z1)), cache
+
+
+def parallel_encoder_layer(layer, x, mask):
+    h = layer.norm1(x)
+    a = layer.self_attn(h, h, h, mask=mask)
+    return x + a + layer.feed_forward(h + a)
+prediction_parallel_encoder_layer = "pre-norm"
+'''
+
+
+def test_command_line_names_the_reviews_wrong_answers(tmp_path, capsys):
+    """The review's wrong answers, run through ``python -m attnbook.exercises ch05 FILE``, get the
+    same named diagnosis as in the notebook (not the case's generic hint)."""
+    import attnbook.exercises.ch05 as checkers
+    from attnbook.exercises.__main__ import check_file
+    answers = tmp_path / "answers.py"
+    answers.write_text(REVIEW_WRONG_FILE)
+    assert check_file("ch05", answers) == 1
+    out = capsys.readouterr().out
+    for name, mistakes in (("pad excluded although not in excluded_ids", checkers.SMOOTHING_MISTAKES),
+                           ("feed-forward reads the stream before cross-attention", checkers.STEP_MISTAKES),
+                           ("feed-forward reads h + attention", checkers.ENCODER_MISTAKES)):
+        message = next(m.message for m in mistakes if m.name == name)
+        assert message in out, out
+    assert "hint:" not in out, out

@@ -52,7 +52,7 @@ def _parallel_variant(layer, x, mask, order="parallel", attn_mask="given", ffn_i
     a = x if attn_input == "x" else h
     kv = x if kv_input == "x" else a
     attended = sa(a, kv, kv, mask=m)
-    f = {"h": h, "x": x, "norm2": n2(x), "attn": attended}[ffn_input]
+    f = {"h": h, "x": x, "norm2": n2(x), "attn": attended, "h+attn": h + attended}[ffn_input]
     update = attended + ff(f)
     if residual == "2x":
         return 2 * x + update
@@ -89,6 +89,10 @@ ENCODER_MISTAKES = [
     Mistake("feed-forward reads the attention", "your feed-forward reads the attention's output; in the "
             "parallel layer it reads LayerNorm1(x), the same input as the attention.",
             gives=lambda *a: _parallel_variant(*a, ffn_input="attn")),
+    Mistake("feed-forward reads h + attention", "your feed-forward reads LayerNorm1(x) plus the "
+            "attention's output (h + MHA(h)); in the parallel layer it reads LayerNorm1(x) alone, the same "
+            "input as the attention, and the two outputs are added to x side by side.",
+            gives=lambda *a: _parallel_variant(*a, ffn_input="h+attn")),
     Mistake("ignores mask", "padding keys got attention: pass mask=mask to self_attn.",
             gives=lambda *a: _parallel_variant(*a, attn_mask="none")),
     Mistake("inverted mask", "the mask is inverted: True means 'may attend' (a real key); pass it as it is.",
@@ -255,6 +259,11 @@ SMOOTHING_MISTAKES = [
             "gives them probability (and must learn to give them none): keep the log-softmax over all V "
             "logits and only give the excluded tokens no TARGET mass.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, renormalise=True)),
+    Mistake("pad excluded although not in excluded_ids", "your loss gives pad_id no smoothing mass "
+            "although pad_id is not in excluded_ids: exclude exactly the ids in excluded_ids (this chapter's "
+            "list happens to contain pad_id; the argument may not). pad_id decides only which POSITIONS "
+            "enter the average, not which TOKENS get ε / n.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, list(x) + [p])),
     Mistake("divided by n, summed over V", "you divided ε by the number n of allowed tokens but summed "
             "-log p over all V classes: the target then sums to more than 1. Sum over the allowed tokens only.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="n over V")),
@@ -477,7 +486,7 @@ def _decoder_block(seed: int, d_model: int, num_heads: int) -> DecoderBlock:
 
 def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", cache="new", order="pre",
                   use_memory_mask=True, new_first=False, cross_reads="y", cross_residual=True, ffn_norm="norm3",
-                  residual="x"):
+                  residual="x", ffn_reads="y"):
     """One cached pre-norm decoder step with one known mistake switched on (defaults: the right answer)."""
     sa = block.self_attn
     if order == "post":
@@ -504,8 +513,10 @@ def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", 
         crossed = block.cross_attn.attend(y, memory_kv, mask=mask)
     else:
         crossed = block.cross_attn.attend(block.norm2(x if cross_reads == "x" else y), memory_kv, mask=mask)
+    before_cross = y
     y = y + crossed if cross_residual else crossed
-    y = y + block.feed_forward(getattr(block, ffn_norm)(y))  # (B, 1, D)
+    ffn_in = before_cross if ffn_reads == "before cross" else y  # the mistake: z1, not z2
+    y = y + block.feed_forward(getattr(block, ffn_norm)(ffn_in))  # (B, 1, D)
     return y, (past if cache == "old" else kv)
 
 
@@ -544,6 +555,11 @@ STEP_MISTAKES = [
     Mistake("norm2 before the feed-forward", "each sublayer has its own LayerNorm: norm1 before "
             "self-attention, norm2 before cross-attention, norm3 before the feed-forward.",
             gives=lambda *a: _step_variant(*a, ffn_norm="norm2")),
+    Mistake("feed-forward reads the stream before cross-attention", "your feed-forward reads norm3 of the "
+            "stream after the self-attention but BEFORE the cross-attention's output was added (z1): each "
+            "sublayer reads the stream as it is at that point, so the feed-forward reads norm3(z2), with "
+            "z2 = z1 + cross_attn(norm2(z1)), and its output is added to z2.",
+            gives=lambda *a: _step_variant(*a, ffn_reads="before cross")),
     Mistake("ignores memory_mask", "the source padding got cross-attention: pass mask=memory_mask to "
             "cross_attn.attend.", gives=lambda *a: _step_variant(*a, use_memory_mask=False)),
 ]
