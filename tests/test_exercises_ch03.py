@@ -231,6 +231,12 @@ def pool_scaled_after(x, query, lengths):  # √D applied to the pooled vector, 
     return pool(divisor=lambda x, n: 1.0)(x, query, lengths) / math.sqrt(x.shape[-1])
 
 
+def pool_mean_not_sum(x, query, lengths):  # the review's .mean(1) in place of .sum(1)
+    real = torch.arange(x.shape[1])[None, :] < lengths[:, None]
+    scores = (x @ query / math.sqrt(x.shape[-1])).masked_fill(~real, -1e9)
+    return (torch.softmax(scores, 1)[..., None] * x).mean(1)  # divided by S, padding included
+
+
 def pool_count_divided(x, query, lengths):  # exp(score) over the real tokens, / their count
     real = (torch.arange(x.shape[1])[None, :] < lengths[:, None]).float()  # (B, S)
     weights = torch.exp(x @ query / math.sqrt(x.shape[-1])) * real / real.sum(1, keepdim=True)
@@ -262,6 +268,7 @@ POOL_WRONG = [
     (pool_count_divided, "divided by the count"),
     (pool_left_padded, "left padding"),
     (lambda x, q, n: attention_pool(x, q, n) / n[:, None], "divided by the length again"),
+    (pool_mean_not_sum, "mean instead of sum"),
     (pool_scaled_after, "scaled after the softmax"),
     (not_done, ""),
 ]
@@ -577,6 +584,10 @@ POSITION_WRONG = [
      "argmax over the wrong axis"),  # over the positions: one index per sequence
     (lambda m, tok: (m(tok).argmax(-1).squeeze(-2) == tok.flip(1)).float().mean(0),
      "answer dimension kept"),  # squeezes the wrong dimension, so the (B, T, 1) stays
+    # the review's answer: the answer slot taken, then the argmax over the positions, (B, V),
+    # which crashes against the (B, T) tokens; named, not shown as a raw RuntimeError
+    (lambda m, tok: (m(tok)[..., 0, :].argmax(1) == tok.flip(1)).float().mean(0),
+     "argmax over the positions"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)[:, 1:]).float().mean(0), ""),
     (lambda m, tok: torch.full((tok.shape[1],), 0.125), ""),  # the measured mean, hard-coded
     (lambda m, tok: position_accuracy(m, tok)[:-1], ""),

@@ -548,6 +548,10 @@ def test_invented_prediction_close_passes(capsys):
 
 @pytest.mark.parametrize("prediction, mistake, said", [
     ({0.5: 0.30, 1.5: 0.40}, "wrong direction", "*sharpens*"),  # lower temperature, more
+    # the wording agrees with Section 8.5 (invented words do not need the tail)
+    ({0.5: 0.30, 1.5: 0.40}, "wrong direction", "likely pieces chained together still make"),
+    ({0.5: 0.24, 1.5: 0.24}, "no change predicted", "same share at both"),  # the review's flat
+    ({0.5: 0.10, 1.5: 0.105}, "no change predicted", "same share at both"),  # flat, low
     ({0.5: 0.05, 1.5: 0.20}, "wrong direction", "*flattens*"),  # higher temperature, less
     ({0.5: 0.01, 1.5: 0.35}, "magnitude", "not only in the tail"),  # "sharpening removes all"
     ({0.5: 0.20, 1.5: 0.35}, "magnitude", "removes more than you thought"),
@@ -560,6 +564,15 @@ def test_invented_prediction_off_passes_with_its_diagnosis(prediction, mistake, 
     out = capsys.readouterr().out
     assert result and result.diagnosis == mistake
     assert said in out and "prediction off" in out and out.startswith("✓")
+
+
+def test_invented_prediction_does_not_blame_the_tail(capsys):
+    """Section 8.5 shows invented words do not need the tail: the feedback must not say that
+    low temperature removes them by taking mass from the tail."""
+    check_invented_prediction(fake_measure(MEASURED), {0.5: 0.30, 1.5: 0.40})
+    out = capsys.readouterr().out
+    assert "wrong direction" in out and "where invented words come from" not in out
+    assert "Not because the tail is cut" in out
 
 
 def test_invented_prediction_close_has_no_diagnosis(capsys):
@@ -771,6 +784,27 @@ def restarted(m, x, n):
         logits, _ = m.start(x)
         x = torch.cat([x, logits.argmax(-1)[:, None]], 1)
     return x
+
+
+def test_greedy_cached_names_a_left_out_first_token(capsys):
+    """The review's answer feeds start's argmax to step but leaves it out of the output (every
+    token shifted by one): named as that, not as the prompt's last token read twice, which
+    keeps its own name."""
+    def shifted(m, x, n):
+        out, (logits, state) = [x], m.start(x)
+        token = logits.argmax(-1)
+        for _ in range(n):
+            logits, state = m.step(token, state)
+            token = logits.argmax(-1)
+            out.append(token[:, None])
+        return torch.cat(out, 1)
+
+    result = check_greedy_cached(shifted)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == "first new token left out", out
+    assert "shifted by one" in out.splitlines()[0]
+    result = check_greedy_cached(lambda m, x, n: greedy_cached(m, x, n, steps_before=True))
+    assert not result and result.diagnosis == "prompt's last token read twice"
 
 
 def test_greedy_cached_refuses_start_on_the_growing_sequence(capsys):

@@ -286,6 +286,10 @@ POOL_MISTAKES = [
     Mistake("divided by the length again", "the softmax weights already sum to 1, so their weighted sum "
             "is already an average: do not divide it by the length as well.",
             gives=lambda x, q, n: _pool(x, q, n) / n[:, None]),
+    Mistake("mean instead of sum", "you took the mean of the weighted tokens (.mean(1)), which "
+            "divides the answer by S, padding included: the softmax weights already sum to 1, "
+            "so add the weighted tokens up (.sum(1)).",
+            gives=lambda x, q, n: _pool(x, q, n) / x.shape[1]),
     Mistake("scaled after the softmax", "you divided the pooled vector by √D after the softmax; the "
             "scaling belongs to the scores, before the softmax, where it changes the weights "
             "(afterwards it only shrinks the answer).",
@@ -754,11 +758,14 @@ def _right_probability(model, tokens):
 
 
 class RaisedError:
-    """What a function returned that raised on the model's ``(B, T, 1, V)`` logits but gives
-    the right answer once the answer dimension is gone (see ``_diagnosing_answer_dim``)."""
+    """What a function returned that raised on the model's ``(B, T, 1, V)`` logits, for a
+    mistake to name (see ``_diagnosing_answer_dim``). ``kind``: ``"answer dimension"`` when it
+    gives the right answer once the answer dimension is gone, ``"positions"`` when it takes
+    the argmax over the positions (it runs only where T = V)."""
 
-    def __init__(self, err: Exception) -> None:
+    def __init__(self, err: Exception, kind: str = "answer dimension") -> None:
         self.err = err
+        self.kind = kind
 
     def __repr__(self) -> str:
         return f"{type(self.err).__name__}: {self.err}"
@@ -775,9 +782,40 @@ class _OneAnswer(torch.nn.Module):
         return self.model(tokens)[..., 0, :]  # (B, T, V)
 
 
+class _FixedLogits(torch.nn.Module):
+    """A stand-in model that returns the same logits whatever it reads."""
+
+    def __init__(self, logits: torch.Tensor) -> None:
+        super().__init__()
+        self.logits = logits
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.logits.clone()
+
+
+def _argmax_over_positions(fn: Callable, model, tokens) -> bool:
+    """Whether ``fn`` takes the argmax over the positions, not the letters: on the model's
+    logits that gives (B, V), which crashes against the (B, T) tokens. Run where T = V on
+    fixed random logits, it gives one share per position that the argmax over dimension 1 of
+    the (B, T, V) logits gives."""
+    with torch.no_grad():
+        vocab = model(tokens[:1]).shape[-1]
+    if vocab % 2:
+        return False
+    square, _ = reversal_task(64, vocab, vocab, torch.Generator().manual_seed(11))  # (64, V)
+    logits = torch.randn(64, vocab, 1, vocab, generator=torch.Generator().manual_seed(12))
+    wrong = (logits[..., 0, :].argmax(1) == square.flip(1)).float().mean(0)  # (V,)
+    try:
+        got = fn(_FixedLogits(logits), square)
+    except Exception:  # noqa: BLE001 - another mistake: not this one
+        return False
+    return compare(got, wrong, 1e-5, 1e-5) is None
+
+
 def _diagnosing_answer_dim(fn: Callable) -> Callable:
     """``fn``, except that an error which goes away once the model's logits lose their answer
-    dimension (a missing ``[..., 0]``) comes back as a ``RaisedError`` for a mistake to name."""
+    dimension (a missing ``[..., 0]``), or one that comes from an argmax over the positions,
+    comes back as a ``RaisedError`` for a mistake to name."""
     if not callable(fn):
         return fn
 
@@ -786,6 +824,8 @@ def _diagnosing_answer_dim(fn: Callable) -> Callable:
         try:
             return fn(model, tokens)
         except RuntimeError as err:
+            if _argmax_over_positions(fn, model, tokens):
+                return RaisedError(err, "positions")
             try:
                 fixed = fn(_OneAnswer(model), tokens)
             except Exception:  # noqa: BLE001 - another error: report the original one
@@ -801,7 +841,13 @@ POSITION_MISTAKES = [
     Mistake("answer dimension kept", "model(tokens) is (B, T, 1, V): the one answer per position has a "
             "dimension of its own, so argmax(-1) gives (B, T, 1), which does not line up with the "
             "(B, T) tokens. Take the answer with [..., 0] before comparing.",
-            when=lambda args, got: isinstance(got, RaisedError)),
+            when=lambda args, got: isinstance(got, RaisedError) and got.kind == "answer dimension"),
+    Mistake("argmax over the positions", "the argmax ran over the positions (dimension 1 of the "
+            "(B, T, V) logits left after [..., 0, :]), so it gave (B, V): for each letter, the "
+            "position where it scores highest, which does not line up with the (B, T) tokens "
+            "(the RuntimeError below). The answer at a position is the letter with the largest logit: "
+            "the argmax over the vocabulary, the last dimension (argmax(-1)).",
+            when=lambda args, got: isinstance(got, RaisedError) and got.kind == "positions"),
     Mistake("argmax over the wrong axis", "the answer at a position is the letter with the largest "
             "logit: the argmax over the vocabulary, the last dimension of the (B, T, 1, V) logits "
             "(argmax(-1)). An argmax over dimension 1 or 2 (-2) picks a position or the one answer "
