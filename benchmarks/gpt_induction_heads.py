@@ -4,6 +4,10 @@ needs.
 Usage: ``python benchmarks/gpt_induction_heads.py`` (writes
 ``lib/attnbook/results/gpt_induction_heads.json``, which the chapter reads), or
 ``python benchmarks/gpt_induction_heads.py --smoke`` (seconds; writes nothing unless ``--out``).
+``python benchmarks/gpt_induction_heads.py --layers 1`` trains the control: the same model,
+task, seeds, rate and steps with one layer instead of two (writes
+``lib/attnbook/results/gpt_induction_one_layer.json``); its curve's prefix-matching score is
+then that of its only layer.
 
 The chapter's induction run (Section 8.6): random segments of 6 to 16 tokens over a vocabulary
 of 64, repeated, then random filler, windows of 32; the attention-only model of two layers of
@@ -47,10 +51,11 @@ def without_head(model: AttentionOnly, layer: int, head: int) -> AttentionOnly:
     return ablated
 
 
-def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) -> dict:
-    """Train one model and ablate each head in turn."""
+def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor,
+            layers: int = LAYERS) -> dict:
+    """Train one model of ``layers`` layers and ablate each head in turn."""
     torch.manual_seed(seed)
-    model = AttentionOnly(V_IND, LENGTH, d_model=D_MODEL, num_heads=HEADS, num_layers=LAYERS)
+    model = AttentionOnly(V_IND, LENGTH, d_model=D_MODEL, num_heads=HEADS, num_layers=layers)
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.0)
     batches = repeated_batches(32, LENGTH, V_IND, MIN_SEG, MAX_SEG,
                                torch.Generator().manual_seed(1 + seed))
@@ -60,7 +65,7 @@ def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) 
         with torch.no_grad():
             _, few_maps = m(few, need_weights=True)
         return {"repeat loss": half_losses(m, few, few_lengths)[1],
-                "prefix matching": induction_scores(few_maps[1], few, few_lengths).max().item()}
+                "prefix matching": induction_scores(few_maps[-1], few, few_lengths).max().item()}
 
     history = fit(model, batches, next_token_loss, optimizer, steps, progress=False,
                   eval_fn=track, eval_every=EVAL_EVERY)
@@ -73,8 +78,8 @@ def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) 
     previous = [previous_token_scores(m).mean(-1).tolist() for m in maps]  # (layers, heads)
     ablated = {f"layer {layer + 1}, head {head + 1}":
                round(half_losses(without_head(model, layer, head), tokens, lengths)[1], 4)
-               for layer in range(LAYERS) for head in range(HEADS)}
-    return {"seed": seed, "first_copy_loss": round(first, 4), "repeat_loss": round(repeat, 4),
+               for layer in range(layers) for head in range(HEADS)}
+    return {"seed": seed, "layers": layers, "first_copy_loss": round(first, 4), "repeat_loss": round(repeat, 4),
             "previous_token_scores": [[round(x, 4) for x in row] for row in previous],
             "repeat_loss_without": ablated, "curve": curve}
 
@@ -82,15 +87,33 @@ def run_one(seed: int, steps: int, tokens: torch.Tensor, lengths: torch.Tensor) 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
     parser.add_argument("--steps", type=int, default=500)
+    parser.add_argument("--layers", type=int, default=LAYERS,
+                        help="1: the one-layer control (its own results file)")
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                        help="a subset of the seeds (each seed's run does not depend on others)")
     args = parser.parse_args()
     torch.set_num_threads(1)
     steps = 20 if args.smoke else args.steps
     tokens, lengths = repeated_segments(512, LENGTH, V_IND, MIN_SEG, MAX_SEG,
                                         torch.Generator().manual_seed(99))
     runs = []
-    for seed in SEEDS:
-        runs.append(run_one(seed, steps, tokens, lengths))
+    for seed in args.seeds:
+        runs.append(run_one(seed, steps, tokens, lengths, args.layers))
         print(json.dumps(runs[-1]), flush=True)
+    if args.layers != LAYERS:
+        out = common.out_path(args, f"gpt_induction_{'one' if args.layers == 1 else args.layers}"
+                                    "_layer.json")
+        if out is not None:
+            common.write_result(out, {
+                "description": f"Chapter 8: the control of Section 8.6, the induction model "
+                               f"with {args.layers} layer(s) instead of two, same task, seeds, "
+                               "rate and steps; first- and repeat-copy losses on the 512 "
+                               "held-out sequences and the training curve (repeat loss and "
+                               "best last-layer prefix-matching score every 20 steps on 128); "
+                               "written by benchmarks/gpt_induction_heads.py",
+                "command": common.command_line(), "steps": steps, "layers": args.layers,
+                "runs": runs, "machine": common.machine()})
+        return
     out = common.out_path(args, "gpt_induction_heads.json")
     if out is not None:
         common.write_result(out, {

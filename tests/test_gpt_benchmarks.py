@@ -236,3 +236,23 @@ def test_committed_ngram_counts_are_the_chapters():
     assert result["dev_targets"] == 166080  # as the rate sweep's dev windows
     assert len(result["fivegram_position_losses"]) == 64
     assert "--discounts" in result["command"]
+
+
+def test_one_layer_smoke_run_trains_one_layer(tmp_path):
+    out = tmp_path / "one.json"
+    _run("gpt_induction_heads.py", "--smoke", "--layers", "1", "--seeds", "0", "--out", str(out))
+    result = json.loads(out.read_text())
+    assert result["layers"] == 1 and [r["seed"] for r in result["runs"]] == [0]
+    run = result["runs"][0]
+    assert run["layers"] == 1 and len(run["previous_token_scores"]) == 1
+    assert set(run["repeat_loss_without"]) == {"layer 1, head 1", "layer 1, head 2"}
+
+
+def test_committed_one_layer_control_matches_the_two_layer_runs():
+    """The one-layer control: the same seeds and steps as the two-layer runs it is set beside."""
+    one, two = load_result("gpt_induction_one_layer.json"), load_result("gpt_induction_heads.json")
+    assert one["layers"] == 1 and one["steps"] == two["steps"] == 500
+    assert [r["seed"] for r in one["runs"]] == [r["seed"] for r in two["runs"]] == [0, 1, 2]
+    for run in one["runs"]:
+        assert run["layers"] == 1 and len(run["previous_token_scores"]) == 1
+        assert [p["step"] for p in run["curve"]] == list(range(20, 501, 20))
