@@ -4,9 +4,10 @@ Usage: ``python benchmarks/vit_bags.py [--copies 20]`` (writes ``lib/attnbook/re
 which the chapter prints), or ``python benchmarks/vit_bags.py --smoke`` (seconds; writes nothing
 unless ``--out`` is given; the test suite runs it).
 
-The chapter compares ``vit_nopos`` (the ViT with no position table, trained with the recipe's
-augmentation: rotation up to 15 degrees, scaling up to 10%, shift up to 1 pixel) with two bags of
-patches fitted on the plain training digits. That comparison is not like for like. Here each bag is
+The chapter compares the ViT with no position table, trained on the plain digits
+(``vit_nopos_noaug`` in ``vit_data_efficiency.py``) and with the recipe's augmentation
+(``vit_nopos``: rotation up to 15 degrees, scaling up to 10%, shift up to 1 pixel), with two bags of
+patches fitted on the same two kinds of data. Here each bag is
 fitted twice, on the plain training digits and on ``copies`` augmented copies of them drawn with the
 recipe's augmentation (``random_affine`` through ``image_batches``, seeded), everything else equal:
 k-means on the 2 x 2 windows (stride 2: the ViT's 16 patches; stride 1: all 49 windows), the number

@@ -19,7 +19,7 @@ def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
     controls = result["controls"]
     assert {(r["model"], r["fraction"]) for r in controls} == {
         ("vit_small", 0.1), ("vit_small", 1.0), ("vit_nopos", 1.0), ("vit_noaug", 1.0), ("cnn_noaug", 1.0),
-        ("vit_local", 0.1)}
+        ("vit_local", 0.1), ("vit_nopos_noaug", 1.0)}
     for r in runs + controls:
         for key in ("test_accuracy", "test_accuracy_shift_1", "test_accuracy_shift_2"):
             assert 0.0 <= r[key] <= 1.0
@@ -27,6 +27,7 @@ def test_smoke_run_writes_every_model_fraction_and_shift(tmp_path):
     assert sizes["vit_small"] < sizes["vit"] and sizes["vit_nopos"] < sizes["vit"]  # no position table
     assert sizes["vit_noaug"] == sizes["vit"] and sizes["cnn_noaug"] == sizes["cnn"]
     assert sizes["vit_local"] == sizes["vit"]  # the mask adds no parameter
+    assert sizes["vit_nopos_noaug"] == sizes["vit_nopos"]  # the same model, other training data
 
 
 def test_the_local_vit_sees_only_neighbouring_patches():
@@ -54,6 +55,32 @@ def test_the_small_vit_has_about_the_cnns_parameter_count():
     small, cnn = (count_parameters(bench.build(kind, 0, smoke=False)) for kind in ("vit_small", "cnn"))
     assert 0.8 < small / cnn < 1.25
     assert bench.build("vit_nopos", 0, smoke=False).embeddings.positions is None
+
+
+def test_the_matched_no_position_control_is_vit_nopos_on_plain_digits():
+    """``vit_nopos_noaug`` is ``vit_nopos`` (same weights at a seed) trained without augmentation."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import vit_data_efficiency as bench
+    plain, augmented = (bench.build(kind, 0, smoke=False) for kind in ("vit_nopos_noaug", "vit_nopos"))
+    assert plain.embeddings.positions is None
+    for a, b in zip(plain.parameters(), augmented.parameters(), strict=True):
+        assert a.equal(b)
+    assert "vit_nopos_noaug" in bench.DEFAULT_CONTROLS and bench.CONTROLS["vit_nopos_noaug"] == (1.0,)
+
+
+def test_committed_matched_no_position_rows():
+    """The chapter compares these rows with the bags fitted on plain digits: every seed of the
+    file, all training digits, the same model as ``vit_nopos``, and accuracies that are measured."""
+    result = load_result("vit_data_efficiency.json")
+    rows = {r["seed"]: r for r in result["controls"] if r["model"] == "vit_nopos_noaug"}
+    augmented = {r["seed"]: r for r in result["controls"] if r["model"] == "vit_nopos"}
+    assert sorted(rows) == sorted(result["seeds"])
+    for seed, row in rows.items():
+        assert row["fraction"] == 1.0 and row["train_images"] == augmented[seed]["train_images"]
+        assert row["parameters"] == augmented[seed]["parameters"]
+        for key in ("test_accuracy", "test_accuracy_shift_1", "test_accuracy_shift_2"):
+            assert 0.1 < row[key] < 1.0 and row[key] != augmented[seed][key]
+    assert len({row["test_accuracy"] for row in rows.values()}) == len(rows)  # not one row copied
 
 
 def test_committed_results_cover_the_grid():
