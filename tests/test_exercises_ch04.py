@@ -127,7 +127,9 @@ MERGE_WRONG = [
     (lambda x: x.mean(1), "averaged heads"),
     (lambda x: x.sum(1), "averaged heads"),
     (lambda x: merge_heads_strided(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),
-    (lambda x: merge_heads_strided(x.flip(1)), ""),  # heads in reverse order
+    (lambda x: merge_heads_strided(x.flip(1)), "heads reversed"),
+    (lambda x: merge_heads_strided(x.flip(2)), "positions reversed"),
+    (lambda x: merge_heads_strided(x).flip(1), "positions reversed"),
     (lambda x: x.transpose(1, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]),
      "positions and features swapped"),
     (lambda x: blocks_merge(x).flip(-1), "columns reversed"),

@@ -207,6 +207,13 @@ MERGE_MISTAKES = [
             "mixes positions into columns: the positions must come right after the batch, "
             "permute(0, 2, 3, 1) gives (B, T, Dh, H), then reshape.",
             gives=lambda x: x.transpose(2, 3).reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("heads reversed", "the heads come out in reverse order (a flip of dimension 1): column "
+            "c * H + h of the output is column c of head h, with h counted upwards from head 0.",
+            gives=lambda x: _reference_merge(x.flip(1))),
+    Mistake("positions reversed", "the positions come out in reverse order (a flip of the position "
+            "dimension): row t of the output is position t of the input; permute(0, 2, 3, 1) keeps "
+            "the positions in order, then reshape.",
+            gives=lambda x: _reference_merge(x.flip(2))),
     Mistake("columns reversed", "the columns come out in reverse order: column c * H + h of the output is "
             "column c of head h, counted upwards from column 0 (no flip).",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.dim() == 3 and args[0].numel() > 1
