@@ -661,23 +661,44 @@ def test_measure_halves_splits_c_in_two():
 
 # --- the command line: the two predict-then-measure exercises -----------------------------------
 from attnbook.exercises.ch01 import (  # noqa: E402
-    MIDDLE_COMMITTED, MIDDLE_TOLERANCE, SWAP_RANGE, check_middle_letter_file,
-    check_swapped_context_file)
+    MIDDLE_COMMITTED, MIDDLE_TOLERANCE, SWAP_COMMITTED, SWAP_RANGE, SWAP_TOLERANCE,
+    check_middle_letter_file, check_swapped_context_file)
 
 
-@pytest.mark.parametrize("where, passed, diagnosis", [
-    ("low", True, ""), ("high", True, ""), ("mid", True, ""),
-    ("below", False, "below the range"), ("above", False, "above the range"),
-    ("percent", False, "percent"), ("text", False, "not a number"), ("bool", False, "not a number"),
+@pytest.mark.parametrize("prediction, passed, diagnosis", [
+    (0.74, True, ""), (0.68, True, ""), (0.80, True, ""),  # within 10 points of the whole band
+    (0.66, False, "cannot judge here"), (0.82, False, "cannot judge here"),  # depends on the model
+    (0.60, False, "cannot judge here"), (0.88, False, "cannot judge here"),
+    (0.58, False, "too optimistic"), (0.55, False, "too optimistic"),  # SWAP_RANGE's old floor
+    (0.90, False, "too pessimistic"), (0.95, False, "too pessimistic"),  # its old ceiling
+    (0.12, False, "too optimistic"), (1.0, False, "too pessimistic"),
+    (74, False, "percent"), ("0.74", False, "not a number"), (True, False, "not a number"),
 ])
-def test_command_line_swapped_context(where, passed, diagnosis, capsys):
-    low, high = SWAP_RANGE
-    prediction = {"low": low, "high": high, "mid": (low + high) / 2, "below": low - 0.02,
-                  "above": min(high + 0.02, 1.0), "percent": 100 * (low + high) / 2,
-                  "text": str(low), "bool": True}[where]
+def test_command_line_swapped_context(prediction, passed, diagnosis, capsys):
+    """The command line passes only what passes for every measurement in the committed band
+    (74% measured, 70-78%), fails only what fails for all of them, and refuses to grade the rest:
+    the old 55-95% band passed almost any "high" guess."""
     result = check_swapped_context_file(None, prediction=prediction)
     assert bool(result) == passed
     assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_command_line_swapped_context_band_is_judged_by_the_notebook_rule():
+    """Every prediction the command line passes is within the notebook's tolerance of every
+    measurement in the band, every one it fails is beyond it for all of them, and the band sits
+    inside the range the notebook accepts as a measurement of the chapter's model."""
+    low, high = SWAP_COMMITTED
+    assert SWAP_RANGE[0] <= low < high <= SWAP_RANGE[1]
+    measurements = [low + (high - low) * i / 10 for i in range(11)]
+    for p in [i / 100 for i in range(101)]:
+        result = check_swapped_context_file(None, prediction=p)
+        close = [abs(p - m) <= SWAP_TOLERANCE + 1e-12 for m in measurements]
+        if result:
+            assert all(close), p
+        elif result.diagnosis in ("too optimistic", "too pessimistic"):
+            assert not any(close), p
+        else:
+            assert result.diagnosis == "cannot judge here" and any(close) and not all(close), p
 
 
 def test_command_line_swapped_context_names_the_start_state_guess(capsys):
