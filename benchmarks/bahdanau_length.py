@@ -253,11 +253,13 @@ class UniformScore(torch.nn.Module):
 
 
 class BandScore(torch.nn.Module):
-    """A parameter-free fixed diagonal band: output step i (from 0) looks at letter i * ratio.
+    """A parameter-free fixed diagonal band: output step i (from 0) looks at letter i / ratio.
 
-    Scores -(j - i * ratio)^2 / (2 sigma^2): after the softmax, a Gaussian of width sigma letters
+    Scores -(j - i / ratio)^2 / (2 sigma^2): after the softmax, a Gaussian of width sigma letters
     around the centre (renormalised over the word's real letters). ``ratio`` is the training
-    words' phonemes per letter, so the band runs down the average diagonal. The step counter is
+    words' phonemes per letter, so output step i (a phoneme) sits i / ratio letters in: the band
+    runs down the average diagonal. (Runs before 2026-11-26 afternoon centred it at i * ratio, a
+    slope of 0.85 letters per step instead of 1.18, which drifts off the diagonal on long words.) The step counter is
     reset by ``prepare`` (called once per batch by the decoder's ``start``) and advanced by every
     ``score`` call: a benchmark-only stand-in, valid because the decoder scores once per step.
     """
@@ -272,7 +274,7 @@ class BandScore(torch.nn.Module):
 
     def score(self, query: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
         j = torch.arange(prepared.shape[1], dtype=query.dtype, device=query.device)  # (S,)
-        e = -((j - self.t * self.ratio) ** 2) / (2 * self.sigma**2)
+        e = -((j - self.t / self.ratio) ** 2) / (2 * self.sigma**2)
         self.t += 1
         return e.expand(query.shape[0], query.shape[1], -1).clone()  # (B, T, S)
 
@@ -386,7 +388,7 @@ def baselines_main(args) -> None:
         "description": "Chapter 2, section 2.7: what learning the alignment adds. Chapter 2's 360-step recipe on "
                        "single words, seeds 0-2, the same initial weights and batches within a seed: no attention "
                        "(Chapter 1's model); the attention decoder with uniform weights 1/S, trained that way; "
-                       "with a fixed diagonal band (step i looks at letter i * phonemes-per-letter, Gaussian "
+                       "with a fixed diagonal band (step i looks at letter i / phonemes-per-letter, Gaussian "
                        f"sigma {BAND_SIGMA} letter, no parameters), trained that way; with learned additive weights. "
                        "Written by benchmarks/bahdanau_length.py --baselines",
         "command": f"python benchmarks/bahdanau_length.py --baselines --jobs {args.jobs}",
