@@ -56,6 +56,7 @@ CPU-minutes each; ``--tuned-kinds band`` runs the band only).
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
 import random
@@ -253,11 +254,13 @@ class UniformScore(torch.nn.Module):
 
 
 class BandScore(torch.nn.Module):
-    """A parameter-free fixed diagonal band: output step i (from 0) looks at letter i * ratio.
+    """A parameter-free fixed diagonal band: output step i (from 0) looks at letter i / ratio.
 
-    Scores -(j - i * ratio)^2 / (2 sigma^2): after the softmax, a Gaussian of width sigma letters
+    Scores -(j - i / ratio)^2 / (2 sigma^2): after the softmax, a Gaussian of width sigma letters
     around the centre (renormalised over the word's real letters). ``ratio`` is the training
-    words' phonemes per letter, so the band runs down the average diagonal. The step counter is
+    words' phonemes per letter, so output step i (a phoneme) sits i / ratio letters in: the band
+    runs down the average diagonal. (Runs before 2026-11-26 afternoon centred it at i * ratio, a
+    slope of 0.85 letters per step instead of 1.18, which drifts off the diagonal on long words.) The step counter is
     reset by ``prepare`` (called once per batch by the decoder's ``start``) and advanced by every
     ``score`` call: a benchmark-only stand-in, valid because the decoder scores once per step.
     """
@@ -272,7 +275,7 @@ class BandScore(torch.nn.Module):
 
     def score(self, query: torch.Tensor, prepared: torch.Tensor) -> torch.Tensor:
         j = torch.arange(prepared.shape[1], dtype=query.dtype, device=query.device)  # (S,)
-        e = -((j - self.t * self.ratio) ** 2) / (2 * self.sigma**2)
+        e = -((j - self.t / self.ratio) ** 2) / (2 * self.sigma**2)
         self.t += 1
         return e.expand(query.shape[0], query.shape[1], -1).clone()  # (B, T, S)
 
@@ -386,7 +389,7 @@ def baselines_main(args) -> None:
         "description": "Chapter 2, section 2.7: what learning the alignment adds. Chapter 2's 360-step recipe on "
                        "single words, seeds 0-2, the same initial weights and batches within a seed: no attention "
                        "(Chapter 1's model); the attention decoder with uniform weights 1/S, trained that way; "
-                       "with a fixed diagonal band (step i looks at letter i * phonemes-per-letter, Gaussian "
+                       "with a fixed diagonal band (step i looks at letter i / phonemes-per-letter, Gaussian "
                        f"sigma {BAND_SIGMA} letter, no parameters), trained that way; with learned additive weights. "
                        "Written by benchmarks/bahdanau_length.py --baselines",
         "command": f"python benchmarks/bahdanau_length.py --baselines --jobs {args.jobs}",
@@ -400,7 +403,7 @@ def baselines_main(args) -> None:
 TUNED_KINDS = ("band", "uniform")  # --tuned-baselines: section 2.7's baselines at the tuned 1,200-step budget
 
 
-def run_tuned(kind: str, seed: int, smoke: bool) -> dict:
+def run_tuned(kind: str, seed: int, smoke: bool, peak_lr: float | None = None) -> dict:
     """One --tuned-baselines run: ``g2p_compare.run_one``'s attention model and recipe, its score swapped.
 
     The recipe is the one ``g2p_compare.py`` chose on dev for both of its RNN models (tuned for them,
@@ -417,7 +420,8 @@ def run_tuned(kind: str, seed: int, smoke: bool) -> dict:
 
     g2p_compare.build = build  # this worker process only: the compare script's run, our model
     steps = 4 if smoke else g2p_compare.BUDGET_STEPS
-    row = dict(g2p_compare.run_one("gru_attention", recipe, seed, steps, "tuned_baseline", smoke), model=kind)
+    rate = g2p_compare.PEAK_LR if peak_lr is None else peak_lr
+    row = dict(g2p_compare.run_one("gru_attention", recipe, seed, steps, "tuned_baseline", smoke, rate), model=kind)
     print(json.dumps(row), flush=True)  # the line --resume reads (the line above names the compare model)
     return row
 
@@ -427,8 +431,11 @@ def tuned_baselines_main(args) -> None:
     seeds = SEEDS[:2] if args.smoke else SEEDS
     kinds = tuple(k for k in TUNED_KINDS if k in args.tuned_kinds.split(","))
     rows = [row for kind in kinds  # the band's seeds first: the chapter's question
-            for row in common.run_missing(run_tuned, (kind,), seeds, args.smoke, args.jobs, args.resume)]
-    out = common.out_path(args, "bahdanau_baselines_tuned.json")
+            for row in common.run_missing(functools.partial(run_tuned, peak_lr=args.tuned_rate), (kind,), seeds,
+                                          args.smoke, args.jobs, args.resume)]
+    default_rate = args.tuned_rate is None
+    out = common.out_path(args, "bahdanau_baselines_tuned.json" if default_rate
+                          else f"bahdanau_baselines_tuned_{args.tuned_rate:g}.json")
     if out is None:
         return
     common.write_result(out, {
@@ -437,10 +444,10 @@ def tuned_baselines_main(args) -> None:
                        "for the RNN models, its batches and initial weights, seeds 0-2); written by "
                        "benchmarks/bahdanau_length.py --tuned-baselines",
         "command": f"python benchmarks/bahdanau_length.py --tuned-baselines --tuned-kinds {','.join(kinds)} "
-                   f"--jobs {args.jobs}",
+                   f"--jobs {args.jobs}" + ("" if default_rate else f" --tuned-rate {args.tuned_rate:g}"),
         "machine": common.machine(args.jobs), "conditions": args.conditions,
         "setup": {"seeds": list(seeds), "band_sigma": BAND_SIGMA, "recipe": rows[0]["recipe"],
-                  "steps": rows[0]["steps"]},
+                  "steps": rows[0]["steps"], "peak_lr": rows[0]["peak_lr"]},
         "runs": [{k: v for k, v in r.items() if k != "dev_sample_curve"} for r in rows],
     })
 
@@ -524,6 +531,9 @@ def main() -> None:
                              "three seeds (bahdanau_baselines_tuned.json)")
     parser.add_argument("--tuned-kinds", default=",".join(TUNED_KINDS),
                         help=f"with --tuned-baselines: which of {','.join(TUNED_KINDS)} to run (comma-separated)")
+    parser.add_argument("--tuned-rate", type=float, default=None,
+                        help="with --tuned-baselines: the peak rate (default g2p_compare.py's 3e-3); another rate "
+                             "writes bahdanau_baselines_tuned_RATE.json")
     args = parser.parse_args()
     if args.jobs < 1 or args.steps < 1:
         parser.error("--jobs and --steps must be >= 1")

@@ -31,3 +31,13 @@ def test_committed_tuned_band_matches_the_compare_runs_it_is_set_beside():
     assert all(r["steps"] == compare["setup"]["budget_steps"] and r["recipe"] == recipe for r in runs)
     sizes = {r["model"]: r["parameters"] for r in compare["runs"]}
     assert all(r["parameters"] == sizes["gru"] for r in runs)  # no alignment parameters
+
+
+def test_committed_band_at_the_dev_chosen_rate_has_three_seeds():
+    """--tuned-rate 0.006: the band at the rate dev chose for GRU + attention, seeds 0-2, same budget."""
+    result = load_result("bahdanau_baselines_tuned_0.006.json")
+    assert result["setup"]["peak_lr"] == 0.006 and result["setup"]["steps"] == 1200
+    runs = result["runs"]
+    assert sorted(r["seed"] for r in runs) == [0, 1, 2] and {r["model"] for r in runs} == {"band"}
+    assert all(r["peak_lr"] == 0.006 and 0 < r["test_wer"] < 1 for r in runs)
+    assert "--tuned-rate 0.006" in result["command"]

@@ -770,7 +770,7 @@ def test_trained_uniform_prediction(predicted, passed, diagnosis, capsys):
 
 
 COMMITTED_NONE = [0.617, 0.613, 0.617]  # bahdanau_baselines.json, seeds 0-2
-COMMITTED_BAND = [0.528, 0.541, 0.552]
+COMMITTED_BAND = [0.499, 0.494, 0.502]  # the corrected band
 
 
 @pytest.mark.parametrize("none, uniform, band, accepted", [
@@ -778,12 +778,12 @@ COMMITTED_BAND = [0.528, 0.541, 0.552]
     (TRAINED_MEASURED["none"], [0.49, 0.50, 0.51], TRAINED_MEASURED["band"], "a"),  # better than the band
     (TRAINED_MEASURED["none"], [0.57, 0.58, 0.56], TRAINED_MEASURED["band"], "b"),  # between the two
     (TRAINED_MEASURED["none"], [0.66, 0.67, 0.70], TRAINED_MEASURED["band"], "c"),  # far above no attention
-    # the committed pattern: +0.0, +3.9, +2.5 against no attention, 9 to 11 points above the band
+    # the committed pattern: +0.0, +3.9, +2.5 against no attention, 12 to 16 points above the band
     (COMMITTED_NONE, [0.618, 0.652, 0.642], COMMITTED_BAND, "c"),
     # one seed 1.2 points below no attention (b), the others within a point (c): both accepted
     (COMMITTED_NONE, [0.605, 0.61, 0.615], COMMITTED_BAND, "bc"),
     # seeds in all three places: no choice is ruled out
-    (COMMITTED_NONE, [0.53, 0.58, 0.62], COMMITTED_BAND, "abc"),
+    (COMMITTED_NONE, [0.505, 0.58, 0.62], COMMITTED_BAND, "abc"),
 ])
 def test_trained_uniform_prediction_follows_the_seeds(none, uniform, band, accepted, capsys):
     """The verdict is computed from each seed's WERs, not stored: other numbers, another answer;

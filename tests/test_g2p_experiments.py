@@ -124,11 +124,11 @@ def test_bahdanau_baselines_smoke_run(tmp_path):
 
 
 def test_band_score_follows_the_diagonal_and_resets_per_batch():
-    """Step i's largest weight sits on letter round(i * ratio); ``prepare`` restarts the count."""
+    """Step i's largest weight sits on letter round(i / ratio); ``prepare`` restarts the count."""
     sys.path.insert(0, str(ROOT / "benchmarks"))
     import bahdanau_length as script
     import torch
-    band = script.BandScore(ratio=0.5, sigma=1.0)
+    band = script.BandScore(ratio=2.0, sigma=1.0)  # 2 phonemes per letter: half a letter a step
     keys, query = torch.zeros(2, 6, 4), torch.zeros(2, 1, 3)
     for _ in range(2):  # two batches: the counter restarts
         prepared = band.prepare(keys)
