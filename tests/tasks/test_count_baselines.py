@@ -6,6 +6,7 @@ import pytest
 
 from attnbook.data.byte_text import ByteVocab
 from attnbook.tasks.count_baselines import (
+    aligned_letters,
     LetterAligner, LetterWindowG2P, PhonemeWindowP2G, copy_phoneme_names, letter_rule,
     span_target_baselines,
 )
@@ -79,3 +80,17 @@ def test_wider_g2p_tables_look_at_more_letters_first():
             assert wide(word) == phonemes
     with pytest.raises(ValueError, match="width must be one of"):
         LetterWindowG2P(PAIRS, aligner, width=6)
+
+
+ALIGN_PAIRS = [("thought", ("TH", "AO", "T")), ("tot", ("T", "AA", "T")), ("hot", ("HH", "AA", "T")),
+               ("box", ("B", "AA", "K", "S")), ("ox", ("AA", "K", "S")), ("though", ("DH", "OW"))] * 5
+
+
+def test_aligned_letters_give_each_phoneme_its_letter_in_order():
+    aligner = LetterAligner(ALIGN_PAIRS)
+    assert aligned_letters(aligner, "box", ("B", "AA", "K", "S")) == [0, 1, 2, 2]
+    for word, phonemes in set(ALIGN_PAIRS):
+        units, letters = aligner.align(word, phonemes), aligned_letters(aligner, word, phonemes)
+        assert len(letters) == len(phonemes) and letters == sorted(letters)
+        assert all(phonemes[j] in units[i] for j, i in enumerate(letters))
+    assert aligned_letters(aligner, "a", ("EY", "B", "C")) is None  # three phonemes on one letter

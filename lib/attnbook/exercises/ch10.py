@@ -146,7 +146,7 @@ def check_bucket_range(fn: Callable) -> CheckResult:
     # log buckets that end hundreds of thousands of offsets away, under a time limit: a formula answers
     # in microseconds, trying offsets (or distances one by one) takes seconds. Chosen where float64
     # arithmetic and the library's float32 put every end on the same offset.
-    far = _bucket_cases([(False, 32, 10 ** 6), (True, 16, 10 ** 7), (False, 8, 10 ** 7)])
+    far = _bucket_cases(FAR_SETTINGS)
     mistakes = _bucket_mistakes()
     if callable(fn) and _calls(fn, _is_bucket_function,
                                    frozenset({"relative_position_bucket", "_relative_position_bucket"})):
@@ -154,21 +154,52 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                        "`relative_position_bucket` or `transformers`' `_relative_position_bucket`) to try "
                        "offsets: work the ends out from the formula instead (the library's bucket function is "
                        "what the checker compares with).", "scans the library")
-    if callable(fn) and _too_slow(fn, far, BUCKET_SECONDS):
+    if callable(fn) and _too_slow(fn, far, _scan_seconds() / SCAN_FRACTION):
         with contextlib.redirect_stdout(io.StringIO()):
             near = run_cases("bucket range", fn, [c for c in cases if c.args[3] <= 128], mistakes)
         if not near and near.diagnosis:  # a named mistake on the small tables says more
             print(near.message)
             return near
         return _finish("bucket range", False, f"the {len(far)} cases with max_distance 10^6 and 10^7 took "
-                       f"more than {BUCKET_SECONDS:g} s: the function tries offsets (or distances) one by one. "
+                       "more than a thirtieth of the time stepping the distance one by one takes: the function "
+                       "tries offsets (or distances) one by one. "
                        "Invert the formula instead: log bucket k starts at the smallest distance d with "
                        "d >= max_exact * (max_distance / max_exact) ** ((k - max_exact) / (per_side - max_exact)); "
                        "compute that, then step d by one only to correct the rounding.", "offsets scanned")
     return run_cases("bucket range", fn, cases + far, mistakes)
 
 
-BUCKET_SECONDS = 2.0  # for all the far cases together
+SCAN_FRACTION = 30  # a reader's function may take this fraction of a scan's time over the far cases
+FAR_SETTINGS = ((False, 32, 10 ** 6), (True, 16, 10 ** 7), (False, 8, 10 ** 7))
+
+
+@functools.lru_cache(maxsize=1)
+def _scan_seconds() -> float:
+    """Seconds that stepping the distance one by one takes over the far cases on this machine now,
+    measured once per process: the time limit scales with the machine, so a slow or loaded machine
+    does not fail a formula and a fast one does not pass a scan (a formula takes about 1/10,000 of
+    a scan's time)."""
+    start = time.perf_counter()
+    for case in _bucket_cases(FAR_SETTINGS):
+        _scan_range(*case.args)
+    return time.perf_counter() - start
+
+
+def _scan_range(bucket: int, bidirectional: bool, num_buckets: int, max_distance: int) -> tuple:
+    """The ends of ``bucket`` found by stepping the distance one by one (the calibration above)."""
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_side // 2
+    side, b = divmod(bucket, per_side) if bidirectional else (0, bucket)
+
+    def first_distance(k: int) -> int:
+        d = exact
+        while exact + int(math.log(d / exact) / math.log(max_distance / exact) * (per_side - exact)) < k:
+            d += 1
+        return d
+
+    if b < exact:
+        return (side, b, b)
+    return (side, first_distance(b), None if b == per_side - 1 else first_distance(b + 1) - 1)
 
 
 class _Late(BaseException):
