@@ -26,14 +26,11 @@ import torch
 from torch import nn
 
 import common
-from attnbook.data.synthetic import neighbours_task, task_batches
-from attnbook.env import seed_everything
 from attnbook.layers import SinusoidalPositionalEncoding
 from attnbook.layers.blocks import EncoderBlock
-from attnbook.tasks.tagging import tagging_loss
-from attnbook.train import fit
+from narrow_heads import SEQ_LEN, VOCAB, WIDTH, train_on_neighbours
 
-SEQ_LEN, VOCAB, WIDTH, LR, FF = 12, 16, 64, 3e-3, 256
+FF = 256  # the block's feed-forward width; the task's sizes and rate are narrow_heads.py's
 
 
 class BlockTagger(nn.Module):
@@ -54,28 +51,12 @@ class BlockTagger(nn.Module):
         return self.readout(self.norm(x)).view(B, T, 2, VOCAB)  # (B, T, 2, V)
 
 
-def interior_both_right(model, tokens, targets) -> float:
-    with torch.no_grad():
-        named = model(tokens).argmax(-1)[:, 1:-1]  # (B, T-2, 2)
-    return (named == targets[:, 1:-1]).all(-1).float().mean().item()
-
-
 def run(num_heads: int, seed: int, steps: int, eval_every: int) -> dict:
-    torch.set_num_threads(1)
-    tokens, targets = neighbours_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
-    gen = seed_everything(seed)
-    model = BlockTagger(num_heads)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
-    batches = task_batches(neighbours_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
-    history = fit(model, batches, tagging_loss, optimizer, steps, progress=False,
-                  eval_fn=lambda m: {"both_right": interior_both_right(m, tokens, targets)},
-                  eval_every=eval_every)
-    curve = {str(step): round(value, 4) for step, value in history.metrics["both_right"]}
-    last = history.losses[-50:]  # the mean loss of the last 50 steps
+    model, curve, loss = train_on_neighbours(lambda: BlockTagger(num_heads), seed, steps, eval_every)
     row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed,
            "model": "pre-norm block (MHA + FFN 256, residuals), linear read-outs",
            "parameters": sum(p.numel() for p in model.parameters()),
-           "both_right": curve, "loss_last_50_steps": round(sum(last) / len(last), 4)}
+           "both_right": curve, "loss_last_50_steps": loss}
     print(json.dumps(row), flush=True)
     return row
 

@@ -41,15 +41,13 @@ def interior_both_right(model, tokens, targets) -> float:
     return (named == targets[:, 1:-1]).all(-1).float().mean().item()
 
 
-def run(num_heads: int, seed: int, steps: int, eval_every: int, hidden: int | None = None) -> dict:
+def train_on_neighbours(build, seed: int, steps: int, eval_every: int) -> tuple[nn.Module, dict, float]:
+    """``build()`` (called after seeding) trained on the neighbours task with the page's recipe:
+    the model, its interior both-right curve ``{step: share}`` and the mean loss of the last 50 steps."""
     torch.set_num_threads(1)
     tokens, targets = neighbours_task(2000, SEQ_LEN, VOCAB, torch.Generator().manual_seed(123))
     gen = seed_everything(seed)
-    model = SelfAttentionTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, positional="sinusoidal",
-                                num_outputs=2)
-    if hidden:  # as the chapter's train_neighbours(hidden=n)
-        model.readout = nn.Sequential(nn.Linear(WIDTH, hidden), nn.ReLU(),
-                                      nn.Linear(hidden, 2 * VOCAB))
+    model = build()
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     batches = task_batches(neighbours_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
     history = fit(model, batches, tagging_loss, optimizer, steps, progress=False,
@@ -57,9 +55,22 @@ def run(num_heads: int, seed: int, steps: int, eval_every: int, hidden: int | No
                   eval_every=eval_every)
     curve = {str(step): round(value, 4) for step, value in history.metrics["both_right"]}
     last = history.losses[-50:]  # the mean loss of the last 50 steps
+    return model, curve, round(sum(last) / len(last), 4)
+
+
+def run(num_heads: int, seed: int, steps: int, eval_every: int, hidden: int | None = None) -> dict:
+    def build() -> nn.Module:
+        model = SelfAttentionTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, positional="sinusoidal",
+                                    num_outputs=2)
+        if hidden:  # as the chapter's train_neighbours(hidden=n)
+            model.readout = nn.Sequential(nn.Linear(WIDTH, hidden), nn.ReLU(),
+                                          nn.Linear(hidden, 2 * VOCAB))
+        return model
+
+    _, curve, loss = train_on_neighbours(build, seed, steps, eval_every)
     row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed,
            "readout": f"MLP, hidden {hidden}" if hidden else "linear", "both_right": curve,
-           "loss_last_50_steps": round(sum(last) / len(last), 4)}
+           "loss_last_50_steps": loss}
     print(json.dumps(row), flush=True)
     return row
 
