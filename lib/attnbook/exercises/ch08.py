@@ -1065,14 +1065,14 @@ def check_invented_prediction(measure: Callable[[float], float],
     # the measurement ran and is in range: the exercise is done (a pass); the prediction is
     # graded in the text and the diagnosis, so a wrong guess is never edited to get a tick
     if abs(shares[1.5] - shares[0.5]) < 0.01:  # the same share at both: temperature ignored
-        return _prediction_off(name, f"{said}. You predicted about the same share at both "
+        return _prediction_off(name, said, f"You predicted about the same share at both "
                                "temperatures, as if temperature did not change which pieces get "
                                "chained into words. It does: below 1 it *sharpens* the "
                                "distribution (the sampler takes the likeliest piece more often) "
                                "and above 1 it *flattens* it, and the invented share moves with "
                                "it, down at 0.5 and up at 1.5.", "no change predicted")
     if shares[0.5] >= measured[1.0]:
-        return _prediction_off(name, f"{said}. A temperature below 1 *sharpens* the "
+        return _prediction_off(name, said, f"A temperature below 1 *sharpens* the "
                                "distribution, and fewer words are invented. Not because the tail "
                                "is cut (Section 8.5: top-k 20 never draws from the tail and "
                                "still invents words; likely pieces chained together still make "
@@ -1081,7 +1081,7 @@ def check_invented_prediction(measure: Callable[[float], float],
                                "and these chains more often spell a word of the training text.",
                                "wrong direction")
     if shares[1.5] <= measured[1.0]:
-        return _prediction_off(name, f"{said}. A temperature above 1 *flattens* the "
+        return _prediction_off(name, said, f"A temperature above 1 *flattens* the "
                                "distribution: the hundreds of unlikely tokens of the tail gain "
                                "mass, and each one drawn inside a word can make it a word the "
                                "Bible never uses.", "wrong direction")
@@ -1104,19 +1104,20 @@ def check_invented_prediction(measure: Callable[[float], float],
                    if gaps[1.5] > 0 else
                    "the tail is long: dividing the logits by 1.5 raises every unlikely token at "
                    "once, and one odd piece inside a word makes the whole word new")
-    return _prediction_off(name, f"{said}: right direction, but " + "; and ".join(why) + ".",
+    return _prediction_off(name, said, f"right direction, but " + "; and ".join(why) + ".",
                            "magnitude")
 
 
 PREDICTION_OFF = "prediction off"
 
 
-def _prediction_off(name: str, text: str, diagnosis: str) -> CheckResult:
-    """A predict-then-measure verdict once the measurement has run: the exercise passes (the
-    measurement is what it asks for), and the prediction's miss is named and explained, so
-    there is no reason to edit the prediction after measuring."""
-    return _finish(name, True, f"{text} ({PREDICTION_OFF}: {diagnosis}; keep your prediction "
-                   "as written, and note what surprised you.)", diagnosis)
+def _prediction_off(name: str, said: str, why: str, diagnosis: str) -> CheckResult:
+    """A predict-then-measure verdict once the measurement has run: the exercise is done (✓,
+    the measurement is what it asks for), and the prediction's miss gets its own line, marked
+    ✗ and explained, so a wrong guess never looks right and there is no reason to edit it."""
+    why = why[0].upper() + why[1:]
+    return _finish(name, True, f"{said}.\n   ✗ {PREDICTION_OFF} ({diagnosis}): {why} (Keep "
+                   "your prediction as written, and note what surprised you.)", diagnosis)
 
 
 # --- 8. predict, then measure: a window of 16 --------------------------------------------------
@@ -1158,19 +1159,19 @@ def check_window_prediction(measure: Callable[[], tuple[float, float]],
     if abs(prediction - short) <= 0.15 * short:
         return _finish(name, True, f"{said}: within 15%.")
     if prediction >= chapter:
-        return _prediction_off(name, f"{said}: the shorter window did not cost this model "
+        return _prediction_off(name, said, f"the shorter window did not cost this model "
                         "anything; it helped. Section 8.4's right panel shows why it could: the "
                         "chapter's GPT gains almost nothing from the tokens beyond the first 16 or "
                         "so (its in-context-learning score is about zero), and at the same tokens "
                         "per step the 16-window model trains on four times as many windows. "
                         "Which of the two explains the gain is not measured.", "wrong direction")
     if prediction > short:
-        return _prediction_off(name, f"{said}: right direction, but the gain is larger than you "
+        return _prediction_off(name, said, f"right direction, but the gain is larger than you "
                         f"thought: {chapter - short:.1f} points of perplexity at the same tokens per "
                         "step and steps. What causes it (four times as many windows per step, each "
                         "position's row of the table trained four times as often, or both) is not "
                         "measured.", "too small a gain")
-    return _prediction_off(name, f"{said}: right direction, but too far: every target in a window "
+    return _prediction_off(name, said, f"right direction, but too far: every target in a window "
                    "of 16 has at most 15 tokens of context, and the first of each window almost "
                    "none (Section 8.4: the chapter's GPT is at 3.90 nats with one token of "
                    "context), which keeps the short-window model's perplexity up.",
