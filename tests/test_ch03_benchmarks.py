@@ -210,3 +210,27 @@ def test_the_position_speed_benchmark_runs_and_its_committed_runs_show_what_the_
         from_size = mid["sinusoidal, tokens at norm 4"] - mid["sinusoidal"]
         from_concatenating = mid["concatenated sinusoidal at norm 4"] - mid["sinusoidal, tokens at norm 4"]
         assert 0 < from_concatenating < from_size
+
+
+def test_the_length_transfer_script_runs_and_writes_its_results(tmp_path):
+    out = tmp_path / "transfer.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "reversal_length_transfer.py"),
+                    "--seeds", "0", "--steps", "3", "--test-seeds", "7", "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True)
+    (row,) = json.loads(out.read_text())["runs"]
+    assert row["seed"] == 0 and set(row["accuracy_at_8"]) == {"7"}
+    assert len(row["accuracy_at_8_by_position"]) == 8 and len(row["looks_at_8"]) == 8
+    assert 0.0 <= row["accuracy_at_12"] <= 1.0
+
+
+def test_the_committed_length_transfer_runs_show_what_the_chapter_says():
+    """Exercise 5's solution: on 12 training seeds the model trained on length 10 keeps the keys
+    it learned (9 - i, clamped to the last one) at length 8, so only position 0 is right, and
+    scores below the order-blind 1/11 at length 12."""
+    runs = load_result("reversal_length_transfer.json")["runs"]
+    assert sorted(r["seed"] for r in runs) == list(range(12))
+    assert all(r["looks_at_8"] == [7, 7, 7, 6, 5, 4, 3, 2] for r in runs)
+    assert all(max(r["accuracy_at_8_by_position"][1:]) < 0.01 for r in runs)
+    at_8 = [a for r in runs for a in r["accuracy_at_8"].values()]
+    assert 0.11 <= min(at_8) and max(at_8) <= 0.125
+    assert max(r["accuracy_at_12"] for r in runs) < 1 / 11

@@ -780,3 +780,43 @@ def test_cli_asks_for_a_class_for_self_attention(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "write `class SelfAttention(...)`" in out
     assert "write `def attention_pool(...)`" in out
+
+
+# --- exercises 1 and 2 as predict, then measure ----------------------------------------------
+@pytest.mark.parametrize("check, fn", [(check_scaled_dot_product_attention, attention),
+                                       (check_attention_pool, attention_pool)])
+def test_a_prediction_is_measured_with_the_readers_function_and_explained(check, fn, capsys):
+    assert not check(fn, None)  # the function passes, the prediction is not written yet
+    assert "not done yet: write your prediction" in capsys.readouterr().out
+    right = 0.73 if check is check_scaled_dot_product_attention else 2 / 3
+    for guess, side in ((right, "inside"), (0.5, "below"), (0.95, "above")):
+        assert check(fn, guess)
+        assert f"is {side} the measured range" in capsys.readouterr().out
+    assert not check(fn, 73.0)  # a percentage
+    assert check(fn)  # no prediction asked (the command line without one): the function alone
+
+
+def test_a_wrong_function_is_rejected_before_any_measurement(capsys):
+    def no_max(q, k, v):  # overflows on the scores 1000 and 999
+        scores = (q @ k.mT / math.sqrt(q.shape[-1])).exp()
+        return scores / scores.sum(-1, keepdim=True) @ v
+    assert not check_scaled_dot_product_attention(no_max, 0.73)
+    assert "scores 1000, 999 and 0" not in capsys.readouterr().out
+
+
+def test_the_measured_outcomes_are_the_closed_forms():
+    from attnbook.exercises.ch03 import REPEAT_OUTCOME, SHIFT_OUTCOME
+    assert SHIFT_OUTCOME.low <= math.e / (math.e + 1) <= SHIFT_OUTCOME.high
+    assert REPEAT_OUTCOME.low <= 2 / 3 <= REPEAT_OUTCOME.high
+
+
+def test_the_length_range_holds_every_committed_training_seed():
+    """LENGTH_TRANSFER_RANGE covers the 12 training seeds of benchmarks/reversal_length_transfer.py
+    on the checker's test seed 7, and stops short of 1/9 and 1/7 (the order-blind models)."""
+    from attnbook.results import load_result
+    runs = load_result("reversal_length_transfer.json")["runs"]
+    assert sorted(r["seed"] for r in runs) == list(range(12))
+    low, high = LENGTH_TRANSFER_RANGE
+    assert all(low <= r["accuracy_at_8"]["7"] <= high for r in runs)
+    assert 1 / 9 < low and high < 1 / 7
+    assert all(r["accuracy_at_12"] < 1 / 11 for r in runs)  # below order-blind at length 12

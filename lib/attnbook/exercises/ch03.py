@@ -168,8 +168,52 @@ SDPA_MISTAKES = [
 ]
 
 
-def check_scaled_dot_product_attention(fn: Callable) -> CheckResult:
-    """``batched_attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``."""
+_NOT_ASKED = object()  # a checker called with no prediction checks the function alone
+
+# --- exercise 1 as predict, then measure: scores (1000, 999, 0) ---------------------------------
+# One query, d_k = 1, three keys whose scores are 1000, 999 and 0; the values are the identity, so
+# the output row is the weights. Exactly: key 0 gets e / (e + 1) = 0.7311, key 2 e^-1000 = 0.
+SHIFT_OUTCOME = Outcome(
+    exercise="scores 1000, 999 and 0",
+    label="weight on key 0",
+    low=0.730, high=0.732,
+    how_to_measure="run the checker with your function: it calls batched_attention(query [[1.0]], "
+                   "key [[1000.0], [999.0], [0.0]], value torch.eye(3)), whose output row is the "
+                   "weights.",
+    below="Only the gaps between scores matter: subtracting the largest, 1000, leaves (0, -1, "
+          "-1000), whose exponentials are 1, e^-1 = 0.37 and e^-1000 = 0 (exactly, in float32). "
+          "Key 0 gets 1 / (1 + 0.37) = 0.73: the gap of 1 between 1000 and 999 decides, not the "
+          "size of the scores, and key 2, 1000 below the top, gets nothing.",
+    inside="Only the gaps between scores matter: (1000, 999, 0) weighs like (1, 0, -999), so key "
+           "0 gets e / (e + 1) = 0.73, key 1 the rest and key 2 nothing. That is why subtracting "
+           "each row's largest score changes the weights not at all, only the overflow.",
+    above="Large scores do not make a softmax sharper by themselves; only their gaps do. 1000 and "
+          "999 differ by 1, so key 0 gets e / (e + 1) = 0.73 and key 1 keeps 0.27; only key 2, "
+          "1000 below the top, gets 0. (Section 3.2's saturation comes from gaps that grow with "
+          "d_k, not from large values.)",
+)
+
+
+def _shift_measurement(fn: Callable) -> float:
+    """Key 0's weight for the scores (1000, 999, 0), measured with the reader's function."""
+    query = torch.tensor([[1.0]])  # (T, Dk) = (1, 1)
+    key = torch.tensor([[1000.0], [999.0], [0.0]])  # (S, Dk) = (3, 1)
+    out = torch.as_tensor(_without_softmax(fn)(query, key, torch.eye(3)))  # (1, 3): the weights
+    return out.reshape(-1)[0].item()
+
+
+def check_scaled_dot_product_attention(fn: Callable, prediction: object = _NOT_ASKED,
+                                       ) -> CheckResult:
+    """``batched_attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``.
+    Given a ``prediction`` (the weight on key 0 for the scores 1000, 999 and 0), the checker then
+    measures it with ``fn`` and explains the gap (``SHIFT_OUTCOME``)."""
+    result = _check_sdpa_cases(fn)
+    if prediction is _NOT_ASKED or not result:
+        return result
+    return check_prediction(SHIFT_OUTCOME, prediction, _shift_measurement(fn))
+
+
+def _check_sdpa_cases(fn: Callable) -> CheckResult:
     cases = []
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
@@ -360,9 +404,50 @@ POOL_MISTAKES = [
 ]
 
 
-def check_attention_pool(fn: Callable) -> CheckResult:
+# --- exercise 2 as predict, then measure: a repeated token ---------------------------------------
+# Two real tokens whose scores tie (each weight 1/2), then a copy of token 0 appended: three tied
+# positions, 1/3 each, so the two copies of token 0 get 2/3 together (a padded position follows).
+REPEAT_OUTCOME = Outcome(
+    exercise="a repeated token",
+    label="weight on the two copies of token 0",
+    low=0.66, high=0.67,
+    how_to_measure="run the checker with your function: it pools x = [e_0, e_1, e_0, padding] "
+                   "(one-hot tokens, length 3) with the query e_0 + e_1, so the pooled vector's "
+                   "first entry is the weight on the copies of e_0.",
+    below="A softmax over positions gives each position its own share: the three real positions "
+          "tie, so each gets 1/3, and token 0, which fills two of them, gets 2/3. Attention pooling "
+          "ignores order (section 3.3), not repetition: it averages a multiset, a bag of tokens, "
+          "which is why section 3.8's uniform weights compute word counts. Max pooling would not "
+          "change at all.",
+    inside="Each copy gets its own share of the softmax, so a repeated token weighs twice: "
+           "attention pooling averages a multiset (a bag of tokens), the counts that section "
+           "3.8's uniform layer computes; max pooling would ignore the copy.",
+    above="The copy has the same score as the original, so it does not sharpen the softmax: "
+          "three tied positions get 1/3 each, 2/3 for the two copies of token 0 together.",
+)
+
+
+def _repeat_measurement(fn: Callable) -> float:
+    """The pooled weight on the two copies of token 0, measured with the reader's function."""
+    x = torch.zeros(1, 4, 4)  # (B, S, D)
+    x[0, 0, 0] = x[0, 2, 0] = 1.0  # token 0, twice
+    x[0, 1, 1] = 1.0  # token 1
+    x[0, 3] = 5.0  # padding: must get no weight
+    pooled = torch.as_tensor(fn(x, torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([3])))
+    return pooled.reshape(-1)[0].item()  # (B, D) -> the first entry
+
+
+def check_attention_pool(fn: Callable, prediction: object = _NOT_ASKED) -> CheckResult:
     """``attention_pool(x (B, S, D), query (D,), lengths (B,)) -> (B, D)``: softmax over the real
-    tokens of x · query / √D, then the weighted sum of the tokens."""
+    tokens of x · query / √D, then the weighted sum of the tokens. Given a ``prediction`` (the
+    weight on a token that occurs twice, ``REPEAT_OUTCOME``), the checker then measures it."""
+    result = _check_pool_cases(fn)
+    if prediction is _NOT_ASKED or not result:
+        return result
+    return check_prediction(REPEAT_OUTCOME, prediction, _repeat_measurement(fn))
+
+
+def _check_pool_cases(fn: Callable) -> CheckResult:
     cases = []
     for n, (B, S, D, lengths, scale, *shift) in enumerate([
         (2, 4, 8, [4, 2], 1.0), (3, 5, 16, [1, 5, 3], 2.0), (1, 6, 4, [6], 1.0), (2, 3, 9, [3, 1], 3.0),
@@ -594,11 +679,13 @@ def _without_table(fn: Callable) -> Callable:
 
 # --- exercise 4 (a measurement): does reversal carry over to another length? ---------
 # The chapter's sinusoidal model, trained on length 10, scored on
-# reversal_task(500, 8, VOCAB, ...). Measured with one CPU thread for training seeds 0-11
-# (the chapter trains with seed 0) and test seeds 7-10: 12.5% for eleven seeds, 11.5% for
-# one; the test seed moves it by < 0.1 point. The model answers position i with the token
-# at 9 - i (clamped to the last position), so only position 0 is right: 1 of 8. The range
-# reaches 0.2 point below the lowest and one point above the highest measurement; it stops
+# reversal_task(500, 8, VOCAB, ...). Measured by benchmarks/reversal_length_transfer.py
+# (results/reversal_length_transfer.json, one CPU thread) for training seeds 0-11 (the
+# chapter trains with seed 0): on the checker's test seed 7, 12.5% for eleven seeds (12.48%
+# for seed 0), 11.5% for seed 8; over test seeds 7-10, 11.2% to 12.5%. The model answers
+# position i with the token at 9 - i (clamped to the last position), so only position 0 is
+# right: 1 of 8. On test seed 7 the range reaches 0.2 point below the lowest and one point
+# above the highest measurement (tests/test_exercises_ch03.py reads the file); it stops
 # short of 1/9 = 11.1% (the order-blind model at the training length 10, 10.9% in the
 # chapter) and of 1/7 = 14.3% (the order-blind model at length 8: guessing among the other
 # 7 letters, 14.4% on the chapter's test seed), so either is named, not accepted.
