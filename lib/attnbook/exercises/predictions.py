@@ -7,8 +7,9 @@ the chapter sets up, then passes both to the chapter's checker, which calls ``ch
 2. the measurement is compared with the range committed in the chapter's checker module (the
    runs that made it are written beside it), which catches a wrong experiment;
    (a measurement that matches one of the outcome's known wrong experiments is named);
-3. the prediction is compared with that range, and the gap is explained: a prediction is not
-   marked wrong (the point is to find out), but each side of the range has its own explanation.
+3. the prediction is compared with that range, and the gap is explained: the exercise still
+   passes (the point is to find out), but a prediction outside the range gets its own line,
+   marked ✗ "prediction off", with the explanation for its side of the range.
 
 Line 2 prints ``label: 41.3% (expected 30.0%–50.0%) ok``, the form the notebooks' output
 sanitizer masks; line 3 depends only on the prediction and the range, so it is stable.
@@ -21,6 +22,9 @@ from dataclasses import dataclass
 import torch
 
 from attnbook.exercises.core import CheckResult
+
+
+PREDICTION_OFF = "prediction off"
 
 
 @dataclass(frozen=True)
@@ -79,10 +83,13 @@ def check_prediction(outcome: Outcome, prediction: object, measured: object) -> 
                 "that is not what this experiment measures: " + outcome.how_to_measure)
         return _verdict(outcome, False, f"{outcome.label}: got {measured!r} {expected}; {hint}",
                         "measurement a percentage" if percent else "wrong measurement")
+    # a miss is marked ✗ on its own line: the exercise is done (✓), the prediction was not right
     if guess < outcome.low:
-        verdict = f"your prediction, {guess:.1%}, is below the measured range. {outcome.below}"
+        verdict = (f"✗ {PREDICTION_OFF}: your prediction, {guess:.1%}, is below the measured "
+                   f"range. {outcome.below}")
     elif guess > outcome.high:
-        verdict = f"your prediction, {guess:.1%}, is above the measured range. {outcome.above}"
+        verdict = (f"✗ {PREDICTION_OFF}: your prediction, {guess:.1%}, is above the measured "
+                   f"range. {outcome.above}")
     else:
         verdict = f"your prediction, {guess:.1%}, is inside the measured range. {outcome.inside}"
     return _verdict(outcome, True, f"{outcome.label}: {100 * value:.1f}% {expected} ok\n   {verdict}")
