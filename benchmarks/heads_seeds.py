@@ -19,7 +19,12 @@ by a forward hook on ``q_proj``), and two controls that separate the start from 
 multiplied by sqrt(H): at step 0 its scores equal the sqrt(Dh) model's, afterwards every query is
 still divided by sqrt(H)) and ``sqrt(Dh), W^Q started sqrt(H) smaller`` (the paper's scale whose
 initial W^Q and bias are divided by sqrt(H): it starts at the sqrt(D) model's scores and trains
-with the paper's scale from there). Each run prints one JSON line; the results file collects them.
+with the paper's scale from there). Two more test the remaining explanation, that under Adam the
+sqrt(D) model trains W^Q at a sqrt(H) times smaller effective learning rate: ``sqrt(D), W^Q
+learning rate x sqrt(H)`` (the sqrt(D) model from its own start, with W^Q and its bias in an Adam
+group of learning rate sqrt(H) x 3e-3) and ``sqrt(D), W^Q started sqrt(H) larger, learning rate x
+sqrt(H)`` (both undone: up to Adam's epsilon and rounding, the sqrt(Dh) model reparametrised).
+Each run prints one JSON line; the results file collects them.
 """
 from __future__ import annotations
 
@@ -37,12 +42,15 @@ from attnbook.tasks.tagging import tagging_loss
 from attnbook.train import fit
 
 SEQ_LEN, VOCAB, WIDTH, LR, STEPS = 12, 16, 64, 3e-3, 600
-# name -> (divide every query by sqrt(H) at every step, factor on the initial W^Q and bias)
+# name -> (divide every query by sqrt(H) at every step, factor on the initial W^Q and bias,
+#          factor on the learning rate of W^Q and its bias)
 SCALES = {
-    "sqrt(Dh)": (False, 1.0),
-    "sqrt(D)": (True, 1.0),
-    "sqrt(D), W^Q started sqrt(H) larger": (True, "sqrt(H)"),
-    "sqrt(Dh), W^Q started sqrt(H) smaller": (False, "1/sqrt(H)"),
+    "sqrt(Dh)": (False, 1.0, 1.0),
+    "sqrt(D)": (True, 1.0, 1.0),
+    "sqrt(D), W^Q started sqrt(H) larger": (True, "sqrt(H)", 1.0),
+    "sqrt(Dh), W^Q started sqrt(H) smaller": (False, "1/sqrt(H)", 1.0),
+    "sqrt(D), W^Q learning rate x sqrt(H)": (True, 1.0, "sqrt(H)"),
+    "sqrt(D), W^Q started sqrt(H) larger, learning rate x sqrt(H)": (True, "sqrt(H)", "sqrt(H)"),
 }
 
 
@@ -90,7 +98,7 @@ def run(num_heads: int, seed: int, scale: str, steps: int) -> dict:
     gen = seed_everything(seed)
     model = SelfAttentionTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, positional="sinusoidal",
                                 num_outputs=2)
-    divide, start = SCALES[scale]
+    divide, start, lr_factor = SCALES[scale]
     extra = math.sqrt(num_heads)
     if divide:  # scores / sqrt(D): every query divided by a further sqrt(H)
         model.attention.q_proj.register_forward_hook(lambda m, i, out: out / extra)
@@ -99,7 +107,14 @@ def run(num_heads: int, seed: int, scale: str, steps: int) -> dict:
         with torch.no_grad():
             model.attention.q_proj.weight.mul_(factor)
             model.attention.q_proj.bias.mul_(factor)
-    optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    if lr_factor == 1.0:
+        optimizer = torch.optim.Adam(model.parameters(), lr=LR)
+    else:  # W^Q and its bias at sqrt(H) x the learning rate, the rest at LR
+        q_params = list(model.attention.q_proj.parameters())
+        ids = {id(t) for t in q_params}
+        rest = [t for t in model.parameters() if id(t) not in ids]
+        optimizer = torch.optim.Adam([{"params": rest},
+                                      {"params": q_params, "lr": LR * extra}], lr=LR)
     batches = task_batches(neighbours_task, 64, SEQ_LEN, VOCAB, gen, "cpu")
     history = fit(model, batches, tagging_loss, optimizer, steps, progress=False)
     row = {"heads": num_heads, "seed": seed, "scale": scale, "steps": steps,

@@ -2,7 +2,9 @@
 results hold what section 4.6 says of them: every H of 2, 4 and 8 solves the task in all three
 seeds; with H = 2 zeroing either head drops the model near the one-relation line; the sqrt(D)
 scale is slower in every seed, whether it starts from the paper's scores or not, while the paper's
-scale started from the sqrt(D) model's scores is not."""
+scale started from the sqrt(D) model's scores is not; the sqrt(D) model with W^Q's learning rate
+multiplied by sqrt(H) is not slower either, and with its start undone too it retraces the paper's
+scale."""
 import json
 import subprocess
 import sys
@@ -12,7 +14,8 @@ from attnbook.results import load_result
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALES = ("sqrt(Dh)", "sqrt(D)", "sqrt(D), W^Q started sqrt(H) larger",
-          "sqrt(Dh), W^Q started sqrt(H) smaller")
+          "sqrt(Dh), W^Q started sqrt(H) smaller", "sqrt(D), W^Q learning rate x sqrt(H)",
+          "sqrt(D), W^Q started sqrt(H) larger, learning rate x sqrt(H)")
 
 
 def test_the_script_runs_and_writes_its_results(tmp_path):
@@ -45,3 +48,7 @@ def test_the_committed_runs_show_what_the_chapter_says():
         assert steps["sqrt(D), W^Q started sqrt(H) larger"][seed]["loss_below_0.1_from_step"] > paper + 20
         small_start = steps["sqrt(Dh), W^Q started sqrt(H) smaller"][seed]["loss_below_0.1_from_step"]
         assert abs(small_start - paper) <= 10
+        faster_lr = steps["sqrt(D), W^Q learning rate x sqrt(H)"][seed]["loss_below_0.1_from_step"]
+        assert faster_lr <= paper + 10
+        undone = steps["sqrt(D), W^Q started sqrt(H) larger, learning rate x sqrt(H)"][seed]
+        assert abs(undone["loss_below_0.1_from_step"] - paper) <= 2
