@@ -15,13 +15,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import (bert_embeddings, bert_pretrain_transfer, ch01_encoder_decoder, ch01_gru_cell, ch02_additive_step, ch03_one_query, ch03_positions, ch03_self_attention, ch03_two_layer, ch04_heads,
+from . import (bert_embeddings, bert_pretrain_transfer, ch01_bottleneck_tests, ch01_encoder_decoder, ch01_gru_cell, ch02_additive_step, ch03_one_query, ch03_positions, ch03_self_attention, ch03_two_layer, ch04_heads,
                ch04_heads_concat,
                ch05_transformer, gpt_finetune, gpt_induction, gpt_shift, gpt_stack, gqa_heads, modern_block, t5_span_corruption,
                t5_stack, tiled_attention, vit_model, vit_patches)
 from .svg import Figure
 
-FIGURES = (ch01_encoder_decoder.draw, ch01_gru_cell.draw, ch02_additive_step.draw, ch03_one_query.draw, ch03_self_attention.draw, ch03_self_attention.draw_masked,
+FIGURES = (ch01_encoder_decoder.draw, ch01_gru_cell.draw, ch01_bottleneck_tests.draw, ch02_additive_step.draw, ch03_one_query.draw, ch03_self_attention.draw, ch03_self_attention.draw_masked,
            ch03_positions.draw, ch03_two_layer.draw,
            ch04_heads_concat.draw, ch04_heads.draw,
            ch05_transformer.draw, bert_embeddings.draw, bert_pretrain_transfer.draw, vit_patches.draw, vit_model.draw, gpt_shift.draw,
