@@ -2,6 +2,8 @@
 
 Usage: ``python benchmarks/deep_norm_warmup.py --jobs 2`` writes
 ``lib/attnbook/results/deep_norm_warmup.json``; ``--smoke --out FILE`` runs 2 layers, 10 steps (seconds).
+``--seeds 0 1 2 --resume lib/attnbook/results/deep_norm_warmup.log`` adds seed 2, reusing the runs
+that the log already holds (the committed file was made so: seeds 0 and 1, then seed 2).
 
 A deep Transformer (L = 6 encoder and 6 decoder layers, D = 32, 4 heads, d_ff = 128, no dropout) is
 trained on G2P for 200 steps of 32 words with the chapter's recipe otherwise (Adam with betas
@@ -59,20 +61,28 @@ def run_one(name: str, seed: int, smoke: bool) -> dict:
 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
+    parser.add_argument("--seeds", type=int, nargs="+", default=list(SEEDS),
+                        help=f"seeds (default {' '.join(map(str, SEEDS))})")
     args = parser.parse_args()
     common.check_jobs(parser, args)
-    jobs = [(name, seed, args.smoke) for name in VARIANTS for seed in SEEDS]
-    rows = common.run_jobs(run_one, jobs, args.jobs)
+    seeds = tuple(args.seeds)
+    # runs already in the --resume logs are reused, not repeated (smoke runs never are)
+    done = {(r["variant"], r["seed"]): r for r in common.log_rows(args.resume)
+            if "variant" in r and r.get("layers") == LAYERS and not args.smoke}
+    todo = [(name, seed, args.smoke) for name in VARIANTS for seed in seeds if (name, seed) not in done]
+    for row in common.run_jobs(run_one, todo, args.jobs):
+        done[(row["variant"], row["seed"])] = row
+    rows = [done[(name, seed)] for name in VARIANTS for seed in seeds]
     out = common.out_path(args, "deep_norm_warmup.json")
     if out is None:
         return
-    summary = {name: {"seeds": list(SEEDS),
+    summary = {name: {"seeds": list(seeds),
                       "dev_loss": [r["dev_loss"] for r in rows if r["variant"] == name],
                       "train_loss_last20": [r["train_loss_last20"] for r in rows if r["variant"] == name]}
                for name in VARIANTS}
     common.write_result(out, {
         "description": "Chapter 5: post-norm against pre-norm at depth (L=6+6, D=32), with and without a "
-                       "learning-rate warm-up, 200 steps of 32 words, seeds 0 and 1; written by "
+                       f"learning-rate warm-up, 200 steps of 32 words, seeds {', '.join(map(str, seeds))}; written by "
                        "benchmarks/deep_norm_warmup.py",
         "machine": common.machine(args.jobs),
         "setup": {"layers": LAYERS, "d_model": D_MODEL, "steps": STEPS, "batch_size": BATCH, "peak_lr": PEAK_LR,

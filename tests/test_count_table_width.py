@@ -12,9 +12,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 import count_table_width  # noqa: E402
 
 
-def _check(result: dict, test_words: int) -> None:
+def _check(result: dict, test_words: int, widths=("5", "7", "9")) -> None:
     rows = result["widths"]
-    assert set(rows) == {"5", "7", "9"}
+    assert set(rows) == set(widths)
     for row in rows.values():
         for key in ("dev_wer", "dev_per", "test_wer", "test_per"):
             assert 0.0 < row[key] < 1.0
@@ -48,3 +48,19 @@ def test_committed_results():
     five = result["widths"]["5"]  # the default table that Chapters 1, 2 and 10 use
     table = load_result("g2p_transformer_recipes.json")["count_table"]["letter window"]
     assert (five["test_wer"], five["test_per"]) == (table["test_wer"], table["test_per"])
+
+
+def test_widths_option_smoke(tmp_path):
+    out = tmp_path / "wider.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "count_table_width.py"), "--smoke", "--widths", "9", "13",
+                    "--out", str(out)], check=True, capture_output=True, timeout=300)
+    _check(json.loads(out.read_text()), 200, widths=("9", "13"))
+
+
+def test_committed_wider_results():
+    """Chapter 5's grid, 5 to 13 letters: the rows it shares with the 5/7/9 file are the same runs."""
+    wider, narrow = load_result("count_table_wider.json"), load_result("count_table_width.json")
+    assert wider["words"] == narrow["words"]
+    _check(wider, 5_825, widths=("5", "7", "9", "11", "13"))
+    for width in ("5", "7", "9"):
+        assert wider["widths"][width] == narrow["widths"][width]

@@ -680,6 +680,10 @@ def test_parallel_layer_file_needs_a_right_layer(capsys):
     (0.77, True, "consistent"),
     (0.86, True, "consistent"),              # within 0.03 of the accepted range's top
     ((0.69, 0.85), True, "consistent"),
+    ((0.70, 0.86), True, "consistent"),      # the chapter's reference prediction
+    (0.67, True, "within 0.03 of that range (0.67-0.87)"),  # the stated tolerance, both ends
+    (0.87, True, "consistent"),
+    (0.66, False, "too unsure"),
     (0.88, False, "too confident"),
     (0.95, False, "above the smoothing optimum"),
     ((0.91, 0.99), False, "above the smoothing optimum"),

@@ -72,7 +72,7 @@ def test_wider_g2p_tables_look_at_more_letters_first():
     aligner = LetterAligner(PAIRS)
     g2p5 = LetterWindowG2P(PAIRS, aligner)
     assert g2p5.shapes[0] == (2, 2)
-    for width in (7, 9):
+    for width in (7, 9, 11, 13):
         wide = LetterWindowG2P(PAIRS, aligner, width=width)
         assert wide.shapes[0] == ((width - 1) // 2,) * 2
         assert wide.shapes[-len(g2p5.shapes):] == g2p5.shapes

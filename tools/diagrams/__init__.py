@@ -17,14 +17,14 @@ from pathlib import Path
 
 from . import (bert_embeddings, bert_pretrain_transfer, ch01_bottleneck_tests, ch01_encoder_decoder, ch01_gru_cell, ch02_additive_step, ch03_one_query, ch03_positions, ch03_self_attention, ch03_two_layer, ch04_heads,
                ch04_heads_concat,
-               ch05_transformer, gpt_finetune, gpt_induction, gpt_shift, gpt_stack, gqa_heads, modern_block, t5_span_corruption,
+               ch05_kv_cache, ch05_transformer, gpt_finetune, gpt_induction, gpt_shift, gpt_stack, gqa_heads, modern_block, t5_span_corruption,
                t5_stack, tiled_attention, vit_model, vit_patches)
 from .svg import Figure
 
 FIGURES = (ch01_encoder_decoder.draw, ch01_gru_cell.draw, ch01_bottleneck_tests.draw, ch02_additive_step.draw, ch03_one_query.draw, ch03_self_attention.draw, ch03_self_attention.draw_masked,
            ch03_positions.draw, ch03_two_layer.draw,
            ch04_heads_concat.draw, ch04_heads.draw,
-           ch05_transformer.draw, bert_embeddings.draw, bert_pretrain_transfer.draw, vit_patches.draw, vit_model.draw, gpt_shift.draw,
+           ch05_transformer.draw, ch05_kv_cache.draw, bert_embeddings.draw, bert_pretrain_transfer.draw, vit_patches.draw, vit_model.draw, gpt_shift.draw,
            gpt_stack.draw, gpt_finetune.draw, gpt_induction.draw,
            modern_block.draw, gqa_heads.draw, tiled_attention.draw, t5_stack.draw, t5_span_corruption.draw)
 

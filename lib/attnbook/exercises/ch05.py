@@ -931,10 +931,12 @@ def check_confidence_file(fn: Callable, prediction: object = None) -> CheckResul
     low, high = CONFIDENCE_RANGE
     tolerance = 0.0 if is_range else PREDICTION_TOLERANCE
     shown = f"{bounds[0]:.2f}-{bounds[1]:.2f}" if is_range else f"{bounds[0]:.2f}"
+    rule = (f"a number passes within {PREDICTION_TOLERANCE:.2f} of that range ({low - PREDICTION_TOLERANCE:.2f}-"
+            f"{high + PREDICTION_TOLERANCE:.2f}), a range at most {MAX_RANGE_WIDTH:.2f} wide when it overlaps it")
     where = (f"the command line has no trained model: it compares your prediction with {low:.2f}-{high:.2f}, "
-             "the range the notebook's check accepts for the chapter's trained model (run the notebook's "
-             "cell for the model's own number)")
-    if bounds[0] <= high + tolerance and bounds[1] >= low - tolerance:
+             f"the range the notebook's check accepts for the chapter's trained model ({rule}; run the "
+             "notebook's cell for the model's own number)")
+    if bounds[0] <= high + tolerance + 1e-9 and bounds[1] >= low - tolerance - 1e-9:
         return _finish(name, True, f"you predicted {shown}; {where}: consistent with it.")
     if bounds[0] > SMOOTHING_OPTIMUM:
         return _finish(name, False, f"you predicted {shown}, above {SMOOTHING_OPTIMUM:.3f}, the probability a "

@@ -154,6 +154,8 @@ def _windows(symbols: Sequence, i: int, shapes: Sequence[tuple[int, int]]) -> li
 G2P_SHAPES = ((2, 2), (1, 1), (1, 0), (0, 0))  # 5 letters, 3, the letter and the one before, 1
 # wider tables: the same back-off with a 7-letter (and a 9-letter) window tried first
 G2P_SHAPES_BY_WIDTH = {5: G2P_SHAPES, 7: ((3, 3), *G2P_SHAPES), 9: ((4, 4), (3, 3), *G2P_SHAPES)}
+# wider still (Chapter 5 checks whether dev prefers them): 11 and 13 letters, the same back-off
+G2P_SHAPES_BY_WIDTH |= {11: ((5, 5), *G2P_SHAPES_BY_WIDTH[9]), 13: ((6, 6), (5, 5), *G2P_SHAPES_BY_WIDTH[9])}
 
 
 class LetterWindowG2P:
