@@ -143,6 +143,12 @@ def test_perplexity_wrong_answers(capsys):
     expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).mean()) / math.log(2)),
                     capsys, "converted the mean loss to bits")
     expect_rejected(check_perplexity, lambda ls: math.exp(float(ls[0].mean())), capsys)  # ignores sequences
+    expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).sum()) / len(ls)),
+                    capsys, "number of sequences")
+    expect_rejected(check_perplexity, lambda ls: math.exp(
+        float(torch.cat(ls).sum()) / max(sum(len(x) - 1 for x in ls), 1)), capsys, "n - 1 tokens")
+    expect_rejected(check_perplexity, lambda ls: float(torch.cat(ls).exp().mean()), capsys,
+                    "Jensen")
     expect_rejected(check_perplexity, lambda ls: math.exp(float(torch.cat(ls).median())), capsys,
                     "median")
     # each sequence's last loss dropped (as if the shift were still to be done): named
@@ -520,6 +526,16 @@ def test_attention_pairs_named_mistakes_elsewhere(capsys):
     assert_rejected(check_attention_pairs,
                     lambda t0, n: (attention_pairs(t0, n)[0], attention_pairs(t0, n)[1] + 1),
                     "", capsys)
+
+
+@pytest.mark.parametrize("half", [lambda L: L * L / 2, lambda L: L * L // 2])
+def test_attention_pairs_half_the_square(half, capsys):
+    def wrong(t0, n):  # L^2 / 2 per call, the slow way and the cache's start alike
+        slow = sum(half(t0 + i) for i in range(n))
+        fast = half(t0) + sum(t0 + i for i in range(1, n))
+        return slow, fast
+
+    assert_rejected(check_attention_pairs, wrong, "half the square", capsys)
 
 
 def test_attention_pairs_accepts_floats_and_lists(capsys):

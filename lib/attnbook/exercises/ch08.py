@@ -117,6 +117,19 @@ def check_perplexity(fn: Callable) -> CheckResult:
                 "of each sequence too: the losses are already one per predicted token (the "
                 "shift is done), so do not drop x[-1].",
                 gives=lambda losses: _perplexity([x[:-1] for x in losses if len(x) > 1])),
+        Mistake("divided by the number of sequences", "you divided the total loss by the "
+                "number of sequences: the mean is over *tokens*, so divide by how many losses "
+                "there are in all.",
+                gives=lambda losses: math.exp(float(torch.cat(losses).sum()) / len(losses))),
+        Mistake("one token too few per sequence", "you divided by n - 1 tokens per sequence: "
+                "the losses are already one per predicted token (the shift is done), so each "
+                "sequence counts len(x) of them.",
+                gives=lambda losses: math.exp(float(torch.cat(losses).sum())
+                                              / max(sum(len(x) - 1 for x in losses), 1))),
+        Mistake("mean of per-token exp", "you averaged exp(loss) over the tokens: the "
+                "perplexity is exp of the *mean* loss, and the mean of the exps is larger "
+                "(Jensen's inequality).",
+                gives=lambda losses: float(torch.cat(losses).exp().mean())),
         Mistake("exp of the median", "you took the median token loss: the perplexity is the exp "
                 "of the *mean* loss over every token (the median ignores how bad the worst "
                 "tokens are).", gives=lambda losses: math.exp(float(torch.cat(losses).median()))),
@@ -992,6 +1005,14 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                     got[0] == _slow(*args, lambda L: L * L)
                     or got[1] == _fast(*args, start=lambda L: L * L))
                 and _slow(*args, lambda L: L * L) != _right(*args)[0]),
+        Mistake("half the square", "a call over L positions scores L (L + 1) / 2 pairs, "
+                "not L^2 / 2: the causal mask keeps the diagonal (each query scores its own "
+                "key) as well as the pairs below it.",
+                when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
+                    got[0] in (_slow(*args, lambda L: L * L / 2), _slow(*args, lambda L: L * L // 2))
+                    or got[1] in (_fast(*args, start=lambda L: L * L / 2),
+                                  _fast(*args, start=lambda L: L * L // 2)))
+                and got[0] != _right(*args)[0]),
         Mistake("self-pair left out", "each query also scores its own key: under the "
                 "causal mask query j sees keys 1 .. j, itself included, so a call over L "
                 "positions scores L (L + 1) / 2 pairs, not L (L - 1) / 2, and a cached step's "
