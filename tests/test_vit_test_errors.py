@@ -35,9 +35,11 @@ def test_wrong_indices_and_position_groups():
     assert bench.wrong_indices(torch.tensor([1, 2, 3, 4]), torch.tensor([1, 0, 3, 0])) == [1, 3]
     g = 4
     index = torch.arange(g * g)
-    # positions that vary smoothly along the rows only: row neighbours alike, columns not
+    # positions that vary smoothly along each row, plus an unrelated vector per row: the
+    # left and right neighbours are alike, the ones above and below are not
     angle = index % g * 0.8
-    rows_only = torch.stack([angle.cos(), angle.sin(), 0.3 * torch.randn(g * g)], dim=1)
+    per_row = 2 * torch.randn(g, 3, generator=torch.Generator().manual_seed(0))[index // g]
+    rows_only = torch.cat([angle.cos()[:, None], angle.sin()[:, None], per_row], dim=1)
     groups = bench.position_groups(rows_only, g)
     assert groups["row_neighbours"] > groups["column_neighbours"] + 0.3
     assert groups["neighbours"] > groups["further_apart"]
