@@ -37,6 +37,11 @@ spread of the scores over a word's letters on every 12th test word:
 ``nice python benchmarks/bahdanau_length.py --scores --jobs 2`` (about 4 CPU-minutes). Its additive
 seeds are the --baselines run's (the same model, recipe and seeds): ``--scores --resume
 lib/attnbook/results/bahdanau_scores.log`` reads them from the rows appended to that log.
+Two controls split what the division does (with Adam, dividing the score by c = sqrt(Ds) is the
+unscaled score with its W started c times smaller *and* stepped c times slower): the unscaled
+bilinear score with only W's learning rate divided by sqrt(Ds) ("bilinear_slow_w", the same
+initial W) and with only its initial W divided by sqrt(Ds) ("bilinear_small_init", W's rate
+unchanged); the same seeds, batches and steps (about 4 more CPU-minutes with --resume).
 
 ``--baselines`` runs §2.7's test of the learned alignment instead and writes
 ``lib/attnbook/results/bahdanau_baselines.json``: with the chapter's 360-step recipe on single words,
@@ -218,7 +223,8 @@ def train_g2p_with_eval(model, train, src_vocab, tgt_vocab, recipe, eval_fn, eve
                progress=False)
 
 
-SCORE_KINDS = ("additive", "bilinear", "scaled_bilinear")
+SCORE_KINDS = ("additive", "bilinear", "scaled_bilinear", "bilinear_slow_w", "bilinear_small_init")
+SCALE_CONTROLS = ("bilinear_slow_w", "bilinear_small_init")  # one half of the division each
 BASELINE_KINDS = ("none", "uniform", "band", "additive")  # --baselines: what learned alignment must beat
 BAND_SIGMA = 1.0  # the fixed band's width, in letters
 SCORE_STEPS = 360  # Chapter 2's in-page recipe (batch 128)
@@ -241,6 +247,29 @@ def scaled_bilinear_model(src_size: int, tgt_size: int, smoke: bool):
     new.load_state_dict(old.state_dict())
     model.decoder.score = new
     return model
+
+
+def bilinear_control_model(kind: str, src_size: int, tgt_size: int, smoke: bool):
+    """The bilinear model (initial weights from the caller's seed); "bilinear_small_init" divides W by sqrt(Ds)."""
+    import math
+    small = dict(emb_dim=8, enc_hidden=8, dec_hidden=8) if smoke else {}
+    model = RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(src_size, tgt_size, score="bilinear", **small))
+    if kind == "bilinear_small_init":
+        with torch.no_grad():
+            model.decoder.score.W.weight.div_(math.sqrt(model.decoder.score.query_dim))
+    return model
+
+
+def score_optimizer(kind: str, model: torch.nn.Module, lr: float) -> torch.optim.Optimizer | None:
+    """Adam at ``lr`` for every parameter, but W of the bilinear score at lr / sqrt(Ds) for
+    "bilinear_slow_w"; None (train_g2p's own Adam at ``lr``) for every other kind."""
+    import math
+    if kind != "bilinear_slow_w":
+        return None
+    w = model.decoder.score.W.weight
+    rest = [p for p in model.parameters() if p is not w]
+    return torch.optim.Adam([{"params": rest}, {"params": [w], "lr": lr / math.sqrt(model.decoder.score.query_dim)}],
+                            lr=lr)
 
 
 class UniformScore(torch.nn.Module):
@@ -330,15 +359,18 @@ def run_score(kind: str, seed: int, smoke: bool) -> dict:
                                                               **small))
     elif kind == "scaled_bilinear":
         model = scaled_bilinear_model(len(src_vocab), len(tgt_vocab), smoke)
+    elif kind in SCALE_CONTROLS:
+        model = bilinear_control_model(kind, len(src_vocab), len(tgt_vocab), smoke)
     else:
         model = baseline_model(kind, data, len(src_vocab), len(tgt_vocab), smoke)
     steps = 4 if smoke else SCORE_STEPS
     recipe = G2PRecipe(steps=steps, seed=seed)
-    seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, progress=False),
-                                    torch.device("cpu"))
+    optimizer = score_optimizer(kind, model, recipe.lr)
+    seconds, history = common.timed(lambda: train_g2p(model, data, src_vocab, tgt_vocab, recipe, optimizer,
+                                                      progress=False), torch.device("cpu"))
     test = data.test[:40] if smoke else data.test
     r = evaluate_g2p(model, test, src_vocab, tgt_vocab)
-    learned = kind in ("additive", "bilinear", "scaled_bilinear")
+    learned = kind in ("additive", "bilinear", "scaled_bilinear", *SCALE_CONTROLS)
     stats = score_stats(model, data.test[::12][:20 if smoke else None], src_vocab, tgt_vocab) if learned else {}
     row = {"score": kind, "seed": seed, "steps": steps, "parameters": count_parameters(model),
            "test_wer": round(r.wer, 4), "test_per": round(r.per, 4),
@@ -360,8 +392,9 @@ def scores_main(args) -> None:
     if out is None:
         return
     common.write_result(out, {
-        "description": "Chapter 2, section 2.8: bilinear score vs bilinear / sqrt(Ds), 360 steps on single words, "
-                       "three seeds; written by benchmarks/bahdanau_length.py --scores",
+        "description": "Chapter 2, section 2.8: bilinear score vs bilinear / sqrt(Ds), and the two halves of the "
+                       "division (W's rate only, W's initial size only), 360 steps on single words, three seeds; "
+                       "written by benchmarks/bahdanau_length.py --scores",
         "command": f"python benchmarks/bahdanau_length.py --scores --jobs {args.jobs}",
         "machine": common.machine(args.jobs), "conditions": args.conditions,
         "setup": {"steps": rows[0]["steps"], "batch_size": G2PRecipe().batch_size, "lr": G2PRecipe().lr,
@@ -522,7 +555,8 @@ def main() -> None:
     parser.add_argument("--checkpoints", default="",
                         help="comma-separated steps: also score one no-attention run (seed 0) at each")
     parser.add_argument("--scores", action="store_true",
-                        help="instead: section 2.8's bilinear vs scaled bilinear, three seeds (bahdanau_scores.json)")
+                        help="instead: section 2.8's bilinear vs scaled bilinear and its two controls, three seeds "
+                             "(bahdanau_scores.json)")
     parser.add_argument("--baselines", action="store_true",
                         help="instead: section 2.7's no-attention, uniform, band and additive models, three seeds "
                              "(bahdanau_baselines.json)")

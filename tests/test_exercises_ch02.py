@@ -850,3 +850,24 @@ def test_measure_uniform_attention_with_hard_copies_leaves_the_model_alone():
     assert model.decoder.weighting == "soft" and type(model.decoder.score).__name__ == "AdditiveScore"
     assert all(torch.equal(v, model.state_dict()[k]) for k, v in before.items())
     assert torch.equal(state, torch.random.get_rng_state())
+
+
+def test_command_line_needs_only_the_prediction(tmp_path, capsys):
+    """``python -m attnbook.exercises ch02 answers.py``: an answers file with the prediction
+    variable alone (no helper copied from the notebook) is checked against the committed WERs."""
+    from attnbook.exercises import ch02
+    from attnbook.exercises.__main__ import check_file
+    saved = dict(ch02.EXERCISES)
+    try:  # only this exercise: the others need their functions
+        ch02.EXERCISES.clear()
+        ch02.EXERCISES["trained_uniform_wers"] = saved["trained_uniform_wers"]
+        answers = tmp_path / "answers.py"
+        for text, status, says in (('prediction_trained_uniform_wers = "c"\n', 0, "1 of 1"),
+                                   ('prediction_trained_uniform_wers = "a"\n', 1, "you chose (a)"),
+                                   ("x = 1\n", 1, "not done yet")):
+            answers.write_text(text)
+            assert check_file("ch02", answers) == status
+            assert says in capsys.readouterr().out
+    finally:
+        ch02.EXERCISES.clear()
+        ch02.EXERCISES.update(saved)

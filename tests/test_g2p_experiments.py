@@ -109,7 +109,8 @@ def test_bahdanau_scores_smoke_run(tmp_path):
     """--scores: both scores for every seed, with the statistics section 2.8 prints."""
     result = _run("bahdanau_length.py", tmp_path / "scores.json", "--scores")
     assert {(r["score"], r["seed"]) for r in result["runs"]} == {
-        (k, s) for k in ("additive", "bilinear", "scaled_bilinear") for s in result["setup"]["seeds"]}
+        (k, s) for k in ("additive", "bilinear", "scaled_bilinear", "bilinear_slow_w", "bilinear_small_init")
+        for s in result["setup"]["seeds"]}
     assert all(0 < r["sharpness"] <= 1 and r["score_spread"] >= 0 for r in result["runs"])
 
 
@@ -256,3 +257,23 @@ def test_ablated_models_change_only_what_they_say():
     table = learned.src_embeddings.positions.embedding.weight
     assert table.requires_grad and abs(table.std().item() - 2 ** -0.5) < 0.05
     assert not any(p.requires_grad for p in base.src_embeddings.positions.parameters())
+
+
+def test_score_controls_split_the_division_in_two():
+    """bilinear_slow_w: W alone at lr / sqrt(Ds), the same initial W; bilinear_small_init: W / sqrt(Ds)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import bahdanau_length as script
+    from attnbook.env import seed_everything
+    built = {}
+    for kind in ("bilinear", *script.SCALE_CONTROLS):
+        seed_everything(0)
+        built[kind] = script.bilinear_control_model(kind, 10, 12, smoke=True)
+    w = {k: m.decoder.score.W.weight for k, m in built.items()}
+    root = built["bilinear"].decoder.score.query_dim ** 0.5
+    assert (w["bilinear_slow_w"] == w["bilinear"]).all()
+    assert ((w["bilinear_small_init"] - w["bilinear"] / root).abs().max() < 1e-7)
+    assert script.score_optimizer("bilinear_small_init", built["bilinear_small_init"], 0.003) is None
+    optimizer = script.score_optimizer("bilinear_slow_w", built["bilinear_slow_w"], 0.003)
+    rest, slow = optimizer.param_groups
+    assert slow["params"] == [w["bilinear_slow_w"]] and abs(slow["lr"] - 0.003 / root) < 1e-12
+    assert rest["lr"] == 0.003 and len(rest["params"]) == len(list(built["bilinear"].parameters())) - 1
