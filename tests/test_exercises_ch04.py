@@ -285,6 +285,18 @@ def cached_discards_extend(attn, x, cache):  # the mutable-cache habit: extend()
     return attn.attend(x, cache), cache
 
 
+def cached_drops_extend_masked(attn, x, cache):  # extend() "in place", then a (T, P) mask
+    new = attn.project_kv(x, x)
+    if cache is None:
+        kv = new
+    else:
+        cache.extend(new.key, new.value)  # returns a new cache, which is dropped
+        kv = cache
+    T, S = x.shape[1], len(kv)
+    mask = torch.arange(S)[None, :] <= torch.arange(S - T, S)[:, None]
+    return attn.attend(x, kv, mask), kv
+
+
 def cached_returns_old(attn, x, cache):
     out, full = cached_self_attention(attn, x, cache)
     return out, cache if cache is not None else full
@@ -384,6 +396,7 @@ CACHED_WRONG = [
     (cached_upper_mask, "upper-triangle mask"),
     (cached_query_projected, "query projected twice"),
     (cached_discards_extend, "cache not extended"),
+    (cached_drops_extend_masked, "extend's result dropped"),  # rev04a: had the generic hint
     (cached_returns_old, "returns the old cache"),
     (cached_ignores_cache, "ignores the cache"),
     (cached_new_first, "new before old"),

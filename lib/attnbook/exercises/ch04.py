@@ -535,6 +535,14 @@ CACHED_MISTAKES = [
     Mistake("mask aligned to the first keys", "the T new queries are the LAST T of the P + T positions: new query i "
             "sits at position P + i, so its row is not that of a square lower triangle.",
             gives=lambda attn, x, cache: _cached_variant(attn, x, cache, mask="top-left")),
+    Mistake("extend's result dropped", "the cache you return is the one you were given, with only its P "
+            "positions: KVCache.extend returns a NEW cache and leaves the old one alone, so a call whose "
+            "result is not kept adds nothing. Keep it (`cache = cache.extend(...)`), attend to all P + T "
+            "positions and return it.",
+            when=lambda args, got: args[2] is not None and isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[1], KVCache) and len(got[1]) == len(args[2])
+            and got[1].key.shape == args[2].key.shape
+            and torch.allclose(got[1].key, args[2].key)),
 ]
 
 
