@@ -395,7 +395,9 @@ def check_heads_measurement(measure: Callable[[], float], prediction: object = N
         # checked before the range, so that a number written in (0.99, 0.126, ...) is not read as
         # the score of another model: nothing was trained
         return _verdict(HEADS_OUTCOME, False, f"got {measured!r}, but measure_64_heads() trained no "
-                            "model with 64 heads: the number must come from a run, not be written in. "
+                            "model with 64 heads: the number must come from a run inside it, not be written in "
+                            "or taken from a model trained earlier (such as the chapter's one-head "
+                            "model). "
                             + HEADS_OUTCOME.how_to_measure, "no 64-head model trained")
     if in_range:
         if not any(abs(value - s) <= SCORE_TOLERANCE for s in scores):
