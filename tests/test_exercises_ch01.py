@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from attnbook.exercises.ch01 import (
+    DIVIDES_BY_ZERO,
     GLOBAL_RNG,
+    OUT_OF_RANGE,
     LIBRARY_EDIT,
     LIBRARY_ONE_HOT,
     MATCHING_BLOCKS,
@@ -89,13 +91,14 @@ def global_rng_sample_decode(step, state, bos_id, eos_id, max_len, temperature, 
 
 
 def sample_decode(step, state, bos_id, eos_id, max_len, temperature, seed, reseed=False, scale=None,
-                  thread=True, keep_eos=False, extra=0, greedy=False, feed_bos=False, stop=True):
+                  thread=True, keep_eos=False, extra=0, greedy=False, feed_bos=False, stop=True,
+                  divide_first=False):
     g = torch.Generator().manual_seed(seed)
     token, out = bos_id, []
     for _ in range(max_len + extra):
         logits, new_state = step(bos_id if feed_bos else token, state)
         state = new_state if thread else state
-        if temperature == 0 or greedy:
+        if (temperature == 0 and not divide_first) or greedy:
             token = int(logits.argmax())
         else:
             if reseed:
@@ -200,9 +203,19 @@ def shift_unpadded(targets, bos_id, eos_id, pad_id):  # the one-sequence answer,
     return [[bos_id, *r] for r in rows], [[*r, eos_id] for r in rows]
 
 
+def shift_zero_column(targets, bos_id, eos_id, pad_id):
+    B = targets.shape[0]
+    lengths = (targets != pad_id).sum(-1)
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=targets.dtype), targets], 1)
+    tgt_out = torch.cat([targets, torch.zeros(B, 1, dtype=targets.dtype)], 1)  # 0, not pad_id
+    tgt_out[torch.arange(B), lengths] = eos_id
+    return tgt_in, tgt_out
+
+
 SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
     (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
+    (lambda t, b, e, p: shift_zero_column(t, b, e, p), "new column filled with 0"),
     (lambda *a: shift_targets(*a)[::-1], "swapped"),
     (lambda *a: shift_targets(*a, eos_last=True), "eos after the padding"),
     (lambda *a: shift_targets(*a, eos_in_input=True), "eos in the input"),
@@ -281,6 +294,7 @@ SAMPLE_WRONG = [
     (lambda *a: sample_decode(*a, feed_bos=True), "always feeds bos"),
     (lambda *a: sample_decode(*a, stop=False), "does not stop at eos"),
     (lambda *a: sample_decode(*a, stop=False, keep_eos=True), "does not stop at eos"),
+    (lambda *a: sample_decode(*a, divide_first=True), DIVIDES_BY_ZERO),  # no T = 0 case
     (not_done, ""),
 ]
 
@@ -349,7 +363,7 @@ def _rejects(checker, wrong, diagnosis, capsys):
     out = assert_rejected(checker, wrong, diagnosis, capsys)
     assert out.startswith("✗")
     if diagnosis and diagnosis not in (MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS, GLOBAL_RNG,
-                                         ONE_AXIS_ONLY, LIBRARY_EDIT):  # named before any case
+                                         ONE_AXIS_ONLY, LIBRARY_EDIT, DIVIDES_BY_ZERO):  # named before any case
         assert "expected:" in out and "got:" in out, "a diagnosis is followed by the failing case"
 
 
@@ -415,7 +429,8 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
     import attnbook.exercises.ch01 as checkers
     names = {m.name for m in getattr(checkers, f"{prefix}_MISTAKES")}
     triggered = {d for _, d in globals()[f"{prefix}_WRONG"]} - {"", MUTATION, LIBRARY_ONE_HOT, MATCHING_BLOCKS,
-                                                        GLOBAL_RNG, ONE_AXIS_ONLY, LIBRARY_EDIT}
+                                                        GLOBAL_RNG, ONE_AXIS_ONLY, LIBRARY_EDIT,
+                                                        DIVIDES_BY_ZERO}
     assert names == triggered
 
 
@@ -433,6 +448,7 @@ MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33, "ceiling": 0.857}  # what
     (0.9, False, "all the way"), (0.857, False, "all the way"), (0.95, False, "all the way"),
     (0.97, False, "above the ceiling"), (1.0, False, "above the ceiling"),
     (90, False, "percent"), ("0.9", False, "not a number"),
+    (-0.1, False, OUT_OF_RANGE), (-74, False, OUT_OF_RANGE), (200, False, OUT_OF_RANGE),
 ])
 def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
     result = check_swapped_context(predicted, lambda: dict(MEASURED))
@@ -493,6 +509,7 @@ PROBED = {"accuracy": [1.0, 0.96, 0.83, 0.72, 0.62, 0.59, 0.67, 0.72, 0.91, 0.99
     (1.0, False, "too optimistic"), (0.9, False, "too optimistic"), (0.7, False, "too optimistic"),
     (0.12, False, "too pessimistic"), (0.3, False, "too pessimistic"), (0.0, False, "too pessimistic"),
     (59, False, "percent"), ("0.6", False, "not a number"), (True, False, "not a number"),
+    (-0.5, False, OUT_OF_RANGE),
 ])
 def test_probe_middle_prediction(predicted, passed, diagnosis, capsys):
     result = check_probe_middle(predicted, lambda: {k: list(v) for k, v in PROBED.items()})
@@ -589,7 +606,7 @@ def _halved():
     (0.3, False, "too pessimistic"), (0.24, False, "too pessimistic"), (0.21, False, "too pessimistic"),
     (0.18, False, "at the floor"), (0.12, False, "at the floor"), (0.0, False, "at the floor"),
     (48, False, "percent"), (99, False, "percent"), ("0.5", False, "not a number"),
-    (True, False, "not a number"),
+    (True, False, "not a number"), (-0.48, False, OUT_OF_RANGE),
 ])
 def test_middle_letter_prediction(predicted, passed, diagnosis, capsys):
     result = check_middle_letter(predicted, _halved)
@@ -673,6 +690,7 @@ from attnbook.exercises.ch01 import (  # noqa: E402
     (0.90, False, "too pessimistic"), (0.95, False, "too pessimistic"),  # its old ceiling
     (0.12, False, "too optimistic"), (1.0, False, "too pessimistic"),
     (74, False, "percent"), ("0.74", False, "not a number"), (True, False, "not a number"),
+    (-0.74, False, OUT_OF_RANGE),
 ])
 def test_command_line_swapped_context(prediction, passed, diagnosis, capsys):
     """The command line passes only what passes for every measurement in the committed band
@@ -716,6 +734,7 @@ def test_command_line_swapped_context_names_the_start_state_guess(capsys):
     (0.5 + 0.24, False, "too optimistic"), (0.99, False, "too optimistic"),  # fails for any model
     (0.24, False, "too pessimistic"), (0.0, False, "too pessimistic"),
     (48, False, "percent"), ("0.48", False, "not a number"), (False, False, "not a number"),
+    (-0.48, False, OUT_OF_RANGE),
 ])
 def test_command_line_middle_letter(prediction, passed, diagnosis, capsys):
     """The command line passes only what passes for every measurement in the committed band,

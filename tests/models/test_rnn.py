@@ -64,3 +64,18 @@ def test_a_short_training_run_learns_something():
     assert after.per < before
     assert predict(model, [data.dev[0][0]], sv, tv) == after.predictions[:1]
     assert len(after.wer_by_length) >= 3
+
+
+def test_reorder_state_keeps_the_chosen_rows_and_beam_of_one_is_greedy():
+    from attnbook.decoding import beam_search
+
+    data, sv, tv, model = _setup()
+    model.eval()
+    batch = make_batch(data.dev[:3], sv, tv)
+    state = model.start(batch.src, batch.src_lengths)
+    index = torch.tensor([2, 0, 0])
+    moved = model.reorder_state(state, index)
+    torch.testing.assert_close(moved.hidden, state.hidden[:, index])
+    torch.testing.assert_close(moved.context, state.context[index])
+    args = (batch.src, batch.src_lengths, tv.bos_id, tv.eos_id, 12)
+    assert beam_search(model, *args, beam_size=1) == greedy_decode(model, *args)

@@ -159,12 +159,14 @@ def check_one_hot(one_hot: Callable[[torch.Tensor, int], torch.Tensor]) -> Check
 
 
 # --- shift_targets (a padded batch) ----------------------------------------------------------
-def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=None, count_pad=None):
+def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=None, count_pad=None,
+           tail_as=None):
     """Decoder input and target for a padded batch, with one known mistake switched on."""
     B = targets.shape[0]
     lengths = (targets != (pad_id if count_pad is None else count_pad)).sum(-1)  # (B,) real tokens
     first = torch.full((B, 1), bos_id if bos else pad_id, dtype=targets.dtype)
-    tail = torch.full((B, 1), pad_id if pad_as is None else pad_as, dtype=targets.dtype)
+    fill = tail_as if tail_as is not None else pad_id if pad_as is None else pad_as
+    tail = torch.full((B, 1), fill, dtype=targets.dtype)
     tgt_in = torch.cat([first, targets], dim=1)  # (B, T + 1)
     tgt_out = torch.cat([targets, tail], dim=1)  # (B, T + 1)
     if pad_as is not None:
@@ -186,6 +188,9 @@ SHIFT_MISTAKES = [
     Mistake("pad assumed 0", "you find each row's length by counting tokens != 0: the padding id is "
             "pad_id, which need not be 0. Count targets != pad_id.",
             gives=lambda t, b, e, p: _shift(t, b, e, p, count_pad=0)),
+    Mistake("new column filled with 0", "the column you add to the target is filled with 0, not pad_id: "
+            "after <eos> a row holds pad_id, whatever its value. Fill the new column with pad_id.",
+            gives=lambda t, b, e, p: _shift(t, b, e, p, tail_as=0)),
     Mistake("swapped", "the two are swapped: the decoder input starts with <bos>, the target ends with <eos>.",
             gives=lambda t, b, e, p: _shift(t, b, e, p)[::-1]),
     Mistake("eos after the padding", "<eos> goes right after each row's last real token, not in the last "
@@ -437,6 +442,8 @@ def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thr
 
 
 GLOBAL_RNG = "global random state"
+DIVIDES_BY_ZERO = "divides by temperature 0"
+OUT_OF_RANGE = "out of range"
 
 SAMPLE_MISTAKES = [
     Mistake("greedy at every temperature", "your answer takes the argmax at every step: above temperature 0, "
@@ -507,6 +514,18 @@ def check_sample_decode(sample_decode: Callable[..., list[int]]) -> CheckResult:
                                "your own g = torch.Generator().manual_seed(seed), so that sampling leaves "
                                "the rest of the program's randomness alone.", GLOBAL_RNG)
         torch.set_rng_state(before)
+        greedy_case = next(c for c in cases if c.args[5] == 0)  # temperature 0
+        try:
+            sample_decode(*(_fresh(a) for a in greedy_case.args))
+        except (RuntimeError, ZeroDivisionError) as err:
+            if isinstance(err, ZeroDivisionError) or "inf" in str(err) or "nan" in str(err):
+                return _finish("sample_decode", False, "at temperature 0 your function divides by the "
+                               f"temperature ({type(err).__name__}: {str(err)[:60]}): logits / 0 is "
+                               "inf or nan, and no softmax or multinomial can use it. Take the argmax "
+                               "when temperature == 0, before any division.\n"
+                               f"   failing case: {greedy_case.description}.", DIVIDES_BY_ZERO)
+        except Exception:  # noqa: BLE001 - run_cases reports the reader's other errors
+            pass
     return run_cases("sample_decode", sample_decode, cases, SAMPLE_MISTAKES)
 
 
@@ -711,6 +730,9 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the PER as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
+    if not 0 <= predicted <= 1.5:
+        return _finish(name, False, f"a PER is a fraction between 0 and 1: {predicted} cannot be one.",
+                       OUT_OF_RANGE)
     measured = measure()
     low, high = SWAP_RANGE
     if not isinstance(measured, dict) or not {"own", "donor", "usual", "ceiling"} <= set(measured):
@@ -879,6 +901,9 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
+    if not 0 <= predicted <= 1.5:
+        return _finish(name, False, f"a accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
+                       OUT_OF_RANGE)
     measured = measure()
     accuracy = measured.get("accuracy") if isinstance(measured, dict) else None
     majority = measured.get("majority") if isinstance(measured, dict) else None
@@ -938,6 +963,9 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
+    if not 0 <= predicted <= 1.5:
+        return _finish(name, False, f"a accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
+                       OUT_OF_RANGE)
     measured = measure()
     curves = {}
     for half in HALVES:
@@ -1005,6 +1033,9 @@ def _unreadable_fraction(name: str, prediction: object, variable: str) -> CheckR
     if 1.5 < prediction <= 150:
         return _finish(name, False, f"write it as a fraction: {prediction} looks like a percentage "
                        f"(use {prediction / 100:g}).", "percent")
+    if not 0 <= prediction <= 1.5:
+        return _finish(name, False, f"{variable} is a fraction between 0 and 1: {prediction} cannot be one.",
+                       OUT_OF_RANGE)
     return None
 
 

@@ -139,6 +139,10 @@ class RNNSeq2Seq(nn.Module):
         logits, hidden = self.decoder(tokens[:, None], state.context, state.hidden)  # (B, 1, V)
         return logits[:, 0], RNNDecoderState(hidden, state.context)
 
+    def reorder_state(self, state: RNNDecoderState, index: torch.Tensor) -> RNNDecoderState:
+        """Keep the batch rows ``index`` ``(B',)`` of ``state``, in that order (beam search)."""
+        return RNNDecoderState(state.hidden[:, index], state.context[index])
+
 
 # --- Attention (Bahdanau et al., 2015) -------------------------------------------------------
 # The decoder no longer sees one fixed C: at step i it scores every encoder state h_j against its
