@@ -443,20 +443,22 @@ POOL_MISTAKES = [
 REPEAT_OUTCOME = Outcome(
     exercise="a repeated token",
     label="weight on the two copies of token 0",
-    low=0.66, high=0.67,
+    low=0.79, high=0.81,
     how_to_measure="run the checker with your function: it pools x = [e_0, e_1, e_0, padding] "
-                   "(one-hot tokens, length 3) with the query e_0 + e_1, so the pooled vector's "
-                   "first entry is the weight on the copies of e_0.",
-    below="A softmax over positions gives each position its own share: the three real positions "
-          "tie, so each gets 1/3, and token 0, which fills two of them, gets 2/3. Attention pooling "
-          "ignores order (section 3.3), not repetition: it averages a multiset, a bag of tokens, "
-          "which is why section 3.8's uniform weights compute word counts. Max pooling would not "
-          "change at all.",
-    inside="Each copy gets its own share of the softmax, so a repeated token weighs twice: "
-           "attention pooling averages a multiset (a bag of tokens), the counts that section "
-           "3.8's uniform layer computes; max pooling would ignore the copy.",
+                   "(one-hot tokens, length 3) with the query 2 ln 2 · e_0, so token 0 scores ln 2 "
+                   "and token 1 scores 0, and the pooled vector's first entry is the weight on the "
+                   "copies of e_0.",
+    below="A softmax over positions gives each position its own share, e^score: each copy of "
+          "token 0 gets e^(ln 2) = 2 parts and token 1 gets 1, so the two copies get 4/5 = 0.8, up "
+          "from 2/3 with one copy. Attention pooling ignores order (section 3.3), not repetition: "
+          "it weights a multiset, so a copy adds its own e^score to the total. Max pooling would "
+          "not change at all.",
+    inside="Each copy gets its own share of the softmax, e^score: 2 + 2 parts against token 1's "
+           "1, so 4/5. Attention pooling weights a multiset, not a set; max pooling would ignore "
+           "the copy.",
     above="The copy has the same score as the original, so it does not sharpen the softmax: "
-          "three tied positions get 1/3 each, 2/3 for the two copies of token 0 together.",
+          "each copy keeps its 2 parts and token 1 its 1, so the two copies get 4/5 together, "
+          "not more.",
 )
 
 
@@ -466,7 +468,8 @@ def _repeat_measurement(fn: Callable) -> float:
     x[0, 0, 0] = x[0, 2, 0] = 1.0  # token 0, twice
     x[0, 1, 1] = 1.0  # token 1
     x[0, 3] = 5.0  # padding: must get no weight
-    pooled = torch.as_tensor(fn(x, torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([3])))
+    query = torch.tensor([2 * math.log(2), 0.0, 0.0, 0.0])  # /√D = 2: token 0 scores ln 2
+    pooled = torch.as_tensor(fn(x, query, torch.tensor([3])))
     return pooled.reshape(-1)[0].item()  # (B, D) -> the first entry
 
 
