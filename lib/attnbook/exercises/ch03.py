@@ -15,7 +15,7 @@ from collections.abc import Callable
 import torch
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, compare, run_cases
-from attnbook.exercises.predictions import Outcome, check_prediction
+from attnbook.exercises.predictions import PREDICTION_OFF, Outcome, check_prediction
 from attnbook.layers.attention import scaled_dot_product_attention
 from attnbook.layers.masks import token_mask
 from attnbook.layers.positional import sinusoidal_encoding
@@ -41,6 +41,21 @@ def _sdpa_global_max(q, k, v):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
     e = (scores - scores.max()).exp()
     return (e / e.sum(-1, keepdim=True)) @ v
+
+
+def _sdpa_shifted(q, k, v, how):
+    """Known slips in the row-max shift: ``how`` = "no keepdim" (a (..., T) max broadcast along
+    the keys, which runs only when T = S), "query axis" (each key's max over the queries), or
+    "numerator only" (the shifted exponentials over the unshifted ones' sum)."""
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
+    if how == "no keepdim":
+        return ((scores - scores.amax(dim=-1)).exp()
+                / (scores - scores.amax(dim=-1)).exp().sum(-1, keepdim=True)) @ v
+    if how == "query axis":
+        e = (scores - scores.amax(dim=-2, keepdim=True)).exp()
+        return (e / e.sum(-1, keepdim=True)) @ v
+    shifted = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return (shifted / scores.exp().sum(-1, keepdim=True)) @ v
 
 
 def _same_with_nan(got: torch.Tensor, wrong: torch.Tensor) -> bool:
@@ -158,6 +173,19 @@ SDPA_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _sdpa(*args).shape
             and _same_with_nan(got, _sdpa_global_max(*args))
             and not bool(torch.isfinite(got).all())),
+    Mistake("max without keepdim", "your row maximum lost its last dimension: scores.amax(dim=-1) "
+            "is (..., T), and subtracting it from the (..., T, S) scores lines it up with the KEYS, "
+            "so key j's scores are shifted by query j's maximum (it runs only when T = S, and then "
+            "gives wrong weights). Keep the dimension: amax(dim=-1, keepdim=True).",
+            gives=lambda q, k, v: _sdpa_shifted(q, k, v, "no keepdim")),
+    Mistake("max over the queries", "you subtracted each key's maximum over the queries "
+            "(amax(dim=-2)): that shifts the scores of one row by different amounts, which changes "
+            "its weights. Subtract each row's own maximum, amax(dim=-1, keepdim=True): one number "
+            "per query.", gives=lambda q, k, v: _sdpa_shifted(q, k, v, "query axis")),
+    Mistake("shift in the numerator only", "you shifted the numerator, exp(s - max), but divided "
+            "by the sum of the unshifted exp(s): the factor e^-max cancels only when both are "
+            "shifted, so each row is scaled by e^-max and no longer sums to 1. Divide by the sum "
+            "of the shifted exponentials.", gives=lambda q, k, v: _sdpa_shifted(q, k, v, "numerator only")),
     Mistake("softmax overflowed", "your output holds inf or nan where the scores are large: exp of a "
             "score above about 88 is inf in float32, and inf / inf is nan. Subtract each row's largest "
             "score before the exponential; the weights do not change.",
@@ -399,6 +427,11 @@ POOL_MISTAKES = [
     Mistake("mean of the real tokens", "that is the mean of the real tokens: weight them by "
             "softmax(x · query / √D) instead, so the query decides what counts.",
             gives=lambda x, q, n: (x * token_mask(n, x.shape[1])[:, :, None]).sum(1) / n[:, None]),
+    Mistake("weights @ x", "weights @ x with weights (B, S) and x (B, S, D) multiplies the whole "
+            "(B, S) matrix into every sequence and gives (B, B, D): each sequence mixed with the "
+            "others' weights. Weight each sequence by its own row: (weights[:, :, None] * x).sum(1), "
+            "or (weights[:, None, :] @ x)[:, 0].",
+            gives=lambda x, query, lengths: _pool(x, query, lengths, weights_only=True) @ x),
     Mistake("returns weights", "you returned the (B, S) weights: return their weighted sum of the tokens.",
             gives=lambda x, q, n: _pool(x, q, n, weights_only=True)),
 ]
@@ -410,20 +443,22 @@ POOL_MISTAKES = [
 REPEAT_OUTCOME = Outcome(
     exercise="a repeated token",
     label="weight on the two copies of token 0",
-    low=0.66, high=0.67,
+    low=0.79, high=0.81,
     how_to_measure="run the checker with your function: it pools x = [e_0, e_1, e_0, padding] "
-                   "(one-hot tokens, length 3) with the query e_0 + e_1, so the pooled vector's "
-                   "first entry is the weight on the copies of e_0.",
-    below="A softmax over positions gives each position its own share: the three real positions "
-          "tie, so each gets 1/3, and token 0, which fills two of them, gets 2/3. Attention pooling "
-          "ignores order (section 3.3), not repetition: it averages a multiset, a bag of tokens, "
-          "which is why section 3.8's uniform weights compute word counts. Max pooling would not "
-          "change at all.",
-    inside="Each copy gets its own share of the softmax, so a repeated token weighs twice: "
-           "attention pooling averages a multiset (a bag of tokens), the counts that section "
-           "3.8's uniform layer computes; max pooling would ignore the copy.",
+                   "(one-hot tokens, length 3) with the query 2 ln 2 · e_0, so token 0 scores ln 2 "
+                   "and token 1 scores 0, and the pooled vector's first entry is the weight on the "
+                   "copies of e_0.",
+    below="A softmax over positions gives each position its own share, e^score: each copy of "
+          "token 0 gets e^(ln 2) = 2 parts and token 1 gets 1, so the two copies get 4/5 = 0.8, up "
+          "from 2/3 with one copy. Attention pooling ignores order (section 3.3), not repetition: "
+          "it weights a multiset, so a copy adds its own e^score to the total. Max pooling would "
+          "not change at all.",
+    inside="Each copy gets its own share of the softmax, e^score: 2 + 2 parts against token 1's "
+           "1, so 4/5. Attention pooling weights a multiset, not a set; max pooling would ignore "
+           "the copy.",
     above="The copy has the same score as the original, so it does not sharpen the softmax: "
-          "three tied positions get 1/3 each, 2/3 for the two copies of token 0 together.",
+          "each copy keeps its 2 parts and token 1 its 1, so the two copies get 4/5 together, "
+          "not more.",
 )
 
 
@@ -433,7 +468,8 @@ def _repeat_measurement(fn: Callable) -> float:
     x[0, 0, 0] = x[0, 2, 0] = 1.0  # token 0, twice
     x[0, 1, 1] = 1.0  # token 1
     x[0, 3] = 5.0  # padding: must get no weight
-    pooled = torch.as_tensor(fn(x, torch.tensor([1.0, 1.0, 0.0, 0.0]), torch.tensor([3])))
+    query = torch.tensor([2 * math.log(2), 0.0, 0.0, 0.0])  # /√D = 2: token 0 scores ln 2
+    pooled = torch.as_tensor(fn(x, query, torch.tensor([3])))
     return pooled.reshape(-1)[0].item()  # (B, D) -> the first entry
 
 
@@ -1022,18 +1058,25 @@ def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
 
 
 def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_mask=True,
-            dropout=0.0, dropout_on="weights", value_only=False):
-    """Self-attention written out from a state dict; the keyword arguments make known mistakes."""
+            dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False):
+    """Self-attention written out from a state dict; the keyword arguments make known mistakes
+    (``dropout_on``: "weights", the right place, or "scores", "renormalised", "value", "output")."""
     def linear(name, t):
         return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
     q, k, v = (linear(n, x) for n in _PROJECTIONS[:3])  # (B, T, D)
     scores = q @ k.mT / (math.sqrt(x.shape[-1]) if divisor is None else divisor)  # (B, T, T)
-    if mask is not None and use_mask:
+    torch.manual_seed(0)
+    if dropout_on == "scores":
+        scores = torch.nn.functional.dropout(scores, dropout)
+    if mask is not None and use_mask and multiply_mask:
+        scores = scores * mask  # (B, T, T): blocked scores become 0, not -inf
+    elif mask is not None and use_mask:
         scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
-    torch.manual_seed(0)
-    if dropout_on == "weights":
+    if dropout_on in ("weights", "renormalised"):
         a = torch.nn.functional.dropout(a, dropout)
+    if dropout_on == "renormalised":
+        a = a / a.sum(-1, keepdim=True)  # rows back to 1 (0 / 0 where every weight dropped)
     if dropout_on == "value":
         v = torch.nn.functional.dropout(v, dropout)
     out = a @ v if value_only else linear("out_proj", a @ v)  # (B, T, D)
@@ -1103,6 +1146,21 @@ SELF_ATTENTION_MISTAKES = [
             "a dropped link, not a dropped feature.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and compare(got, _dropped("value")(*args), 1e-5, 1e-5) is None),
+    Mistake("mask multiplied", "you multiplied the scores by the mask: a blocked score becomes 0, "
+            "and exp(0) = 1 still gives that key weight. Set blocked scores to -inf before the "
+            "softmax: scores.masked_fill(~mask, float('-inf')).",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, multiply_mask=True)),
+    Mistake("dropout on the scores", "you applied dropout to the scores, before the softmax: a "
+            "dropped score becomes 0, which still gets weight, and the softmax renormalises the "
+            "row. Dropout belongs on A, after the softmax: a dropped link gets weight 0.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and _same_with_nan(got, _dropped("scores")(*args))),
+    Mistake("rows renormalised after dropout", "you divided the dropped A by its row sums: "
+            "nn.Dropout already divides the kept weights by 1 - p, so the rows sum to 1 on average; "
+            "renormalising every row undoes that (and gives 0 / 0 = nan where a row lost all its "
+            "weights). Use the dropped A as it is.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and _same_with_nan(got, _dropped("renormalised")(*args))),
     Mistake("dropout in eval mode", "dropout is on in eval mode: use nn.Dropout (a submodule, "
             "which follows module.train()/eval()) or F.dropout(..., training=self.training).",
             when=lambda args, got: not args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
@@ -1141,17 +1199,42 @@ def check_self_attention_module(cls: Callable) -> CheckResult:
                      SELF_ATTENTION_MISTAKES)
 
 
-def check_dropout_row_sums(prediction: object) -> CheckResult:
-    """Exercise 6's prediction: in training mode with ``dropout=0.5``, the mean row sum of ``A``
-    after dropout, over many rows. The checker measures it (each weight kept with probability
-    1 - p and divided by 1 - p, what ``nn.Dropout`` does) and explains the prediction."""
-    name = "row sums after dropout"
+def _row_sums_with(cls: Callable | None) -> tuple[torch.Tensor, str]:
+    """Row sums of a dropped ``A`` (p = 0.5, training mode), measured with the reader's module
+    when it runs: with v_proj giving 1 in every feature (weight 0, bias 1) and out_proj the
+    identity, each output feature of a query is the sum of its row of ``A``. Otherwise ``A`` is
+    dropped as nn.Dropout does (each weight kept with probability 1 - p and divided by 1 - p)."""
     g = torch.Generator().manual_seed(7)
+    if cls is not None:
+        try:
+            module = cls(8, bias=True, dropout=0.5)
+            with torch.no_grad():
+                for name in ("q_proj", "k_proj"):
+                    getattr(module, name).weight.copy_(0.3 * torch.randn(8, 8, generator=g))
+                    getattr(module, name).bias.zero_()
+                module.v_proj.weight.zero_()
+                module.v_proj.bias.fill_(1.0)
+                module.out_proj.weight.copy_(torch.eye(8))
+                module.out_proj.bias.zero_()
+                module.train()
+                torch.manual_seed(7)
+                out = module(torch.randn(2000, 8, 8, generator=g))  # (2000, T, D)
+            if isinstance(out, torch.Tensor) and out.shape == (2000, 8, 8):
+                return out[..., 0].flatten(), "your SelfAttention, in training mode"
+        except Exception:  # noqa: BLE001 - a module not written yet: measure without it
+            pass
     weights = torch.softmax(torch.randn(4000, 8, generator=g), dim=-1)  # (rows, keys)
     kept = torch.rand(weights.shape, generator=g) >= 0.5  # (rows, keys)
-    sums = (weights * kept / 0.5).sum(-1)  # (rows,)
-    measured = (f"measured over {len(sums)} rows of 8 weights, p = 0.5: mean row sum "
-                f"{sums.mean():.2f}, single rows from {sums.min():.2f} to {sums.max():.2f}")
+    return (weights * kept / 0.5).sum(-1), "nn.Dropout's rule on random rows"
+
+
+def check_dropout_row_sums(prediction: object, module: Callable | None = None) -> CheckResult:
+    """Exercise 6's prediction: in training mode with ``dropout=0.5``, the mean row sum of ``A``
+    after dropout, over many rows. The checker measures it, with the reader's ``SelfAttention``
+    class when given one that runs (else with nn.Dropout's rule), and explains the prediction:
+    a prediction off the measurement still passes, marked ✗ "prediction off" on its own line, as
+    every predict-then-measure checker of the book does."""
+    name = "row sums after dropout"
 
     def verdict(passed: bool, text: str, diagnosis: str = "") -> CheckResult:
         message = f"{'✓' if passed else '✗'} {name}: {text}"
@@ -1165,15 +1248,18 @@ def check_dropout_row_sums(prediction: object) -> CheckResult:
     if isinstance(guess, bool) or not isinstance(guess, (int, float)) or math.isnan(guess):
         return verdict(False, f"the prediction must be a number, got {prediction!r}.",
                        "prediction not a number")
+    sums, how = _row_sums_with(module)
+    measured = (f"measured with {how}, {len(sums)} rows of 8 weights, p = 0.5: mean row sum "
+                f"{sums.mean():.2f}, single rows from {sums.min():.2f} to {sums.max():.2f}")
     if abs(guess - 1.0) <= 0.05:
         return verdict(True, f"right; {measured}. nn.Dropout divides the kept weights by 1 - p, "
                              "so a row sums to 1 on average, but not row by row.")
+    off = f"{measured}\n   ✗ {PREDICTION_OFF}: your prediction, {guess:g}, is not the measured mean. "
     if abs(guess - 0.5) <= 0.05:
-        return verdict(False, f"{measured}. 0.5 forgets that nn.Dropout divides the weights it "
-                              "keeps by 1 - p = 0.5: half are zeroed, the rest doubled.",
-                       "no rescaling")
-    return verdict(False, f"{measured}. Half the weights are zeroed and the rest doubled, so "
-                          "on average nothing changes.", "wrong prediction")
+        return verdict(True, off + "0.5 forgets that nn.Dropout divides the weights it keeps by "
+                                   "1 - p = 0.5: half are zeroed, the rest doubled.", "no rescaling")
+    return verdict(True, off + "Half the weights are zeroed and the rest doubled, so on average "
+                               "nothing changes.", "wrong prediction")
 
 
 def check_row_sums_file(_function: object = None, prediction: object = None) -> CheckResult:
