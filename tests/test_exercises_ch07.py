@@ -537,6 +537,18 @@ def test_local_mask_checker_rejects(name, capsys):
     assert result.diagnosis == (diagnosis or "")
 
 
+def test_local_mask_checker_names_the_first_wrong_entry(capsys):
+    def one_off(g, r):
+        mask = local_mask_reference(g, r).clone()
+        mask[2, 1] = ~mask[2, 1]  # patch 2 may no longer read patch 1 (or the other way)
+        return mask
+
+    assert not ch07.check_local_attention_mask(one_off)
+    out = capsys.readouterr().out
+    assert ("first wrong entry of 1: mask[2, 1], the patch at grid row 0, column 1 attending to "
+            "the patch at grid row 0, column 0: expected True, got False") in out
+
+
 def test_the_chapter_local_mask_is_the_benchmark_mask():
     import importlib.util
     from pathlib import Path

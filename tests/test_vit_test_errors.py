@@ -25,6 +25,9 @@ def test_smoke_run_writes_every_model_with_its_wrong_digits(tmp_path):
         assert abs(r["test_accuracy"] - (1 - len(r["wrong"]) / result["test_images"])) < 1e-4
     svm = [r for r in runs if r["model"] == "svm_copies"]
     assert all(r["C"] in result["svm_C_grid"] and r["fit_images"] == 5 * r["train_images"] for r in svm)
+    assert all(r["gamma_times_scale"] in result["svm_gamma_grid_times_scale"] for r in svm)
+    assert all(len(r["dev_accuracy"]) == len(result["svm_C_grid"]) * len(result["svm_gamma_grid_times_scale"])
+               for r in svm)
     analysed = [r for r in runs if "analysis" in r]
     assert [(r["model"], r["fraction"]) for r in analysed] == [("vit", 1.0)]
     assert result["missing"] == []
@@ -54,6 +57,7 @@ def test_committed_results_hold_every_run_and_reproduce_the_grid():
     assert keys <= grid_keys and len(keys) + len(result["missing"]) == len(grid_keys)
     assert {(r["fraction"], r["seed"]) for r in result["runs"] if r["model"] == "svm_copies"} == {
         (f, s) for f in result["fractions"] for s in result["seeds"]}  # the SVM: every subset
+    assert all("gamma_times_scale" in r for r in result["runs"] if r["model"] == "svm_copies")  # tuned
     committed = {(r["model"], r["fraction"], r["seed"]): r["test_accuracy"] for r in grid["runs"]}
     for r in result["runs"]:
         assert len(set(r["wrong"])) == len(r["wrong"]) and all(0 <= i < result["test_images"] for i in r["wrong"])

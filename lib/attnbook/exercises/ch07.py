@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import functools
 import inspect
 import traceback
 
@@ -826,7 +827,40 @@ def check_local_attention_mask(fn: Callable) -> CheckResult:
                        "max(|row difference|, |column difference|) <= radius; row 0 (the class token) "
                        "is all True, column 0 below it all False.")
              for g, r in ((4, 1), (3, 1), (4, 0), (5, 2), (2, 1), (6, 1), (5, 3), (1, 1))]
-    return run_cases("a local attention mask", fn, cases, LOCAL_MASK_MISTAKES)
+    if not callable(fn):
+        return run_cases("a local attention mask", fn, cases, LOCAL_MASK_MISTAKES)
+    outputs: list = []
+
+    @functools.wraps(fn)
+    def recorded(grid_size, radius):  # the reader's function, its last output kept
+        out = fn(grid_size, radius)
+        outputs.append(((grid_size, radius), out))
+        return out
+
+    result = run_cases("a local attention mask", recorded, cases, LOCAL_MASK_MISTAKES)
+    if not result and not result.diagnosis and outputs:
+        first = _first_mask_difference(*outputs[-1])
+        if first:
+            print("   " + first)
+    return result
+
+
+def _first_mask_difference(args: tuple, got: object) -> str:
+    """The first (query, key) entry where a mask of the right shape and dtype is wrong, named."""
+    g, r = args
+    right = _local_mask(g, r)
+    if not (isinstance(got, torch.Tensor) and got.shape == right.shape and got.dtype == torch.bool):
+        return ""
+    wrong = torch.nonzero(got.cpu() != right)
+    if len(wrong) == 0:
+        return ""
+
+    def token(n: int) -> str:
+        return "the class token" if n == 0 else f"the patch at grid row {(n - 1) // g}, column {(n - 1) % g}"
+
+    i, j = wrong[0].tolist()
+    return (f"first wrong entry of {len(wrong)}: mask[{i}, {j}], {token(i)} attending to "
+            f"{token(j)}: expected {bool(right[i, j])}, got {bool(got[i, j])}")
 
 
 # ----- 7. the position table interpolated in 2-D for a larger grid ---------------------------------
