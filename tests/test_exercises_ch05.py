@@ -283,6 +283,8 @@ def loss_variant(kind):
             smooth = -logp.sum(-1) / n
         elif kind == "eps over V":  # ε / V on each allowed token: the target sums to less than 1
             smooth = -logp[..., allowed].sum(-1) / V
+        elif kind == "excluded to right":  # the review's: ε / V each, the excluded share on the right
+            smooth = -logp[..., allowed].sum(-1) / V + (V - n) / V * nll
         elif kind == "eps not over n":  # ε on every allowed class: the sum of -log p, not its mean
             smooth = -logp[..., allowed].sum(-1)
         else:
@@ -345,6 +347,7 @@ SMOOTHING_WRONG = [
     (loss_variant("mix probabilities"), "mix probabilities"),
     (loss_variant("no 1 - eps"), "no (1 - epsilon) weight"),
     (loss_variant("scatter overwrites"), "right token's eps/n overwritten"),
+    (loss_variant("excluded to right"), "excluded mass on the right token"),  # the review's
     (not_done, ""),
 ]
 

@@ -219,6 +219,9 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
         loss = (1 - epsilon) * nll + epsilon * (-logp.mean(-1))
     elif spread == "V over allowed":  # ε / V on each allowed token: the target sums to less than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) / V)
+    elif spread == "excluded to right":  # ε / V on each allowed token, the excluded share on the right
+        k = V - n
+        loss = (1 - epsilon + epsilon * k / V) * nll + epsilon * (-logp_allowed.sum(-1) / V)
     elif spread == "all":  # ε (not ε / n) on every allowed class: the target sums to more than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1))
     elif spread == "n over V":  # ε / n, but on all V classes: the target sums to more than 1
@@ -243,6 +246,10 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
 
 
 SMOOTHING_MISTAKES = [
+    Mistake("excluded mass on the right token", "you gave each class ε / V and moved the excluded classes' "
+            "share to the right token: spread ε evenly over the n allowed classes (ε / n each), and give the "
+            "right token 1 - ε on top of its ε / n.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="excluded to right")),
     Mistake("ignores epsilon", "your loss is plain cross-entropy: mix (1 - ε) of it with ε times the "
             "cross-entropy against the uniform distribution over the allowed tokens.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, 0.0)),
