@@ -219,6 +219,9 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
         loss = (1 - epsilon) * nll + epsilon * (-logp.mean(-1))
     elif spread == "V over allowed":  # ε / V on each allowed token: the target sums to less than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) / V)
+    elif spread == "excluded to right":  # ε / V on each allowed token, the excluded share on the right
+        k = V - n
+        loss = (1 - epsilon + epsilon * k / V) * nll + epsilon * (-logp_allowed.sum(-1) / V)
     elif spread == "all":  # ε (not ε / n) on every allowed class: the target sums to more than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1))
     elif spread == "n over V":  # ε / n, but on all V classes: the target sums to more than 1
@@ -243,6 +246,10 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
 
 
 SMOOTHING_MISTAKES = [
+    Mistake("excluded mass on the right token", "you gave each class ε / V and moved the excluded classes' "
+            "share to the right token: spread ε evenly over the n allowed classes (ε / n each), and give the "
+            "right token 1 - ε on top of its ε / n.",
+            gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="excluded to right")),
     Mistake("ignores epsilon", "your loss is plain cross-entropy: mix (1 - ε) of it with ε times the "
             "cross-entropy against the uniform distribution over the allowed tokens.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, 0.0)),
@@ -751,10 +758,11 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
                   count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False,
-                  stop_on_top=False, extend_finished=None):
+                  stop_on_top=False, extend_finished=None, multiply=False, finished_only=False):
     """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
     beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
-    candidate leaves, not only those among the beam_size best)."""
+    candidate leaves, not only those among the beam_size best). ``multiply``: score * n**alpha, not
+    score / n**alpha; ``finished_only``: the final choice ignores the hypotheses still live at max_len."""
     """Beam search for one sequence with one known mistake switched on (all off: the right answer)."""
     first = state
     beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
@@ -794,6 +802,8 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
             if all(b[3] for b in beams):
                 break
     pool = done + beams
+    if finished_only and any(c[3] for c in pool):  # the mistake: live ones at max_len cannot win
+        pool = [c for c in pool if c[3]]
     if not pool:
         return []
 
@@ -805,6 +815,8 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
 
     def final(c):
         length = len(c[1]) - (1 if (c[3] and not count_eos) else 0) + (1 if count_bos else 0)
+        if multiply:  # the mistake: the penalty multiplies (favouring short outputs even more)
+            return c[0] * max(length, 1) ** length_penalty
         return c[0] / max(length, 1) ** length_penalty if length_penalty else c[0]
     best = max(pool, key=final)[1]
     return best[: best.index(eos_id)] if eos_id in best else best
@@ -816,6 +828,13 @@ BEAM_MISTAKES = [
             gives=lambda *a: _beam_variant(*a, thread=False)),
     Mistake("greedy", "your result is greedy search's: keep beam_size hypotheses at every step, not one.",
             gives=lambda step, state, b, e, n, k, a: _beam_variant(step, state, b, e, n, 1, a)),
+    Mistake("penalty multiplied", "you multiplied the score by n ** length_penalty: divide it. Scores are "
+            "negative, so multiplying makes long hypotheses look worse, the opposite of the penalty's purpose.",
+            gives=lambda *a: _beam_variant(*a, multiply=True)),
+    Mistake("only finished at max_len", "when max_len stops the search, the hypotheses still running compete "
+            "too: choose among ALL kept hypotheses (finished or not) by score / n ** length_penalty, with n "
+            "counting the tokens each has so far.",
+            gives=lambda *a: _beam_variant(*a, finished_only=True)),
     Mistake("ignores length_penalty", "your result ignores length_penalty: pick the hypothesis with the "
             "highest score / n ** length_penalty.",
             gives=lambda step, state, b, e, n, k, a: _beam_variant(step, state, b, e, n, k, 0.0)),
@@ -868,6 +887,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
     sequence; ``step(token, state) -> (logits (V,), new_state)``."""
     cases = []
     for V, seed, bos, eos, state, max_len, K, alpha, growth in [
+        (6, 15, 1, 2, (), 8, 4, 1.0, 0.4),  # ignoring the penalty, multiplying by it, counting <bos>: all differ
         (8, 143, 1, 2, (), 12, 4, 0.8, 0.4),  # n counting <bos> differs from ignoring the penalty here
         (8, 259, 1, 2, (), 12, 3, 0.8, 0.4),  # beam, greedy and every variant below all differ here
         (6, 6, 1, 2, (), 8, 3, 1.0, 0.35),
@@ -878,6 +898,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
         (9, 2, 1, 2, (5,), 3, 3, 1.0, 0.0),  # max_len cuts every hypothesis
         (6, 5, 1, 2, (), 1, 2, 1.0, 0.4),    # a single step
         (9, 16, 3, 6, (4, 1), 9, 3, 0.7, 0.3),  # pruning by score / n**alpha differs
+        (7, 3, 1, 2, (), 4, 3, 1.0, 0.3),    # max_len stops it: a live hypothesis beats the finished ones
     ]:
         model = PrefixModel(V, seed, eos, eos_growth=growth, spread=1.5)
         expected = _library_beam_search(BatchedPrefixModel(model, state), torch.zeros(1, 1), torch.ones(1), bos,
@@ -929,10 +950,10 @@ def check_confidence_file(fn: Callable, prediction: object = None) -> CheckResul
                        f"wide: at most {MAX_RANGE_WIDTH:.2f}, so narrow it with the chapter's numbers.",
                        "range too wide")
     low, high = CONFIDENCE_RANGE
-    tolerance = 0.0 if is_range else PREDICTION_TOLERANCE
+    tolerance = 0.0  # a number must lie inside the range the notebook accepts, a range overlap it
     shown = f"{bounds[0]:.2f}-{bounds[1]:.2f}" if is_range else f"{bounds[0]:.2f}"
-    rule = (f"a number passes within {PREDICTION_TOLERANCE:.2f} of that range ({low - PREDICTION_TOLERANCE:.2f}-"
-            f"{high + PREDICTION_TOLERANCE:.2f}), a range at most {MAX_RANGE_WIDTH:.2f} wide when it overlaps it")
+    rule = (f"a number passes inside that range, a range at most {MAX_RANGE_WIDTH:.2f} wide when it "
+            "overlaps it")
     where = (f"the command line has no trained model: it compares your prediction with {low:.2f}-{high:.2f}, "
              f"the range the notebook's check accepts for the chapter's trained model ({rule}; run the "
              "notebook's cell for the model's own number)")
