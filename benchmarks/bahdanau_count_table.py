@@ -2,6 +2,8 @@
 
 Usage: ``python benchmarks/bahdanau_count_table.py`` writes ``lib/attnbook/results/bahdanau_count_table.json``;
 ``--smoke --out FILE`` fits on 2,000 training words and scores 20 inputs per bucket (seconds, for the tests).
+``--width 9 --out lib/attnbook/results/bahdanau_count_table_w9.json`` scores the window chosen on dev
+(``count_table_width.py``) instead of Chapter 1's 5 letters.
 
 The table (``attnbook.tasks.count_baselines.LetterWindowG2P``, no network) is fitted on the single training
 words and scored on ``benchmarks/bahdanau_length.py``'s own joined test inputs (joins of 1-6 test words, 150 per
@@ -40,11 +42,12 @@ def thirds(table, pairs) -> dict:
 
 def main() -> None:
     parser = common.experiment_parser(__doc__)
+    parser.add_argument("--width", type=int, default=5, help="letters in the window (default 5)")
     args = parser.parse_args()
     data = load_g2p()
     train = list(data.train)[:2000] if args.smoke else list(data.train)
     per_bucket = 20 if args.smoke else TEST_PER_BUCKET
-    table = LetterWindowG2P(train, LetterAligner(train))
+    table = LetterWindowG2P(train, LetterAligner(train), width=args.width)
     by_length = {}
     for k, (low, high) in enumerate(BUCKETS):  # the seeds of bahdanau_length.datasets: 200, 201, ...
         pairs = join_words(data.test, per_bucket, min_words=1, max_words=6, min_letters=low,
@@ -57,7 +60,7 @@ def main() -> None:
         "description": "Chapter 2, section 2.10: the letter-window count table (Chapter 1's, no network) fitted "
                        "on single training words, scored on bahdanau_length.py's joined test inputs and on the "
                        "single test words; written by benchmarks/bahdanau_count_table.py",
-        "machine": common.machine(), "training_words": len(train),
+        "machine": common.machine(), "training_words": len(train), "width": args.width,
         "single_words": scores(table, data.test[:200] if args.smoke else data.test),
         "by_length": by_length,
         "error_thirds": thirds(table, data.test[:2000] if args.smoke else data.test),

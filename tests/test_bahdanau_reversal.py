@@ -62,3 +62,15 @@ def test_count_table_benchmark_smoke_and_committed_results(tmp_path):
         assert 0 < thirds["words"] and 0 < thirds["errors"]
         assert all(abs(sum(shares) - 1) < 1e-3 for shares in thirds["shares"].values())
     assert committed["error_thirds"]["words"] == 1528  # the words of the networks' error_thirds
+
+
+def test_count_table_width_9_results_match_the_dev_chosen_table():
+    """--width 9: the width count_table_width.py picks on dev; its single-word scores agree with it."""
+    w9 = load_result("bahdanau_count_table_w9.json")
+    chosen = load_result("count_table_width.json")
+    assert w9["width"] == chosen["chosen_width"] == 9
+    assert w9["single_words"]["per"] == chosen["chosen"]["test_per"]
+    assert w9["single_words"]["wer"] == chosen["chosen"]["test_wer"]
+    assert list(w9["by_length"]) == load_result("bahdanau_length.json")["setup"]["buckets"]
+    assert all(cell["inputs"] == 150 for cell in w9["by_length"].values())
+    assert w9["error_thirds"]["words"] == 1528
