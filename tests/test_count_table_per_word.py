@@ -37,3 +37,14 @@ def test_committed_results_match_the_chosen_width():
     chosen = widths["chosen"]
     assert (round(wer, 4), round(per, 4)) == (chosen["test_wer"], chosen["test_per"])
     assert (result["test_wer"], result["test_per"]) == (chosen["test_wer"], chosen["test_per"])
+
+
+def test_committed_13_letter_results_match_the_wider_grid():
+    result = load_result("count_table_per_word_13.json")
+    wider = load_result("count_table_wider.json")
+    assert result["width"] == wider["chosen_width"] == 13
+    assert result["words"] == {"train": 105_103, "test": 5_825}
+    wer, per = _totals(result, [p for _, p in load_g2p().test])
+    chosen = wider["chosen"]
+    assert (round(wer, 4), round(per, 4)) == (chosen["test_wer"], chosen["test_per"])
+    assert (result["test_wer"], result["test_per"]) == (chosen["test_wer"], chosen["test_per"])
