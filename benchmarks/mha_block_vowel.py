@@ -84,10 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default=str(common.RESULTS / "mha_block_vowel.json"))
     args = p.parse_args(argv)
     jobs = [(h, s, args.steps) for h in args.heads for s in args.seeds]
-    rows = common.run_jobs(run, jobs, args.jobs)
-    result = {"description": __doc__.splitlines()[0],
-              "machine": common.machine(args.jobs if args.jobs > 1 else None), "runs": rows}
-    common.write_result(common.Path(args.out), result)
+    common.run_and_write(run, jobs, args.jobs, common.Path(args.out), __doc__.splitlines()[0])
     return 0
 
 
