@@ -86,17 +86,19 @@ def pretrain_inverse_sqrt(args, text: str) -> tuple[dict, dict]:
 
     ``args`` needs ``smoke``, ``corpus``, ``steps``, ``window``, ``peak_lr``, ``warmup`` and
     ``probe_every`` (this script's options), and may give ``batch`` (windows per step, default
-    64); ``benchmarks/t5_low_label.py`` reuses it."""
+    64) and ``seed`` (initialisation and window order, default 0); ``benchmarks/t5_low_label.py``
+    reuses it."""
     stream = VOCAB.encode(text[:20000] if args.smoke else text)
     # held-out probe: the last 5% of the stream, never drawn for training
     cut = int(len(stream) * 0.95)
     train_stream, probe_stream = stream[:cut], stream[cut:]
     own, wrong = probe_batches(probe_stream, args.window)
-    torch.manual_seed(0)
+    seed = getattr(args, "seed", 0)  # t5_low_label.py --pretrain-seed
+    torch.manual_seed(seed)
     model = T5(t5_config(args.smoke, dropout=0.0))
     windows_per_step = getattr(args, "batch", 64)  # t5_low_label.py --pretrain-batch
     batches = span_corruption_batches(train_stream, args.window, windows_per_step, VOCAB.sentinel,
-                                      VOCAB.eos_id, VOCAB.pad_id, torch.Generator().manual_seed(0))
+                                      VOCAB.eos_id, VOCAB.pad_id, torch.Generator().manual_seed(seed))
     optimizer = torch.optim.Adam(model.parameters(), lr=args.peak_lr)
     warm = args.warmup
     scheduler = torch.optim.lr_scheduler.LambdaLR(
@@ -116,7 +118,7 @@ def pretrain_inverse_sqrt(args, text: str) -> tuple[dict, dict]:
                                          history.metrics["loss_gap"]):
         track.append([step, round(o, 4), round(w, 4), round(g, 4)])
     losses = history.smoothed_losses(50)
-    pre = {"kind": "pretrain", "corpus": args.corpus, "steps": args.steps, "window": args.window,
+    pre = {"kind": "pretrain", "corpus": args.corpus, "seed": seed, "steps": args.steps, "window": args.window,
            "windows_per_step": windows_per_step,
            "peak_lr": args.peak_lr, "warmup": args.warmup, "seconds": round(seconds, 1),
            "corpus_bytes": len(stream),

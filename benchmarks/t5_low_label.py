@@ -162,7 +162,7 @@ def outputs(weights: dict, args, seed: int = 0, samples: int = 12) -> dict:
     return row
 
 
-def export(args) -> None:
+def export(args, tag: str) -> None:
     """The checkpoint as safetensors in the results folder, if it reproduces the final gap."""
     from safetensors.torch import save_file
 
@@ -174,10 +174,10 @@ def export(args) -> None:
     model.load_state_dict(weights)
     stream = VOCAB.encode(corpus_text("spellings"))
     measured = gap(model, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]
-    recorded = json.loads((common.RESULTS / "t5_low_label.json").read_text())["pretrain"]["gap_track"][-1][3]
+    recorded = json.loads((common.RESULTS / f"t5_low_label{tag}.json").read_text())["pretrain"]["gap_track"][-1][3]
     if abs(measured - recorded) > 1e-3:
         raise SystemExit(f"{args.checkpoint}: gap {measured} is not the recorded {recorded}")
-    out = common.RESULTS / "t5_spellings_pretrained.safetensors"
+    out = common.RESULTS / f"t5_spellings_pretrained{tag}.safetensors"
     save_file({k: v.contiguous() for k, v in weights.items()}, str(out))
     print(json.dumps({"kind": "export", "path": out.name, "gap": measured,
                       "sha256": sha256_of(out)}), flush=True)
@@ -197,10 +197,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--pretrain-steps", type=int, default=3000)
     p.add_argument("--window", type=int, default=32, help="pretraining window in bytes")
     p.add_argument("--pretrain-batch", type=int, default=64, help="pretraining windows per step")
+    p.add_argument("--peak-lr", type=float, default=1e-2, help="pretraining peak rate (Adam)")
+    p.add_argument("--pretrain-seed", type=int, default=0, help="pretraining init and window order")
     p.add_argument("--checkpoint", type=Path, default=None,
                    help="default /tmp/t5_spellings_pretrained.pt (window 32), else ..._w{window}.pt")
     args = p.parse_args(argv)
     tag = "" if args.window == 32 else f"_w{args.window}"
+    tag += "" if args.peak_lr == 1e-2 else f"_lr{args.peak_lr:g}"
+    tag += "" if args.pretrain_seed == 0 else f"_ps{args.pretrain_seed}"
     if args.checkpoint is None:
         args.checkpoint = Path(f"/tmp/t5_spellings_pretrained{tag}.pt")
     if args.smoke:
@@ -210,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     done = {key(r): r for r in common.log_rows(args.resume)}
     if args.part == "pretrain":
         pre_args = argparse.Namespace(smoke=args.smoke, corpus="spellings", steps=args.pretrain_steps,
-                                      window=args.window, batch=args.pretrain_batch, peak_lr=1e-2, warmup=300,
+                                      window=args.window, batch=args.pretrain_batch, peak_lr=args.peak_lr, warmup=300,
+                                      seed=args.pretrain_seed,
                                       probe_every=10 if args.smoke else 250)
         pre, weights = pretrain_inverse_sqrt(pre_args, corpus_text("spellings"))
         partial = args.checkpoint.with_suffix(".partial")
@@ -244,9 +249,9 @@ def main(argv: list[str] | None = None) -> int:
             time.sleep(20)
         print(json.dumps(outputs(torch.load(args.checkpoint), args)), flush=True)
     elif args.part == "export":
-        if tag:
-            raise SystemExit("--part export is for the 32-byte checkpoint the chapter loads")
-        export(args)
+        if args.window != 32:
+            raise SystemExit("--part export is for the 32-byte checkpoints the chapter loads")
+        export(args, tag)
     else:
         rows = list(done.values())
         pre = [r for r in rows if r.get("kind") == "pretrain"]
@@ -261,6 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                 "threads": 1, "test_words": len(load_g2p().test[:: 50 if args.smoke else 5]),
                 "settings": {"steps": args.steps, "batch_size": 64, "lr": 3e-3,
                              "pretrain_steps": args.pretrain_steps, "window": args.window,
+                             "pretrain_peak_lr": args.peak_lr, "pretrain_seed": args.pretrain_seed,
                              "pretrain_windows_per_step": args.pretrain_batch},
                 "pretrain": pre[0] if pre else None,
                 "positions": by_position[0] if by_position else None,
