@@ -38,7 +38,7 @@ def bucket_range(bucket, bidirectional, num_buckets, max_distance):
         low = first_distance(b)
         high = None if b == per_side - 1 else first_distance(b + 1) - 1
     if side == 1:  # keys after the query: positive offsets
-        return (low, high)
+        return None if b == 0 else (low, high)  # offset 0 sits in the lower half: bucket n/2 is empty
     if bidirectional:
         return (None if high is None else -high, -low)
     # causal: bucket 0 also holds every future offset
@@ -63,7 +63,7 @@ def bucket_range_scanning_distances(bucket, bidirectional, num_buckets, max_dist
         low = first_distance(b)
         high = None if b == per_side - 1 else first_distance(b + 1) - 1
     if side == 1:
-        return (low, high)
+        return None if b == 0 else (low, high)
     if bidirectional:
         return (None if high is None else -high, -low)
     return (None if high is None else -high, None if b == 0 else -low)
@@ -201,10 +201,16 @@ def bucket_causal_zero_closed(bucket, bidirectional, n, d):
 
 
 def bucket_causal_sign_flipped(bucket, bidirectional, n, d):
-    low, high = bucket_range(bucket, bidirectional, n, d)
     if bidirectional:
-        return (low, high)
+        return bucket_range(bucket, bidirectional, n, d)
+    low, high = bucket_range(bucket, bidirectional, n, d)
     return (None if high is None else -high, None if low is None else -low)
+
+
+def bucket_zero_in_both_halves(bucket, bidirectional, n, d):
+    """Offset 0 given to the empty bidirectional bucket n/2 as well (it passed before the empty bucket
+    was checked)."""
+    return (0, 0) if bidirectional and bucket == n // 2 else bucket_range(bucket, bidirectional, n, d)
 
 
 def bucket_one_past_the_end(bucket, bidirectional, n, d):
@@ -218,6 +224,7 @@ def bucket_one_past_the_end(bucket, bidirectional, n, d):
 @pytest.mark.parametrize("wrong, diagnosis", [
     (bucket_halves_swapped, "halves swapped"),
     (bucket_causal_zero_closed, "causal bucket 0 closed"),
+    (bucket_zero_in_both_halves, "offset 0 in the upper half"),
     (bucket_causal_sign_flipped, "causal sign flipped"),
     (bucket_one_past_the_end, "one past the end"),
     (bucket_rounded, "rounded log"),
@@ -975,7 +982,9 @@ def _own_bucket(offset, bidirectional, n, d):
 
 def _scan_own_formula(bucket, bidirectional, n, d, far=5000):
     """The reader's own bucket function, tried on a fixed window of offsets."""
-    inside = [o for o in range(-far, far + 1) if _own_bucket(o, bidirectional, n, d) == bucket] or [0]
+    inside = [o for o in range(-far, far + 1) if _own_bucket(o, bidirectional, n, d) == bucket]
+    if not inside:
+        return None
     return (None if min(inside) == -far else min(inside), None if max(inside) == far else max(inside))
 
 

@@ -129,12 +129,15 @@ def _reversed_pair(args, got) -> bool:
 
 
 def _zero_in_upper_half(args, got) -> bool:
-    """Bidirectional bucket 0 read as empty, or shifted one offset left, as when offset 0 is
-    counted with the keys after the query."""
-    bucket, bidirectional = args[0], args[1]
+    """Bidirectional bucket 0 read as empty, or shifted one offset left, or bucket num_buckets // 2
+    (empty) given offset 0: as when offset 0 is counted with the keys after the query."""
+    bucket, bidirectional, num_buckets = args[0], args[1], args[2]
+    pair = tuple(got) if isinstance(got, (tuple, list)) and len(got) == 2 else None
+    if bidirectional and bucket == num_buckets // 2:  # the empty bucket: offset 0 also put here
+        return pair == (0, 0)
     if not bidirectional or bucket != 0:
         return False
-    return got is None or (isinstance(got, (tuple, list)) and len(got) == 2 and tuple(got) == (-1, -1))
+    return got is None or pair == (-1, -1)
 
 
 def check_bucket_range(fn: Callable) -> CheckResult:
@@ -237,14 +240,14 @@ def _bucket_cases(settings) -> list:
     cases = []
     for bidirectional, n, d in settings:
         for bucket in sorted({0, 1, n // 4 - 1, n // 4, n // 2 - 1, n // 2, n // 2 + 2, n - 2, n - 1}):
-            expected = _bucket_range(bucket, bidirectional, n, d)
-            if expected is not None:
-                cases.append(Case(f"bucket {bucket} of {n}, max_distance {d}, "
-                                  f"{'bidirectional' if bidirectional else 'causal'}",
-                                  (bucket, bidirectional, n, d), expected,
-                                  hint="exact buckets hold one offset; log buckets start where "
-                                       "floor(max_exact + log(d / max_exact) / log(max_distance / max_exact) "
-                                       "* (per_side - max_exact)) first reaches the bucket"))
+            expected = _bucket_range(bucket, bidirectional, n, d)  # None: no offset falls in the bucket
+            cases.append(Case(f"bucket {bucket} of {n}, max_distance {d}, "
+                              f"{'bidirectional' if bidirectional else 'causal'}",
+                              (bucket, bidirectional, n, d), expected,
+                              hint="exact buckets hold one offset; log buckets start where "
+                                   "floor(max_exact + log(d / max_exact) / log(max_distance / max_exact) "
+                                   "* (per_side - max_exact)) first reaches the bucket; a bucket no offset "
+                                   "falls in is None"))
     return cases
 
 
