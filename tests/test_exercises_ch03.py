@@ -694,30 +694,39 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model, bias=True, dropout=0.0, *, scale=True, dim=-1, invert=False,
                  use_mask=True, out=True, dropout_on="weights", eval_dropout=False,
-                 multiply_mask=False):
+                 multiply_mask=False, mask_after=False, swap_qk=False):
         super().__init__()
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
         self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
         self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
-        self.multiply_mask = multiply_mask
+        self.multiply_mask, self.mask_after, self.swap_qk = multiply_mask, mask_after, swap_qk
 
     def forward(self, x, mask=None):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if self.swap_qk:  # a mistake: K Qᵀ
+            q, k = k, q
         width = x.shape[-2] if self.scale == "length" else x.shape[-1]  # "length": a mistake
-        scores = q @ k.mT / (math.sqrt(width) if self.scale else 1.0)
+        if self.scale == "d_k":  # a mistake: divided by d_k, not its root
+            scores = q @ k.mT / width
+        else:
+            scores = q @ k.mT / (math.sqrt(width) if self.scale else 1.0)
         on = self.training or self.eval_dropout
         if self.dropout_on == "scores":  # a mistake: dropout before the softmax
             scores = F.dropout(scores, self.p, training=on)
         if mask is not None and self.use_mask and self.multiply_mask:
             scores = scores * mask  # a mistake: blocked scores 0, not -inf
-        elif mask is not None and self.use_mask:
+        elif mask is not None and self.use_mask and not self.mask_after:
             scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
         a = torch.softmax(scores, dim=self.dim)
+        if mask is not None and self.mask_after:  # a mistake: zeroed after the softmax
+            a = a * mask
         if self.dropout_on in ("weights", "renormalised"):
             a = F.dropout(a, self.p, training=on)
         if self.dropout_on == "renormalised":  # a mistake: rows divided back to 1
             a = a / a.sum(-1, keepdim=True)
+        if self.dropout_on == "unscaled":  # a mistake: kept weights not divided by 1 - p
+            a = F.dropout(a, self.p, training=on) * (1 - self.p if on else 1.0)
         if self.dropout_on == "value":
             v = F.dropout(v, self.p, training=on)
         y = self.out_proj(a @ v) if self.out else a @ v
@@ -758,6 +767,10 @@ SELF_ATTENTION_WRONG = [
     (self_attention(multiply_mask=True), "mask multiplied"),
     (self_attention(dropout_on="scores"), "dropout on the scores"),
     (self_attention(dropout_on="renormalised"), "rows renormalised after dropout"),
+    (self_attention(dropout_on="unscaled"), "dropout without the rescale"),
+    (self_attention(mask_after=True), "mask applied after the softmax"),
+    (self_attention(scale="d_k"), "scaled by d_k"),
+    (self_attention(swap_qk=True), "queries and keys swapped"),
     (SelfAttentionNoBias, ""),
     (SelfAttentionQKVFused, ""),
 ]

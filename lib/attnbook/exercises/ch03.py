@@ -1058,23 +1058,31 @@ def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
 
 
 def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_mask=True,
-            dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False):
+            dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False,
+            mask_after=False, swap_qk=False):
     """Self-attention written out from a state dict; the keyword arguments make known mistakes
-    (``dropout_on``: "weights", the right place, or "scores", "renormalised", "value", "output")."""
+    (``dropout_on``: "weights", the right place, or "scores", "renormalised", "unscaled", "value",
+    "output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ)."""
     def linear(name, t):
         return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
     q, k, v = (linear(n, x) for n in _PROJECTIONS[:3])  # (B, T, D)
+    if swap_qk:
+        q, k = k, q
     scores = q @ k.mT / (math.sqrt(x.shape[-1]) if divisor is None else divisor)  # (B, T, T)
     torch.manual_seed(0)
     if dropout_on == "scores":
         scores = torch.nn.functional.dropout(scores, dropout)
     if mask is not None and use_mask and multiply_mask:
         scores = scores * mask  # (B, T, T): blocked scores become 0, not -inf
-    elif mask is not None and use_mask:
+    elif mask is not None and use_mask and not mask_after:
         scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
-    if dropout_on in ("weights", "renormalised"):
+    if mask is not None and use_mask and mask_after:
+        a = a * mask  # blocked weights zeroed after the softmax: rows no longer sum to 1
+    if dropout_on in ("weights", "renormalised", "unscaled"):
         a = torch.nn.functional.dropout(a, dropout)
+    if dropout_on == "unscaled":
+        a = a * (1 - dropout)  # the kept weights not divided by 1 - p
     if dropout_on == "renormalised":
         a = a / a.sum(-1, keepdim=True)  # rows back to 1 (0 / 0 where every weight dropped)
     if dropout_on == "value":
@@ -1161,6 +1169,25 @@ SELF_ATTENTION_MISTAKES = [
             "weights). Use the dropped A as it is.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and _same_with_nan(got, _dropped("renormalised")(*args))),
+    Mistake("scaled by d_k", "you divided the scores by d_k; divide by its square root, √d_k "
+            "(here √d_model): the variance of q · k is d_k, so √d_k brings it back to 1.",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, divisor=float(x.shape[-1]))),
+    Mistake("queries and keys swapped", "you computed K Qᵀ: entry (i, j) is then k_i · q_j, how much "
+            "token j looks for token i. The scores are Q Kᵀ, q_i · k_j: the query of row i against "
+            "every key (section 3.1: the matrix is not symmetric).",
+            gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, swap_qk=True)),
+    Mistake("mask applied after the softmax", "you zeroed the blocked weights after the softmax, so "
+            "each masked row sums to less than 1 (section 3.5). Set the blocked scores to -inf "
+            "before the softmax, which gives them weight 0 and the allowed keys the whole unit.",
+            when=lambda args, got: args[1] is not None and isinstance(got, torch.Tensor)
+            and compare(got, _attend(*args[:4], mask_after=True, dropout=args[4] if args[5] else 0.0),
+                        1e-5, 1e-5) is None),
+    Mistake("dropout without the rescale", "you zeroed weights with probability p but did not divide "
+            "the kept ones by 1 - p, so in training each row sums to 1 - p on average and the "
+            "layer's output shrinks by that factor, unlike in eval mode. nn.Dropout (or F.dropout) "
+            "does the rescaling: use it on A.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and _same_with_nan(got, _dropped("unscaled")(*args))),
     Mistake("dropout in eval mode", "dropout is on in eval mode: use nn.Dropout (a submodule, "
             "which follows module.train()/eval()) or F.dropout(..., training=self.training).",
             when=lambda args, got: not args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
