@@ -89,6 +89,11 @@ SPLIT_WRONG = [
     (lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h), "no permute"),
     (lambda x, h: x.transpose(1, 2).reshape(x.shape[0], h, x.shape[1], x.shape[2] // h),
      "transposed before the view"),
+    # rev04: heads first, then a reshape where a transpose of batch and heads was meant
+    (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(3, 0, 1, 2)
+     .reshape(x.shape[0], h, x.shape[1], -1), "batch and heads mixed"),
+    (lambda x, h: torch.stack([x[..., i::h] for i in range(h)])  # (H, B, T, Dh)
+     .reshape(x.shape[0], h, x.shape[1], -1), "batch and heads mixed"),
     (lambda x, h: x.reshape(x.shape[0], x.shape[2] // h, h, x.shape[1]).permute(0, 2, 3, 1),
      "reshaped as (B, Dh, H, T)"),  # rev04j: had only the generic hint
     (lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).transpose(1, 2), "features and heads swapped"),
@@ -124,6 +129,8 @@ MERGE_WRONG = [
     (lambda x: merge_heads_strided(x).roll(1, -1), "columns off by one"),
     (blocks_merge, "blocks of columns"),
     (lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3]), "plain reshape"),
+    (lambda x: x.reshape(x.shape[1], x.shape[0], *x.shape[2:]).permute(1, 2, 3, 0)
+     .reshape(x.shape[0], x.shape[2], -1), "batch and heads mixed"),
     (lambda x: x.mean(1), "averaged heads"),
     (lambda x: x.sum(1), "averaged heads"),
     (lambda x: merge_heads_strided(x.transpose_(2, 3).transpose_(2, 3).mul_(2.0)), MUTATION),

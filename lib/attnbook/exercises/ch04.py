@@ -83,6 +83,12 @@ SPLIT_MISTAKES = [
     Mistake("no permute", "reshaping (B, T, D) straight to (B, H, T, Dh) mixes positions into heads: view "
             "it as (B, T, Dh, H), then move the heads axis to dimension 1.",
             gives=lambda x, h: x.reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
+    Mistake("batch and heads mixed", "the heads went first, (H, B, T, Dh), and a reshape to (B, H, T, Dh) "
+            "only relabels those two axes: the numbers of different sequences of the batch end up in one "
+            "sequence's heads (it passes when B = 1). A reshape never moves an axis: after view(B, T, Dh, H), "
+            "permute(0, 3, 1, 2) puts the heads in dimension 1 and keeps the batch in dimension 0.",
+            gives=lambda x, h: x.view(x.shape[0], x.shape[1], -1, h).permute(3, 0, 1, 2)
+            .reshape(x.shape[0], h, x.shape[1], x.shape[2] // h)),
     Mistake("reshaped as (B, Dh, H, T)", "reshape(B, D // H, H, T) reads the numbers of x, stored "
             "as (B, T, D), as if they were stored as (B, Dh, H, T): positions and features get mixed, "
             "and the permute that follows only moves mislabelled axes (reshape never moves an axis). "
@@ -198,6 +204,12 @@ MERGE_MISTAKES = [
     Mistake("plain reshape", "a plain reshape of (B, H, T, Dh) to (B, T, H*Dh) mixes positions across "
             "heads: move the positions next to the batch first.",
             gives=lambda x: x.reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
+    Mistake("batch and heads mixed", "reshape(H, B, T, Dh) of a (B, H, T, Dh) tensor does not swap the batch "
+            "and the heads, it only relabels them: the columns of one sequence come from the heads of other "
+            "sequences (it passes when B = 1 or H = 1). A reshape never moves an axis: permute(0, 2, 3, 1) "
+            "gives (B, T, Dh, H), then reshape to (B, T, Dh * H).",
+            gives=lambda x: x.reshape(x.shape[1], x.shape[0], x.shape[2], x.shape[3]).permute(1, 2, 3, 0)
+            .reshape(x.shape[0], x.shape[2], x.shape[1] * x.shape[3])),
     Mistake("positions and features swapped", "transpose(1, 3) of (B, H, T, Dh) gives (B, Dh, T, H), and a "
             "reshape of that mixes features into positions: the positions must come right after the "
             "batch, permute(0, 2, 3, 1) gives (B, T, Dh, H).",
