@@ -10,9 +10,8 @@ Usage (from the repository root), in up to three processes that share a checkpoi
     python benchmarks/t5_low_label.py --part export
 
 writes ``lib/attnbook/results/t5_low_label.json``; ``--part export`` copies the pretrained weights
-(``--checkpoint``) into ``lib/attnbook/results/t5_spellings_pretrained.safetensors`` (the
-chapter's live pretrain -> fine-tune chain loads them), after checking that they reproduce the
-pretraining's last wrong-input gap; ``--smoke`` runs in seconds and writes nothing
+(``--checkpoint``) into ``lib/attnbook/results/t5_spellings_pretrained.safetensors``, after
+checking that they reproduce the pretraining's last wrong-input gap; ``--smoke`` runs in seconds and writes nothing
 
 unless ``--out`` is given. A ``finetune`` part with the pretrained arm waits for the checkpoint.
 
@@ -27,6 +26,24 @@ unless ``--out`` is given. A ``finetune`` part with the pretrained arm waits for
    and count rows at the same sizes are in ``t5_pretraining.json`` and ``t5_baselines.json``.
 
 One thread per process; every run prints one JSON line, so ``--resume`` skips finished runs.
+
+**The pretraining's peak rate** (``--peak-lr``, ``--pretrain-seed``): the run above uses T5's
+Adafactor peak of 1e-2 with plain Adam. Chapter 10 sweeps the peak over 1e-3, 2e-3 and 3e-3 and
+keeps the one with the lowest held-out span-corruption loss at the last step (the rule was fixed
+before fine-tuning): 3e-3. Each peak writes ``t5_low_label_lr{peak}.json`` (``_ps{seed}`` added
+for another pretraining seed); the chapter loads the chosen weights,
+``t5_spellings_pretrained_lr0.003.safetensors``. About 6 CPU-minutes per pretraining and 3 per
+fine-tuning run on an idle core:
+
+    python benchmarks/t5_low_label.py --part pretrain --peak-lr 3e-3 --checkpoint /tmp/pre3.pt > /tmp/pre3.log
+    python benchmarks/t5_low_label.py --part finetune --peak-lr 3e-3 --arms pretrained --sizes 500 2000 0 \\
+        --checkpoint /tmp/pre3.pt > /tmp/ft3.log      # --sizes 0: all the words
+    python benchmarks/t5_low_label.py --part collect --peak-lr 3e-3 --resume /tmp/pre3.log /tmp/ft3.log
+    python benchmarks/t5_low_label.py --part export --peak-lr 3e-3 --checkpoint /tmp/pre3.pt
+
+(1e-3 and 2e-3: the same with ``--sizes 2000``; the second pretraining seed: ``--pretrain-seed 1``
+on every line.) The scratch rows the chapter prints beside them are the study's, with the same
+subsets, batches and seeds.
 
 **Longer windows** (``--window``, ``--pretrain-batch``): the 32-byte run's targets are all 8 tokens,
 shorter than 94% of the G2P targets written as text (15.3 tokens on average), so its decoder never

@@ -191,9 +191,9 @@ def test_committed_w96_outputs_repeat_the_seed_0_runs():
 
 
 def test_committed_checkpoint_is_the_recorded_pretraining():
-    """The checkpoint Chapter 10 loads (Spellings-32) is the pretraining t5_low_label.json records:
-    its wrong-input gap on the held-out 32-byte probe windows equals the last recorded one, and
-    its hash is the one the chapter checks."""
+    """The checkpoint Chapter 10 loads (Spellings-32 at a peak of 3e-3) is the pretraining
+    t5_low_label_lr0.003.json records: its wrong-input gap on the held-out 32-byte probe windows
+    equals the last recorded one, and its hash is the one the chapter checks."""
     import re
 
     import torch
@@ -206,18 +206,40 @@ def test_committed_checkpoint_is_the_recorded_pretraining():
     from t5_encoder_use import corpus_text, gap, probe_batches
     from t5_pretraining import VOCAB, t5_config
 
-    path = resources.files("attnbook.results") / "t5_spellings_pretrained.safetensors"
     chapter = (ROOT / "chapters" / "10_t5.ipynb").read_text()
+    name = re.search(r'"(t5_spellings_pretrained[^"\\]*\.safetensors)\\"', chapter).group(1)
+    assert name == "t5_spellings_pretrained_lr0.003.safetensors"
+    path = resources.files("attnbook.results") / name
     sha = re.search(r'CHECKPOINT_SHA256 = \\"([0-9a-f]{64})\\"', chapter).group(1)
     model = T5(t5_config(False, dropout=0.0))
     model.load_state_dict(read_safetensors(path, sha))
     stream = VOCAB.encode(corpus_text("spellings"))
     with torch.no_grad():
         measured = gap(model, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]
-    recorded = load_result("t5_low_label.json")["pretrain"]["gap_track"][-1][3]
+    recorded = load_result("t5_low_label_lr0.003.json")["pretrain"]["gap_track"][-1][3]
     assert abs(measured - recorded) < 1e-3, (measured, recorded)
     fresh = T5(t5_config(False, dropout=0.0))  # the test can fail: an untrained model's gap is ~0
     assert abs(gap(fresh, probe_batches(stream[int(len(stream) * 0.95):], 32))["gap"]) < 0.05
+
+
+def test_committed_rate_sweep_is_complete_and_its_rule_picks_3e_3():
+    """The sweep Chapter 10 prints: each peak's file records that peak and 3 fine-tuning seeds with
+    2,000 words; the rule (lowest held-out span-corruption loss at the last step, 1e-2 included)
+    picks 3e-3, the checkpoint the chapter loads; the chosen peak also has 500 and all words."""
+    losses = {}
+    for peak, name in ((1e-3, "t5_low_label_lr0.001.json"), (2e-3, "t5_low_label_lr0.002.json"),
+                       (3e-3, "t5_low_label_lr0.003.json"), (1e-2, "t5_low_label.json")):
+        result = load_result(name)
+        assert result["pretrain"]["peak_lr"] == peak
+        assert sorted(r["seed"] for r in result["runs"]
+                      if r["arm"] == "pretrained" and r["size"] == 2000) == [0, 1, 2]
+        losses[peak] = result["pretrain"]["gap_track"][-1][1]
+    assert min(losses, key=losses.get) == 3e-3
+    chosen = load_result("t5_low_label_lr0.003.json")["runs"]
+    assert {(r["size"], r["seed"]) for r in chosen} == {
+        (n, s) for n in (500, 2000, 105103) for s in (0, 1, 2)}
+    second = load_result("t5_low_label_lr0.003_ps1.json")
+    assert second["settings"]["pretrain_seed"] == 1 and len(second["runs"]) == 3
 
 
 def test_rate_check_results_match_the_chapter_claim():
