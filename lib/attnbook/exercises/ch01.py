@@ -817,8 +817,8 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                "(unrelated words share frequent phonemes), and the measured "
                f"{_percent(own)} is {own / ceiling:.0%} of that ceiling, with outputs much closer to the "
                "donor's pronunciation than to the word's own. So the C read at every step decides most of "
-               "the output; the start state s_0 = tanh(W_s C + b_s) only sets where the GRU begins and "
-               "keeps a little of the word (the solution's second arm, part=\"start\", swaps s_0 alone).")
+               "the output; the start state s_0 = tanh(W_s C + b_s) carries less of the word (the solution's "
+               "second arm, part=\"start\", swaps s_0 alone and measures how much).")
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
