@@ -188,6 +188,10 @@ ONE_HOT_WRONG = [
     (lambda ids, n: torch.eye(n)[ids.reshape(-1)].reshape(len(ids), n), ONE_AXIS_ONLY),
     (one_hot_empty_as_one_row, "empty input"),
     (one_hot_empty_flat, "flattened"),  # right until the empty (2, 0) batch
+    (lambda ids, n: torch.eye(n)[ids.unsqueeze(-1)], "extra axis"),  # (..., 1, n)
+    (lambda ids, n: torch.zeros(*ids.shape, 1, n).scatter_(-1, ids[..., None, None], 1.0),
+     "extra axis"),
+    (lambda ids, n: torch.eye(n)[ids].squeeze(), "squeezed"),  # fails with num_classes=1
     (not_done, ""),
 ]
 
@@ -212,6 +216,34 @@ def shift_zero_column(targets, bos_id, eos_id, pad_id):
     return tgt_in, tgt_out
 
 
+def shift_rolled(targets, bos_id, eos_id, pad_id, write_eos=True):  # target = input rolled left
+    B = targets.shape[0]
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=targets.dtype), targets], 1)
+    tgt_out = tgt_in.roll(-1, dims=1)  # <bos> wraps round to the last column
+    if write_eos:
+        tgt_out[torch.arange(B), (targets != pad_id).sum(-1)] = eos_id
+    return tgt_in, tgt_out
+
+
+def shift_argmax(targets, bos_id, eos_id, pad_id):  # length = first pad, found by argmax
+    B = targets.shape[0]
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=targets.dtype), targets], 1)
+    tgt_out = torch.cat([targets, torch.full((B, 1), pad_id, dtype=targets.dtype)], 1)
+    tgt_out[torch.arange(B), (targets == pad_id).int().argmax(-1)] = eos_id  # 0 for a full row
+    return tgt_in, tgt_out
+
+
+def shift_full_row_no_eos(targets, bos_id, eos_id, pad_id):  # <eos> only where a pad was
+    B = targets.shape[0]
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=targets.dtype), targets], 1)
+    tgt_out = torch.cat([targets, torch.full((B, 1), pad_id, dtype=targets.dtype)], 1)
+    for row in range(B):
+        pads = (targets[row] == pad_id).nonzero()
+        if len(pads):
+            tgt_out[row, pads[0, 0]] = eos_id
+    return tgt_in, tgt_out
+
+
 SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
     (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
@@ -224,6 +256,10 @@ SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, bos=False), "no bos"),
     (lambda t, b, e, p: (torch.cat([t, torch.full((len(t), 1), p, dtype=t.dtype)], 1),
                          shift_targets(t, b, e, p)[1]), "input not shifted"),  # no <bos> at all
+    (shift_rolled, "rolled"),
+    (lambda t, b, e, p: shift_rolled(t, b, e, p, write_eos=False), "rolled"),
+    (shift_argmax, "argmax of the padding"),
+    (shift_full_row_no_eos, "full row without eos"),
     (shift_in_place, MUTATION),
     (shift_unpadded, ""),
     (lambda t, b, e, p: shift_targets(t.float(), b, e, p), ""),  # float output
@@ -267,7 +303,12 @@ NLL_WRONG = [
      "mask targets > pad_id"),
     (lambda l, t, p: -(l.log_softmax(1).gather(-1, t[..., None])[..., 0] * (t != p)).sum(-1),
      "log_softmax over time"),
-    (lambda l, t, p: sequence_nll(l, t, p).sum(), ""),  # one number
+    (lambda l, t, p: sequence_nll(l, t, p).sum(), "a single number"),  # the batch's total
+    (lambda l, t, p: sequence_nll(l, t, p).mean(), "a single number"),
+    (lambda l, t, p: float(sequence_nll(l, t, p).sum()), "a single number"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(
+        l.transpose(1, 2), t, ignore_index=p, reduction="none", label_smoothing=0.1).sum(-1),
+     "label smoothing"),
     (lambda l, t, p: -(torch.log(l.softmax(-1) + 1e-3).gather(-1, t[..., None])[..., 0]
                        * (t != p)).sum(-1), "log(p + eps)"),
     (lambda l, t, p: -(torch.log(l.softmax(-1) + 1e-4).gather(-1, t[..., None])[..., 0]
@@ -295,6 +336,8 @@ SAMPLE_WRONG = [
     (lambda *a: sample_decode(*a, stop=False), "does not stop at eos"),
     (lambda *a: sample_decode(*a, stop=False, keep_eos=True), "does not stop at eos"),
     (lambda *a: sample_decode(*a, divide_first=True), DIVIDES_BY_ZERO),  # no T = 0 case
+    (lambda step, state, b, e, n, t, seed: sample_decode(step, state, b, e, n, t or 1.0, seed),
+     "temperature 0 sampled at 1"),  # `temperature or 1`
     (not_done, ""),
 ]
 
@@ -449,6 +492,7 @@ MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33, "ceiling": 0.857}  # what
     (0.97, False, "above the ceiling"), (1.0, False, "above the ceiling"),
     (90, False, "percent"), ("0.9", False, "not a number"),
     (-0.1, False, OUT_OF_RANGE), (-74, False, OUT_OF_RANGE), (200, False, OUT_OF_RANGE),
+    (1.3, False, OUT_OF_RANGE),
 ])
 def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
     result = check_swapped_context(predicted, lambda: dict(MEASURED))
@@ -509,7 +553,7 @@ PROBED = {"accuracy": [1.0, 0.96, 0.83, 0.72, 0.62, 0.59, 0.67, 0.72, 0.91, 0.99
     (1.0, False, "too optimistic"), (0.9, False, "too optimistic"), (0.7, False, "too optimistic"),
     (0.12, False, "too pessimistic"), (0.3, False, "too pessimistic"), (0.0, False, "too pessimistic"),
     (59, False, "percent"), ("0.6", False, "not a number"), (True, False, "not a number"),
-    (-0.5, False, OUT_OF_RANGE),
+    (-0.5, False, OUT_OF_RANGE), (1.2, False, OUT_OF_RANGE), (1.5, False, OUT_OF_RANGE),
 ])
 def test_probe_middle_prediction(predicted, passed, diagnosis, capsys):
     result = check_probe_middle(predicted, lambda: {k: list(v) for k, v in PROBED.items()})
@@ -606,7 +650,8 @@ def _halved():
     (0.3, False, "too pessimistic"), (0.24, False, "too pessimistic"), (0.21, False, "too pessimistic"),
     (0.18, False, "at the floor"), (0.12, False, "at the floor"), (0.0, False, "at the floor"),
     (48, False, "percent"), (99, False, "percent"), ("0.5", False, "not a number"),
-    (True, False, "not a number"), (-0.48, False, OUT_OF_RANGE),
+    (True, False, "not a number"), (-0.48, False, OUT_OF_RANGE), (1.1, False, OUT_OF_RANGE),
+    (1.5, False, OUT_OF_RANGE),
 ])
 def test_middle_letter_prediction(predicted, passed, diagnosis, capsys):
     result = check_middle_letter(predicted, _halved)
@@ -783,3 +828,12 @@ def test_command_line_reads_both_predictions(tmp_path, capsys):
     finally:
         ch01.EXERCISES.clear()
         ch01.EXERCISES.update(saved)
+
+
+def test_out_of_range_wording(capsys):
+    """'an accuracy', not 'a accuracy'; a fraction above 1 is rejected, not judged."""
+    from attnbook.exercises.ch01 import check_middle_letter, check_probe_middle
+    for checker in (check_middle_letter, check_probe_middle):
+        result = checker(1.2, lambda: {})
+        assert not result and result.diagnosis == OUT_OF_RANGE
+        assert "an accuracy is a fraction between 0 and 1" in capsys.readouterr().out

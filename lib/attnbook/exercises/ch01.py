@@ -21,12 +21,13 @@ from collections.abc import Callable
 from difflib import SequenceMatcher
 
 import torch
+from torch import nn
 from torch.overrides import TorchFunctionMode
 
 from attnbook.data import make_batch
 from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode as _library_greedy
-from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, _fresh, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, _fresh, compare, run_cases
 from attnbook.exercises.standins import BatchedPrefixModel, PrefixModel
 from attnbook.metrics import edit_distance as _library_edit_distance
 from attnbook.models.rnn import RNNDecoderState, RNNSeq2Seq
@@ -68,6 +69,13 @@ ONE_HOT_MISTAKES = [
             gives=lambda ids, n: torch.eye(n)[ids].movedim(-1, 0)),
     Mistake("flattened", "keep the shape of ids: (B, T) ids give (B, T, num_classes), not (B*T, num_classes).",
             gives=lambda ids, n: torch.eye(n)[ids.reshape(-1)]),
+    Mistake("extra axis", "your result has an extra axis of size 1 before the classes (ids.unsqueeze(-1) "
+            "used as an index, or scatter_ into a tensor one axis too deep): ids of shape (...) give "
+            "(..., num_classes). Index torch.eye(num_classes) with ids itself.",
+            gives=lambda ids, n: torch.eye(n)[ids].unsqueeze(-2)),
+    Mistake("squeezed", "your result loses an axis of size 1 (a .squeeze() at the end): with "
+            "num_classes=1, or a batch of one, the shape must still be (*ids.shape, num_classes). Drop the "
+            "squeeze.", gives=lambda ids, n: torch.eye(n)[ids].squeeze()),
     Mistake("empty input", "empty ids must give an empty result of shape (*ids.shape, num_classes): "
             "(0,) ids give (0, num_classes), a (2, 0) batch gives (2, 0, num_classes). Drop the special "
             "case for empty input; torch.eye(num_classes)[ids] or scatter_ into "
@@ -176,6 +184,32 @@ def _shift(targets, bos_id, eos_id, pad_id, eos_at="length", bos=True, pad_as=No
     return tgt_in, tgt_out
 
 
+def _shift_rolled(targets, bos_id, eos_id, pad_id, write_eos=True):
+    """The target made by rolling the input one step left: <bos> wraps round to the last column."""
+    tgt_in, _ = _shift(targets, bos_id, eos_id, pad_id)
+    tgt_out = tgt_in.roll(-1, dims=1)
+    if write_eos:
+        tgt_out[torch.arange(targets.shape[0]), (targets != pad_id).sum(-1)] = eos_id
+    return tgt_in, tgt_out
+
+
+def _shift_argmax(targets, bos_id, eos_id, pad_id):
+    """Each row's length taken as the argmax of (targets == pad_id): 0 for a row with no padding."""
+    tgt_in, _ = _shift(targets, bos_id, eos_id, pad_id)
+    B = targets.shape[0]
+    tgt_out = torch.cat([targets, torch.full((B, 1), pad_id, dtype=targets.dtype)], dim=1)
+    tgt_out[torch.arange(B), (targets == pad_id).long().argmax(-1)] = eos_id
+    return tgt_in, tgt_out
+
+
+def _shift_full_row(targets, bos_id, eos_id, pad_id):
+    """<eos> written only in rows that hold padding: a full row ends without it."""
+    tgt_in, tgt_out = _shift(targets, bos_id, eos_id, pad_id)
+    full = (targets != pad_id).all(-1)  # (B,) rows with no padding
+    tgt_out[full, -1] = pad_id
+    return tgt_in, tgt_out
+
+
 def _eos_in_input(targets, bos_id, eos_id, pad_id):
     tgt_in, tgt_out = _shift(targets, bos_id, eos_id, pad_id)
     first = torch.full((targets.shape[0], 1), bos_id, dtype=targets.dtype)
@@ -204,6 +238,17 @@ SHIFT_MISTAKES = [
     Mistake("dropped last column", "both results must be T + 1 wide: the input keeps every real token "
             "(the last one is fed to predict <eos>) and the target has room for <eos>.",
             gives=lambda t, b, e, p: (_shift(t, b, e, p)[0][:, :-1], _shift(t, b, e, p)[1][:, :-1])),
+    Mistake("rolled", "you made the target by rolling the input one step left (roll(-1)): roll wraps "
+            "<bos> round to the last column, where a short row needs pad_id and a full row <eos>. Build "
+            "the target as the targets plus one pad_id column, then write <eos> after each row's last "
+            "real token.", when=lambda args, got: isinstance(got, tuple) and len(got) == 2
+            and any(compare(got, _shift_rolled(*_fresh(args), write_eos=w), 0, 0) is None
+                    for w in (True, False))),
+    Mistake("argmax of the padding", "you find each row's length as the argmax of (targets == pad_id): in "
+            "a row with no padding that argmax is 0, so <eos> lands on the first token. Count the real "
+            "tokens instead, (targets != pad_id).sum(-1).", gives=_shift_argmax),
+    Mistake("full row without eos", "a row with no padding gets no <eos>: it goes in the new last column, "
+            "right after the row's last token, like in every other row.", gives=_shift_full_row),
     Mistake("no bos", "the decoder input must start with bos_id: it is what the decoder reads at step 1.",
             gives=lambda t, b, e, p: _shift(t, b, e, p, bos=False)),
     Mistake("input not shifted", "your decoder input is the targets themselves (then a pad), with no <bos> "
@@ -314,6 +359,15 @@ NLL_MISTAKES = [
                 _is_tensor(got) and got.shape == args[1].shape[:1]
                 and torch.allclose(got, _nll_variant(*args, eps=eps), atol=1e-5)
                 for eps in (1e-2, 1e-3, 1e-4, 1e-5, 1e-6, 1e-7))),
+    Mistake("label smoothing", "you used the training loss's label smoothing (cross_entropy(..., "
+            "label_smoothing=...)): the cost of an answer is -log p of its own tokens, with no smoothing.",
+            when=lambda args, got: _is_tensor(got) and got.shape == args[1].shape[:1] and any(
+                torch.allclose(got, nn.functional.cross_entropy(
+                    args[0].transpose(1, 2), args[1], ignore_index=args[2], reduction="none",
+                    label_smoothing=eps).sum(-1), atol=1e-5) for eps in (0.05, 0.1, 0.2))),
+    Mistake("a single number", "you return one number for the whole batch (a sum or a mean over every "
+            "word): return one cost per word, a tensor of shape (B,).",
+            when=lambda args, got: isinstance(got, (int, float)) or (_is_tensor(got) and got.dim() == 0)),
     Mistake("log_softmax over time", "your log_softmax normalises over the time axis (dim=1): a "
             "distribution is over the vocabulary, the last axis (dim=-1).",
             gives=lambda l, t, p: _nll_variant(l, t, p, time_axis=True)),
@@ -414,17 +468,19 @@ def check_greedy_decode(greedy_decode: Callable[..., list[int]]) -> CheckResult:
 def _sample_variant(step, state, bos_id, eos_id, max_len, temperature, seed, thread_state=True,
                     keep_eos=False, use_temperature=True, times_temperature=False, always_greedy=False,
                     reseed_each_step=False, extra=0, no_softmax_temperature_zero=False, feed_bos=False,
-                    no_stop=False):
+                    no_stop=False, zero_as_one=False):
     """Sampling with one known mistake switched on (all off: the right answer)."""
     g = torch.Generator().manual_seed(seed)
     token, out = bos_id, []
     for _ in range(max_len + extra):
         logits, new_state = step(bos_id if feed_bos else token, state)
         state = new_state if thread_state else state
-        if always_greedy or (temperature == 0 and not no_softmax_temperature_zero):
+        if always_greedy or (temperature == 0 and not (no_softmax_temperature_zero or zero_as_one)):
             token = int(logits.argmax())
         else:
             t = temperature if use_temperature else 1.0
+            if zero_as_one and temperature == 0:  # temperature 0 replaced by 1: a plain sample
+                t = 1.0
             scaled = logits * t if times_temperature else logits / t
             if reseed_each_step:
                 g = torch.Generator().manual_seed(seed)
@@ -454,6 +510,10 @@ SAMPLE_MISTAKES = [
     Mistake("multiplies by temperature", "divide the logits by the temperature, do not multiply: a low "
             "temperature must sharpen the distribution towards the argmax.",
             gives=lambda *a: _sample_variant(*a, times_temperature=True)),
+    Mistake("temperature 0 sampled at 1", "at temperature 0 you sample at temperature 1 (a guard such as "
+            "`temperature or 1`, or max(temperature, 1)): temperature 0 is the limit tau -> 0, the argmax. "
+            "Take logits.argmax() when temperature == 0.",
+            gives=lambda *a: _sample_variant(*a, zero_as_one=True)),
     Mistake("generator re-seeded each step", "make the generator once, before the loop: re-seeding it at "
             "every step draws the same random number each time.",
             gives=lambda *a: _sample_variant(*a, reseed_each_step=True)),
@@ -730,7 +790,7 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the PER as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
-    if not 0 <= predicted <= 1.5:
+    if not 0 <= predicted <= 1:
         return _finish(name, False, f"a PER is a fraction between 0 and 1: {predicted} cannot be one.",
                        OUT_OF_RANGE)
     measured = measure()
@@ -757,8 +817,8 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
                "(unrelated words share frequent phonemes), and the measured "
                f"{_percent(own)} is {own / ceiling:.0%} of that ceiling, with outputs much closer to the "
                "donor's pronunciation than to the word's own. So the C read at every step decides most of "
-               "the output; the start state s_0 = tanh(W_s C + b_s) only sets where the GRU begins and "
-               "keeps a little of the word (the solution's second arm, part=\"start\", swaps s_0 alone).")
+               "the output; the start state s_0 = tanh(W_s C + b_s) carries less of the word (the solution's "
+               "second arm, part=\"start\", swaps s_0 alone and measures how much).")
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
@@ -901,8 +961,8 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
-    if not 0 <= predicted <= 1.5:
-        return _finish(name, False, f"a accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
+    if not 0 <= predicted <= 1:
+        return _finish(name, False, f"an accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
                        OUT_OF_RANGE)
     measured = measure()
     accuracy = measured.get("accuracy") if isinstance(measured, dict) else None
@@ -963,8 +1023,8 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
                        f"(use {predicted / 100:g}).", "percent")
-    if not 0 <= predicted <= 1.5:
-        return _finish(name, False, f"a accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
+    if not 0 <= predicted <= 1:
+        return _finish(name, False, f"an accuracy is a fraction between 0 and 1: {predicted} cannot be one.",
                        OUT_OF_RANGE)
     measured = measure()
     curves = {}
