@@ -415,7 +415,7 @@ GREEDY_WRONG = [
 
 def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alpha=None, keep_eos=False,
                  aside=False, prune_normalised=False, drop=False, stop_top=False, extend=False,
-                 multiply=False, finished_only=False):
+                 multiply=False, finished_only=False, extra_steps=0):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha
@@ -424,7 +424,7 @@ def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alp
             return -c[0] / len(c[1]) ** a if prune_normalised else -c[0]
         first = state
         beams, done = [(0.0, [], state, False)], []
-        for _ in range(max_len):
+        for _ in range(max_len + extra_steps):
             candidates = []
             for score, tokens, st, finished in beams:
                 if finished and not extend:
@@ -487,6 +487,9 @@ BEAM_WRONG = [
     (beam_variant(multiply=True), "penalty multiplied"),  # the review's wrong answer
     (beam_variant(finished_only=True), "only finished at max_len"),  # the review's wrong answer
     (lambda step, state, b, e, n, k, a: beam_search(step, (), b, e, n, k, a), "ignores the initial state"),
+    (beam_variant(extra_steps=-1), "max_len - 1 steps"),  # range(max_len - 1): the off-by-one
+    (beam_variant(extra_steps=1), "max_len + 1 steps"),
+    (lambda step, state, b, e, n, k, a: beam_search(step, state, b, e, n - 1, k, a), "max_len - 1 steps"),
     (not_done, ""),
 ]
 

@@ -758,7 +758,8 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 # --- beam search with a length penalty (one sequence) ------------------------------------------------
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
                   count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False,
-                  stop_on_top=False, extend_finished=None, multiply=False, finished_only=False):
+                  stop_on_top=False, extend_finished=None, multiply=False, finished_only=False,
+                  steps_offset=0):
     """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
     beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
     candidate leaves, not only those among the beam_size best). ``multiply``: score * n**alpha, not
@@ -767,7 +768,7 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
     first = state
     beams = [(0.0, [], state, False)]  # (log-probability, tokens, state, finished)
     done = []
-    for _ in range(max_len):
+    for _ in range(max_len + steps_offset):  # steps_offset -1 / +1: the off-by-one mistakes
         candidates = []
         for score, tokens, st, finished in beams:
             if finished and not extend_finished:
@@ -874,6 +875,14 @@ BEAM_MISTAKES = [
             "the final choice divides by n ** length_penalty, so a longer hypothesis still running can overtake "
             "the finished one (with length_penalty 0 it cannot, as live scores only fall).",
             gives=lambda *a: _beam_variant(*a, stop_on_top=True)),
+    Mistake("max_len - 1 steps", "your search stops one step early: it runs max_len - 1 steps (e.g. "
+            "range(max_len - 1), or counting <bos> as a generated token), so a hypothesis can have at most "
+            "max_len - 1 tokens. max_len counts the generated tokens, <eos> included and <bos> not: run up to "
+            "max_len extension steps.",
+            gives=lambda *a: _beam_variant(*a, steps_offset=-1)),
+    Mistake("max_len + 1 steps", "your search runs one step too many (max_len + 1 extension steps): a "
+            "hypothesis may have at most max_len tokens, <eos> included.",
+            gives=lambda *a: _beam_variant(*a, steps_offset=1)),
     Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
             "the encoded source), not from an empty one.",
             gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
@@ -887,6 +896,7 @@ def check_beam_search(fn: Callable) -> CheckResult:
     sequence; ``step(token, state) -> (logits (V,), new_state)``."""
     cases = []
     for V, seed, bos, eos, state, max_len, K, alpha, growth in [
+        (6, 0, 1, 2, (), 5, 3, 0.0, 0.1),    # the answer has max_len tokens: max_len - 1 steps cut it
         (6, 15, 1, 2, (), 8, 4, 1.0, 0.4),  # ignoring the penalty, multiplying by it, counting <bos>: all differ
         (8, 143, 1, 2, (), 12, 4, 0.8, 0.4),  # n counting <bos> differs from ignoring the penalty here
         (8, 259, 1, 2, (), 12, 3, 0.8, 0.4),  # beam, greedy and every variant below all differ here
