@@ -20,12 +20,20 @@ def max_reference(hidden, token_mask):
     return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).max(1).values
 
 
-def max_large_negative_fill(hidden, token_mask):  # -1e9 instead of -inf: also right
+def max_large_negative_fill(hidden, token_mask):  # -1e9 instead of -inf: wins below -1e9
     return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e9).amax(1)
 
 
 def max_finite_fill(hidden, token_mask):  # review 06c: -1e4 was accepted
     return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e4).amax(1)
+
+
+def max_fill_minus_1e12(hidden, token_mask):  # review 06d: -1e12 was accepted
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), -1e12).amax(1)
+
+
+def max_fill_float_min(hidden, token_mask):  # the dtype's lowest finite value: also right
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), torch.finfo(hidden.dtype).min).amax(1)
 
 
 def max_with_padding(hidden, token_mask):
@@ -70,7 +78,8 @@ def max_min(hidden, token_mask):
 
 
 MAX_WRONG = [
-    (max_with_padding, "padding included"), (max_finite_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
+    (max_with_padding, "padding included"), (max_finite_fill, "finite fill"),
+    (max_fill_minus_1e12, "finite fill"), (max_large_negative_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
     (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
     (max_indices, "positions, not values"), (max_mask_inverted, "mask inverted"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
 ]
@@ -79,7 +88,7 @@ MAX_WRONG = [
 @pytest.mark.parametrize("wrong, diagnosis", MAX_WRONG)
 def test_max_pool_checker(wrong, diagnosis, capsys):
     assert check_max_pool(max_reference)
-    assert check_max_pool(max_large_negative_fill)
+    assert check_max_pool(max_fill_float_min)
     capsys.readouterr()
     result = check_max_pool(wrong)
     assert not result
@@ -151,6 +160,15 @@ def types_by_library(predicted, targets, chosen, seen, mask_id):
     return torch.tensor([r / n for r, n in list(table.values())[:3]])
 
 
+def types_row_mean(predicted, targets, chosen, seen, mask_id):  # review 06d: a macro mean over rows
+    is_mask = chosen & (seen == mask_id)
+    unchanged = chosen & ~is_mask & (seen == targets)
+    random = chosen & ~is_mask & ~unchanged
+    right = predicted == targets
+    return torch.stack([((right & w).sum(1) / w.sum(1)).nanmean()
+                        for w in (is_mask, random, unchanged)]).float()
+
+
 def types_naive(predicted, targets, chosen, seen, mask_id):  # one naive accuracy for all three
     share = float((predicted == targets)[chosen].float().mean())
     return torch.tensor([share] * 3)
@@ -161,7 +179,7 @@ TYPES_WRONG = [
     (types_unchosen_unchanged, "unchosen counted as unchanged"), (types_against_input, "scored against the input"),
     (types_wrong_order, "order"), (types_random_by_inequality, ""), (types_naive, ""),
     (types_by_library, "library function"), (types_all_positions, "all-positions denominator"),
-    (types_random_includes_unchanged, "random overlaps unchanged"),
+    (types_random_includes_unchanged, "random overlaps unchanged"), (types_row_mean, "mean of per-row shares"),
 ]
 
 
@@ -305,6 +323,22 @@ def wordpiece_bare_lookup(word, vocab, max_chars):  # looked up bare, '##' added
     return pieces
 
 
+def wordpiece_backtracking(word, vocab, max_chars):  # review 06d: search, not greedy ('abc' -> a ##bc)
+    if len(word) > max_chars:
+        return ["[UNK]"]
+
+    def split(start):
+        if start == len(word):
+            return []
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab and (rest := split(end)) is not None:
+                return [piece, *rest]
+        return None
+
+    return split(0) or ["[UNK]"]
+
+
 def wordpiece_by_library(word, vocab, max_chars):  # the reviewer's one-liner
     return ["[UNK]"] if len(word) > max_chars else wordpiece_split(word, set(vocab))
 
@@ -332,7 +366,7 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
     (wordpiece_off_by_one_max_above, "max_chars off by one"), (wordpiece_mutates_vocab, ""),
     (wordpiece_hash_ignored, "## ignored in lookup"), (wordpiece_bare_lookup, "## ignored in lookup"),
     (wordpiece_by_library, "library function"), (wordpiece_by_library_keyword, "library function"),
-    (wordpiece_by_tokenizer, "library function"),
+    (wordpiece_by_tokenizer, "library function"), (wordpiece_backtracking, "backtracking"),
 ])
 def test_wordpiece_checker(wrong, diagnosis, capsys):
     assert check_wordpiece(wordpiece_reference)
@@ -344,7 +378,7 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 
 def test_every_wordpiece_mistake_is_named_by_a_row():
     rows = {"## on the first piece", "shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
-            "## ignored in lookup"}
+            "## ignored in lookup", "backtracking"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
@@ -615,6 +649,25 @@ def test_frozen_classifier_checker(switches, diagnosis, capsys):
 def test_frozen_classifier_accepts_no_grad_without_requires_grad_false(capsys):
     """An encoder run under no_grad gets no gradient, so no optimizer step can change it (review 06c)."""
     assert check_frozen_classifier(lambda encoder, c: Classifier(encoder, c, freeze=False, no_grad=True))
+    assert "all 3 cases pass" in capsys.readouterr().out
+
+
+class HeadDropoutClassifier(Classifier):
+    """The reference with dropout on the head's input (BERT's fine-tuning head has it): right."""
+
+    def __init__(self, encoder, num_classes):
+        super().__init__(encoder, num_classes)
+        self.drop = nn.Dropout(0.5)
+
+    def _forward(self, input_ids, token_mask):
+        with torch.no_grad():
+            hidden = self.encoder(input_ids, None, token_mask)
+        return self.head(self.drop(mean_pool(hidden, token_mask)))
+
+
+def test_frozen_classifier_accepts_dropout_on_the_heads_input(capsys):
+    """Review 06d: the checker called a head's own dropout 'dropout in the features'."""
+    assert check_frozen_classifier(HeadDropoutClassifier)
     assert "all 3 cases pass" in capsys.readouterr().out
 
 

@@ -81,6 +81,14 @@ def _max_pool_cases() -> list[Case]:
     cases.append(Case("B=2, S=4, D=3, lengths [2, 4], real values near -1e5", (hidden, mask),
                       _reference_max_pool(hidden, mask),
                       hint="fill padding with -inf: any finite fill can exceed every real value."))
+    # and far below -1e12 (float32 holds them): the common fill -1e12 wins there too
+    g = torch.Generator().manual_seed(46)
+    mask = torch.arange(5)[None, :] < torch.tensor([3, 1, 5])[:, None]  # (3, 5)
+    real = -1e15 * (1 + torch.rand(3, 5, 2, generator=g))
+    hidden = torch.where(mask.unsqueeze(-1), real, torch.full((3, 5, 2), -3.0))
+    cases.append(Case("B=3, S=5, D=2, lengths [3, 1, 5], real values near -1e15", (hidden, mask),
+                      _reference_max_pool(hidden, mask),
+                      hint="fill padding with -inf: any finite fill can exceed every real value."))
     return cases
 
 
@@ -94,6 +102,10 @@ MAX_POOL_MISTAKES = (
     Mistake("finite fill", "you filled padding with a finite number (like -1e4): where every real value of a "
                            "feature lies below it (here near -1e5), the fill wins. Fill with -inf.",
             gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), -1e4).amax(1)),
+    *(Mistake("finite fill", f"you filled padding with a finite number (like {fill:g}): where every real "
+                             "value of a feature lies below it (here near -1e15), the fill wins. Fill with -inf.",
+              gives=lambda h, m, fill=fill: h.masked_fill(~m.unsqueeze(-1), fill).amax(1))
+      for fill in (-1e9, -1e12)),
     Mistake("mask inverted", "you filled the real tokens and kept the padding: token_mask is True at real "
                              "tokens, so fill where it is False (~token_mask) with -inf.",
             gives=lambda h, m: h.masked_fill(m.unsqueeze(-1), float("-inf")).amax(1)),
@@ -190,6 +202,11 @@ TYPE_MISTAKES = (
                                         "input): compare them with the original tokens, `targets`.",
             gives=lambda p, t, c, s, m: torch.stack([((p == s) & w).sum() / w.sum()
                                                      for w in _typed(p, t, c, s, m)]).float()),
+    Mistake("mean of per-row shares", "you averaged each row's share (a macro mean over rows): rows with few "
+                                      "positions of a type then weigh as much as rows with many. Pool the "
+                                      "batch: right answers of a type / positions of that type, over all rows.",
+            gives=lambda p, t, c, s, m: torch.stack([(((p == t) & w).sum(1) / w.sum(1)).nanmean()
+                                                     for w in _typed(p, t, c, s, m)]).float()),
     Mistake("order", "the three shares are in the wrong order: [MASK], random, unchanged.",
             gives=lambda p, t, c, s, m: _reference_accuracy_by_type(p, t, c, s, m)[[0, 2, 1]]),
 )
@@ -226,6 +243,7 @@ def _reference_wordpiece(word: str, vocab: set[str], max_chars: int) -> list[str
 
 # "ffable" starts a word only: a split that ignores "##" in its lookups takes it after "una"
 _VOCAB_A = {"un", "una", "##aff", "##ffa", "##able", "##ble", "##a", "a", "##b", "b", "ffable"}
+_VOCAB_C = {"ab", "a", "##bc"}
 _VOCAB_B = {"play", "##ing", "##er", "##s", "p", "##l", "##a", "##y", "pl", "##ay", "##in", "##g", "s", "##p"}
 
 
@@ -236,6 +254,9 @@ def _wordpiece_cases() -> list[Case]:
         ("players", _VOCAB_B, 100), ("splay", _VOCAB_B, 100),
         ("unaffable", _VOCAB_A, 7), ("playing", _VOCAB_B, 6), ("play", _VOCAB_B, 4),
         ("ingplay", _VOCAB_B, 100),
+        # greedy takes "ab", then nothing matches "##c": the whole word is [UNK], although
+        # "a" + "##bc" would cover it (a search that backtracks finds that split)
+        ("abc", _VOCAB_C, 100),
     ]
     return [Case(f"word {w!r}, max_chars {m}", (w, frozenset(v), m), _reference_wordpiece(w, v, m),
                  hint="from the current start, try the longest remaining piece first and shorten it until it "
@@ -258,6 +279,26 @@ def _shortest_first(word: str, vocab: set[str], max_chars: int) -> list[str]:
         pieces.append(piece)
         start = end
     return pieces
+
+
+def _backtracking(word: str, vocab: set[str], max_chars: int) -> list[str]:
+    """The longest split that covers the word, found by search: not BERT's greedy rule."""
+    if len(word) > max_chars:
+        return ["[UNK]"]
+
+    def split(start):
+        if start == len(word):
+            return []
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                rest = split(end)
+                if rest is not None:
+                    return [piece, *rest]
+        return None
+
+    pieces = split(0)
+    return ["[UNK]"] if pieces is None else pieces
 
 
 def _no_hashes(word: str, vocab: set[str], max_chars: int) -> list[str]:
@@ -339,6 +380,10 @@ _OFF_BY_ONE_HINT = ("the length test is off by one: a word of exactly max_chars 
                     "and only a longer one (len(word) > max_chars) becomes ['[UNK]'].")
 
 WORDPIECE_MISTAKES = (
+    Mistake("backtracking", "your split backs off and tries a shorter first piece when the rest fails to "
+                            "match ('abc' -> ['a', '##bc']): WordPiece is greedy. It takes the longest piece, "
+                            "never reconsiders it, and if the remainder matches nothing the word is ['[UNK]'].",
+            gives=_backtracking),
     Mistake("shortest first", "you take the shortest piece that matches: WordPiece takes the longest first.",
             gives=_shortest_first),
     Mistake("## on the first piece", "the first piece of a word carries no '##' (it starts the word): only the "
@@ -612,10 +657,18 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
             model = fn(encoder, C)
             ids, mask = _batch(n, lengths, pad_to)
             model.train()  # fine-tuning mode: the frozen encoder must still give fixed features
-            got = model(ids, mask)
-            again = model(ids, mask)
+            features = []  # the encoder's outputs, call by call (dropout on the head's input is fine)
+            hook = encoder.register_forward_hook(lambda _m, _i, out: features.append(out.detach()))
+            try:
+                got = model(ids, mask)
+                again = model(ids, mask)
+            finally:
+                hook.remove()
             longer_ids, longer_mask = F.pad(ids, (0, 3)), F.pad(mask, (0, 3))
+            model.eval()  # the head's own dropout, if any, off: the logits are compared
+            got_eval = model(ids, mask)
             padded = model(longer_ids, longer_mask)
+            model.train()
         except NotImplementedError:
             return _verdict(exercise, False, "not done yet: the function still raises NotImplementedError.")
         except Exception as err:  # noqa: BLE001 - the reader's code may raise anything
@@ -652,7 +705,9 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
         if any(not torch.equal(before[k], v) for k, v in encoder.state_dict().items()):
             return _verdict(exercise, False, f"building or running your classifier changed the encoder's "
                             f"weights.\n   {case}", MUTATION)
-        if not torch.allclose(got, again, atol=1e-6):
+        fixed = (torch.equal(features[0], features[1]) if len(features) == 2
+                 else torch.allclose(got, again, atol=1e-6))
+        if not fixed:
             return _verdict(exercise, False, "in train mode two calls on the same batch give different logits: "
                             "dropout is still active inside the frozen encoder. Frozen features are fixed: keep "
                             f"the encoder in eval mode even when the classifier trains.\n   {case}",
@@ -663,7 +718,8 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
             wrong = {"padding averaged": head(hidden.mean(1)), "[CLS] vector": head(hidden[:, 0]),
                      "pooler": head(encoder.pool(hidden)), "no token mask": head(mean_pool(
                          encoder(ids, None, None), mask))}
-        if not torch.allclose(got.detach(), expected, atol=1e-5):
+        got = got_eval.detach()
+        if not torch.allclose(got, expected, atol=1e-5):
             messages = {
                 "padding averaged": "your pooling averages the padding too: average the real tokens only.",
                 "[CLS] vector": "you classify from the [CLS] vector: the exercise asks for the mean of the real "
