@@ -136,8 +136,8 @@ SIZES_WRONG = {
                                              "one_position_extra"),
     "the total, not the parts": (lambda s, p, c, d: (sizes_reference(s, p, c, d)[0],
                                                      sum(sizes_reference(s, p, c, d)[1:])), "wrong_shape"),
-    "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), None),
-    "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), None),
+    "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), "class_token_one_parameter"),
+    "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), "not_integers"),
 }
 
 
@@ -315,7 +315,7 @@ ROLLOUT_WRONG = {
     "no identity, (1 - r) A": (_no_identity, "no_identity"),
     "plain product, residuals ignored": (lambda maps, rs: rollout_reference(maps, [0.0] * len(maps)),
                                          "residuals_ignored"),
-    "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), None),
+    "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), "last_layer_only"),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
 }
 
@@ -347,7 +347,7 @@ MEAN_POOL_WRONG = {
     "blocks skipped": (lambda m, x: m.readout(m.final_norm(_patches(m, x) + m.position_embeddings[1:]).mean(1)),
                        "blocks_skipped"),
     "first layer only": (lambda m, x: m.readout(m.final_norm(
-        m.blocks[0](_patches(m, x) + m.position_embeddings[1:]).hidden).mean(1)), None),
+        m.blocks[0](_patches(m, x) + m.position_embeddings[1:]).hidden).mean(1)), "first_block_only"),
     "max pooling": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).amax(1)), "max_pool"),
     "class token in the sequence, not in the mean": (lambda m, x: m.readout(m.final_norm(
@@ -518,9 +518,9 @@ LOCAL_MASK_WRONG = {
     "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),
     "class token reads only itself": (_edited(class_self=True), "class_reads_self_only"),
     "no class token": (lambda g, r: local_mask_reference(g, r)[1:, 1:], "no_class_token"),
-    "radius fixed at 1": (lambda g, r: local_mask_reference(g, 1), None),
-    "grid fixed at 4x4": (lambda g, r: local_mask_reference(4, r), None),
-    "floats, not booleans": (_edited(float=True), None),
+    "radius fixed at 1": (lambda g, r: local_mask_reference(g, 1), "radius_fixed"),
+    "grid fixed at 4x4": (lambda g, r: local_mask_reference(4, r), "grid_fixed"),
+    "floats, not booleans": (_edited(float=True), "not_boolean"),
 }
 
 
@@ -607,7 +607,7 @@ INTERPOLATE_WRONG = {
     "bicubic": (lambda p, G: _resize(p, G, mode="bicubic", align_corners=False), "bicubic"),
     "nearest": (lambda p, G: _resize(p, G, mode="nearest"), "nearest"),
     "class row interpolated with the grid": (lambda p, G: interpolate_reference(
-        torch.cat([p[1:2], p[1:]]), G), None),
+        torch.cat([p[1:2], p[1:]]), G), "class_row_from_grid"),
     "zeroes the class row in place": (lambda p, G: (p[0].zero_(), interpolate_reference(p, G))[1], MUTATION),
 }
 

@@ -89,6 +89,13 @@ SIZE_MISTAKES = (
     Mistake("one_position_extra",
             "one position too many: there are 1 + N tokens, so 1 + N learned positions",
             when=_size_part(3, lambda s, p, c, d: ((s // p) ** 2 + 2) * d)),
+    Mistake("class_token_one_parameter",
+            "the class token is one vector of D learned numbers, not one number",
+            when=_size_part(2, lambda s, p, c, d: 1)),
+    Mistake("not_integers",
+            "counts are whole numbers: use integer division (//) or int(), not /",
+            when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 4
+            and any(isinstance(v, float) and v != int(v) for v in got)),
 )
 
 
@@ -509,7 +516,15 @@ def _rollout_residuals_ignored(maps, residuals):
     return _rollout(maps, [0.0] * len(maps))
 
 
+def _rollout_last_layer_only(maps, residuals):
+    return _rollout(maps[-1:], residuals[-1:])
+
+
 ROLLOUT_MISTAKES = (
+    Mistake("last_layer_only",
+            "only the last layer's map was used; rollout multiplies every layer's (r I + (1 - r) A), "
+            "first layer on the right",
+            gives=_rollout_last_layer_only),
     Mistake("no_identity",
             "the identity is missing: (1 - r) A alone shrinks every layer's rows to sum to 1 - r; add r I "
             "for the residual connection, Â = (1 - r) A + r I",
@@ -620,6 +635,11 @@ def _mean_pool_embeddings_only(model, images):
     return model.readout(model.final_norm(x).mean(dim=1))
 
 
+def _mean_pool_first_block_only(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(model.blocks[0](x).hidden).mean(dim=1))
+
+
 def _mean_pool_class_token_not_pooled(model, images):
     x = run_blocks(model.blocks, model.embeddings(images)).hidden  # (B, 1 + N, D)
     return model.readout(model.final_norm(x[:, 1:]).mean(dim=1))
@@ -689,6 +709,9 @@ MEAN_POOL_MISTAKES = (
     Mistake("blocks_skipped",
             "the encoder blocks were not run: the patch embeddings went straight to the head",
             gives=_mean_pool_embeddings_only),
+    Mistake("first_block_only",
+            "only the first encoder block ran: run all of model.blocks (run_blocks), then the final norm",
+            gives=_mean_pool_first_block_only),
 )
 
 
@@ -815,6 +838,22 @@ LOCAL_MASK_MISTAKES = (
             "the class token is missing: the mask is (1 + N, 1 + N), row and column 0 for the class token",
             when=lambda args, got: isinstance(got, torch.Tensor)
             and tuple(got.shape) == (args[0] ** 2, args[0] ** 2)),
+    Mistake("radius_fixed",
+            "the radius is fixed at 1: use the radius argument (radius 0 keeps each patch's own "
+            "position, radius 2 a 5x5 square)",
+            when=lambda args, got: args[1] != 1 and isinstance(got, torch.Tensor)
+            and got.dtype == torch.bool and torch.equal(got.cpu(), _local_mask(args[0], 1))),
+    Mistake("grid_fixed",
+            "the grid is fixed at 4x4: use grid_size (N = grid_size^2 patches)",
+            when=lambda args, got: args[0] != 4 and isinstance(got, torch.Tensor)
+            and got.dtype == torch.bool and tuple(got.shape) == (17, 17)
+            and torch.equal(got.cpu(), _local_mask(4, args[1]))),
+    Mistake("not_boolean",
+            "the pattern is right but the mask is not boolean: return a torch.bool tensor "
+            "(True = may attend), not 0/1 numbers",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.dtype != torch.bool
+            and got.shape == _local_mask(*args).shape
+            and torch.equal(got.cpu() != 0, _local_mask(*args))),
 )
 
 
@@ -900,6 +939,10 @@ def _interpolate_with_class_row(positions, new_grid):
     return out[1:]
 
 
+def _class_row_from_grid(positions, new_grid):
+    return _interpolate(torch.cat([positions[1:2], positions[1:]]), new_grid)
+
+
 def _class_row_reset(positions, new_grid):
     out = _interpolate(positions, new_grid).clone()
     out[0] = 0
@@ -911,6 +954,10 @@ INTERPOLATE_MISTAKES = (
             "the class token's row 0 is missing: keep it unchanged in front of the resized grid, "
             "(1 + G*G, D) rows",
             gives=_interpolate_with_class_row),
+    Mistake("class_row_from_grid",
+            "row 0 came out as the first patch's position: the class token's row is no grid point; "
+            "copy positions[0] as it is and resize only rows 1 to N",
+            gives=_class_row_from_grid),
     Mistake("class_row_reset",
             "row 0, the class token's position, was reset; it belongs to no patch and is copied as it is",
             gives=_class_row_reset),
