@@ -227,7 +227,17 @@ def test_luong_accepts_a_harmless_epsilon_in_the_softmax():
     assert check_luong_step(lambda *a: luong_epsilon(*a, max_over_padding=False, eps=1e-9))
 
 
+def luong_log_softmax(cell, W_c, x, hidden, memory, src_tokens):
+    """log_softmax for softmax: negative weights that do not sum to 1 (padding set to 0)."""
+    h = cell(x, hidden)
+    scores = (memory @ h[:, :, None])[..., 0].masked_fill(~src_tokens, float("-inf"))
+    a = torch.log_softmax(scores, dim=-1).masked_fill(~src_tokens, 0.0)
+    context = (a[:, None, :] @ memory)[:, 0]
+    return torch.tanh(torch.cat([context, h], -1) @ W_c.T), h, a
+
+
 LUONG_WRONG = [
+    (luong_log_softmax, "log-softmax weights"),  # unnamed before round ch2v25
     # unnamed before the seventeenth review (rev02h): tanh on c_t only, a cosine score, and an
     # epsilon that is not small because the max was taken over the padding too
     (luong_tanh_context, "tanh on the context only"),
@@ -552,7 +562,17 @@ def local_p_log_window(scores, lengths, query, W_p, v_p, sigma):
     return torch.softmax(shifted.masked_fill(~real, float("-inf")), dim=-1), centre
 
 
+def local_p_no_sigmoid(scores, lengths, query, W_p, v_p, sigma):
+    """The centre (n - 1)·v_pᵀ tanh(W_p q), the sigmoid left out."""
+    real = torch.arange(scores.shape[1])[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), -1).masked_fill(~real, 0.0)
+    centre = (lengths.float() - 1) * (torch.tanh(query @ W_p.T) @ v_p)
+    j = torch.arange(scores.shape[1]).float()[None, :]
+    return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
+
+
 LOCAL_P_WRONG = [
+    (local_p_no_sigmoid, "no sigmoid"),  # unnamed before round ch2v25
     # unnamed before the seventeenth review (rev02h): the paper's centre shifted by half, a clamped centre
     (local_p_paper_shift, "paper's centre shifted by half"),
     (local_p_clamped_centre, "clamped centre"),
@@ -651,7 +671,15 @@ def cov_first_steps_left_out(weights, tgt_mask):
     return coverage, loss * n / (n - tgt_mask[:, 0].sum())
 
 
+def cov_mean_of_earlier(weights, tgt_mask):
+    """The mean of the earlier steps' weights as the coverage, not their sum."""
+    before = torch.arange(weights.shape[1]).clamp(min=1).float()[None, :, None]
+    coverage = (weights.cumsum(1) - weights) / before
+    return coverage, (torch.minimum(weights, coverage).sum(-1) * tgt_mask).sum() / tgt_mask.sum()
+
+
 COVERAGE_LOSS_WRONG = [
+    (cov_mean_of_earlier, "mean of earlier steps"),  # unnamed before round ch2v25
     # unnamed before the seventeenth review (rev02h): N without the first steps, coverage capped at 1
     (cov_first_steps_left_out, "first steps left out of N"),
     (cov_variant(lambda a: (a.cumsum(1) - a).clamp(max=1.0)), "coverage clamped at 1"),

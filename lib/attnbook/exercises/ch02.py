@@ -135,7 +135,7 @@ def check_additive_score(fn: Callable) -> CheckResult:
 # --- Luong (dot) attention decoder step ------------------------------------------------------------
 def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False, order="ch", masked=True,
            dim=-1, tanh=True, carry="h", joined="new", mean_pool=False, by_length=False, sigmoid=False,
-           relu=False, swap=False, cosine=False):
+           relu=False, swap=False, cosine=False, log_weights=False):
     new_hidden = cell(x, hidden)  # (B, D): h_t
     q = new_hidden if query == "new" else hidden
     if cosine:  # the cosine of the angle: both sides normalised to length 1 first
@@ -158,6 +158,9 @@ def _luong(cell, W_c, x, hidden, memory, src_tokens, *, query="new", scale=False
         weights = _masked(scores, src_tokens, dim=dim).nan_to_num(0.0)  # (B, S)
     else:
         weights = torch.softmax(scores, dim=dim)
+    if log_weights:  # log_softmax over the real letters, padding then set to 0
+        weights = torch.log_softmax(scores.masked_fill(~src_tokens, float("-inf")), dim=-1)
+        weights = weights.masked_fill(~src_tokens, 0.0)
     context = (weights[:, None, :] @ memory)[:, 0]  # (B, D)
     state = {"new": new_hidden, "old": hidden, "none": torch.zeros_like(hidden)}[joined]  # "none": c_t alone
     if tanh == "context":  # tanh on c_t alone, before W_c, and none outside
@@ -266,6 +269,9 @@ LUONG_MISTAKES = [
     Mistake("tanh on the context only", "your tanh sits on c_t alone, before W_c: h̃_t = tanh(W_c [c_t; h_t]), "
             "one tanh over the whole product, after W_c multiplies the joined vector.",
             gives=lambda *a: _luong(*a, tanh="context")),
+    Mistake("log-softmax weights", "your weights are log-probabilities (log_softmax): they are negative "
+            "and do not sum to 1, so the context is not an average of the states. The weights are "
+            "softmax(e) over the real letters.", gives=lambda *a: _luong(*a, log_weights=True)),
     Mistake("cosine score", "you normalised h_t and h̄_s to length 1, a cosine score: Luong's dot score is "
             "the plain dot product h_tᵀ h̄_s, so a state's length changes how sharp the weights are.",
             gives=lambda *a: _luong(*a, cosine=True)),
@@ -412,11 +418,13 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
              one_sided=False, density=False, one_based=False, absolute=False, window_inside=False,
-             clamp=False):
+             clamp=False, sigmoid=True):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh is True else Wq
     gate = torch.sigmoid(torch.tanh(hidden @ v_p) if tanh == "after" else hidden @ v_p)  # (B,)
+    if not sigmoid:  # v_pᵀ tanh(W_p q) used as it is: any real number, not a fraction in (0, 1)
+        gate = hidden @ v_p
     L = lengths.to(scores.dtype) if use_lengths else torch.full_like(gate, float(S))
     centre = {"L-1": (L - 1) * gate, "L": L * gate, "L*g-0.5": L * gate - 0.5}[span]  # (B,)
     if clamp:  # kept half a letter inside the ends: [0.5, n - 1.5]
@@ -492,6 +500,10 @@ LOCAL_P_MISTAKES = [
             gives=lambda *a: _local_p(*a, squared=False)),
     Mistake("untransposed", "W_p is (A, Dq): W_p q for a batch of row vectors is `query @ W_p.T`.",
             gives=lambda *a: _local_p(*a, transpose=False)),
+    Mistake("no sigmoid", "your centre is (n - 1)·v_pᵀ tanh(W_p q), without the sigmoid: that can be "
+            "negative or far past the last letter. The sigmoid turns it into a fraction in (0, 1) of the "
+            "way along the word: p = (n - 1)·sigmoid(v_pᵀ tanh(W_p q)).",
+            gives=lambda *a: _local_p(*a, sigmoid=False)),
     Mistake("no tanh", "the centre is (n - 1)·sigmoid(v_pᵀ tanh(W_p q)): the tanh is missing.",
             gives=lambda *a: _local_p(*a, tanh=False)),
     Mistake("1-based positions", "your positions count from 1: with the centre p in 0-based positions "
@@ -541,6 +553,9 @@ def _cov_loss(weights, tgt_mask, *, exclusive=True, dim=1, op="min", sign=1.0, p
         coverage = weights.cumsum(dim=0) - weights
     elif source == "previous":  # the previous step's weights only, not all earlier steps
         coverage = torch.cat([torch.zeros_like(weights[:, :1]), weights[:, :-1]], dim=1)
+    elif source == "mean":  # the mean of the earlier steps' weights, not their sum
+        steps_before = torch.arange(weights.shape[1], dtype=weights.dtype).clamp(min=1)
+        coverage = (weights.cumsum(dim=1) - weights) / steps_before[None, :, None]
     elif source == "later":  # the steps after this one instead of those before it
         coverage = weights.sum(dim=1, keepdim=True) - weights.cumsum(dim=1)
     elif others:  # every other step's weights, the later ones included: total minus this step
@@ -593,6 +608,10 @@ COVERAGE_LOSS_MISTAKES = [
     Mistake("previous step only", "your coverage holds only the previous step's weights: it is the sum of "
             "*all* earlier steps' weights, Σ_{t' < t} a_{t'} (weights.cumsum(dim=1) - weights).",
             gives=lambda a, m: _cov_loss(a, m, source="previous")),
+    Mistake("mean of earlier steps", "your coverage is the *mean* of the earlier steps' weights: it is "
+            "their sum, Σ_{t' < t} a_{t'} (weights.cumsum(dim=1) - weights), so a letter read at two "
+            "earlier steps has coverage near 2, not near 1.",
+            gives=lambda a, m: _cov_loss(a, m, source="mean")),
     Mistake("later steps only", "your coverage sums the steps *after* this one: it is what a letter received "
             "at the steps before this one (weights.cumsum(dim=1) - weights), 0 at the first step.",
             gives=lambda a, m: _cov_loss(a, m, source="later")),
