@@ -240,6 +240,10 @@ def test_committed_rate_sweep_is_complete_and_its_rule_picks_3e_3():
         (n, s) for n in (500, 2000, 105103) for s in (0, 1, 2)}
     second = load_result("t5_low_label_lr0.003_ps1.json")
     assert second["settings"]["pretrain_seed"] == 1 and len(second["runs"]) == 3
+    longer = load_result("t5_low_label_lr0.003_ft1200.json")  # twice the fine-tuning steps
+    assert longer["settings"]["steps"] == 1200
+    assert sorted((r["steps"], r["size"], r["seed"]) for r in longer["runs"]) == [
+        (1200, 105103, s) for s in (0, 1, 2)]
 
 
 def test_rate_check_results_match_the_chapter_claim():
