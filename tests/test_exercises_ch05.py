@@ -125,6 +125,10 @@ def layer_variant(kind):
             return h + sa(h, h, h, mask=mask) + ff(h)
         if kind == "2x":
             return x + x + sa(h, h, h, mask=mask) + ff(h)
+        if kind == "LN around sum":  # the review's: LayerNorm1 on the input AND around the sum
+            return n1(x + sa(h, h, h, mask=mask) + ff(h))
+        if kind == "averaged":  # the review's: the two sublayers averaged
+            return x + 0.5 * (sa(h, h, h, mask=mask) + ff(h))
         if kind == "ffn on attn":
             a = sa(h, h, h, mask=mask)
             return x + a + ff(a)
@@ -151,6 +155,8 @@ ENCODER_WRONG = [
     (layer_variant("2x"), "doubled residual"),
     (layer_variant("ffn on attn"), "feed-forward reads the attention"),
     (layer_variant("ffn on h + attn"), "feed-forward reads h + attention"),
+    (layer_variant("LN around sum"), "LayerNorm around the sum"),  # the review's wrong answer
+    (layer_variant("averaged"), "sublayers averaged"),  # the review's wrong answer
     (not_done, ""),
 ]
 
@@ -179,14 +185,18 @@ def step_variant(kind):
             y = h + sa.attend(h, cache)
         else:
             y = x + sa.attend(h, cache)
-        query = y if kind == "cross reads raw y" else block.norm2(x if kind == "cross reads x" else y)
+        cross_norm = block.norm1 if kind == "cross reads norm1" else block.norm2
+        query = y if kind == "cross reads raw y" else cross_norm(x if kind == "cross reads x" else y)
         crossed = block.cross_attn.attend(query, memory_kv, mask=None if kind == "no memory mask" else memory_mask)
         z1 = y
         y = crossed if kind == "no cross residual" else y + crossed
         ffn_in = z1 if kind == "ffn reads z1" else y  # z1: the stream before cross-attention
-        y = y + block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(ffn_in))
+        ffn_out = block.feed_forward((block.norm2 if kind == "norm2 for ffn" else block.norm3)(ffn_in))
+        y = ffn_out if kind == "no ffn residual" else y + ffn_out
         if kind == "full recompute, no cache":
             return y, None
+        if kind == "new kv only":  # the review's: the new position's key and value, not the extended cache
+            return y, KVCache(new.key, new.value)
         return y, (past if kind == "old cache" else cache)
     return fn
 
@@ -212,6 +222,9 @@ STEP_WRONG = [
     (step_variant("no cross residual"), "no residual around cross-attention"),
     (step_variant("norm2 for ffn"), "norm2 before the feed-forward"),
     (step_variant("ffn reads z1"), "feed-forward reads the stream before cross-attention"),  # the review's
+    (step_variant("cross reads norm1"), "cross-attention reads norm1"),  # the review's wrong answer
+    (step_variant("no ffn residual"), "no residual around the feed-forward"),  # the review's wrong answer
+    (step_variant("new kv only"), "only the new position returned"),  # the review's wrong answer
     (step_in_place, MUTATION),
     (step_variant("full recompute, no cache"), ""),
     (not_done, ""),
@@ -323,7 +336,19 @@ def loss_variant(kind):
     return fn
 
 
+def masked_logits_pytorch(fill):
+    """The review's: the excluded logits set to ``fill``, then PyTorch's label smoothing over all V."""
+    def fn(logits, targets, pad_id, epsilon, excluded_ids):
+        scores = logits.clone()
+        scores[..., excluded_ids] = fill
+        return torch.nn.functional.cross_entropy(scores.transpose(1, 2), targets, ignore_index=pad_id,
+                                                 label_smoothing=epsilon)
+    return fn
+
+
 SMOOTHING_WRONG = [
+    (masked_logits_pytorch(-1e9), "smoothing mass on masked logits"),  # the review's wrong answer
+    (masked_logits_pytorch(float("-inf")), "smoothing mass on masked logits"),
     (loss_variant("zeroed pad, mean"), "divided by all positions"),
     (loss_variant("no eps"), "ignores epsilon"),
     (loss_variant("pytorch"), "PyTorch's label_smoothing"),  # the one-liner the old exercise accepted
@@ -415,7 +440,7 @@ GREEDY_WRONG = [
 
 def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alpha=None, keep_eos=False,
                  aside=False, prune_normalised=False, drop=False, stop_top=False, extend=False,
-                 multiply=False, finished_only=False, extra_steps=0):
+                 multiply=False, finished_only=False, extra_steps=0, raw_logits=False):
     def fn(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
         K = 1 if greedy else beam_size
         a = length_penalty if alpha is None else alpha
@@ -432,7 +457,8 @@ def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alp
                         candidates.append((score, tokens, st, True))
                     continue
                 logits, new_state = step(tokens[-1] if tokens else bos_id, st if thread else first)
-                for token, lp in enumerate(torch.log_softmax(logits, dim=-1).tolist()):
+                scores = logits if raw_logits else torch.log_softmax(logits, dim=-1)
+                for token, lp in enumerate(scores.tolist()):
                     candidates.append((score + lp, tokens + [token], new_state,
                                        finished or token == eos_id))
             if not candidates:
@@ -471,6 +497,7 @@ def beam_variant(thread=True, count_eos=True, count_bos=False, greedy=False, alp
 BEAM_WRONG = [
     (beam_variant(thread=False), "state not threaded"),
     (beam_variant(greedy=True), "greedy"),
+    (beam_variant(raw_logits=True), "scores from raw logits"),  # the review's wrong answer
     (beam_variant(alpha=0.0), "ignores length_penalty"),
     (beam_variant(count_eos=False), "length without eos"),
     (beam_variant(count_bos=True), "n counts <bos>"),  # (len + 1) ** alpha: the review's wrong answer

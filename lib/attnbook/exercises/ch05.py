@@ -48,6 +48,12 @@ def _parallel_variant(layer, x, mask, order="parallel", attn_mask="given", ffn_i
         return z + ff(n1(z))
     if order == "post-norm":
         return n1(x + sa(x, x, x, mask=m) + ff(x))
+    if order == "normalised sum":  # the right sublayers, then LayerNorm1 around the whole sum too
+        h = n1(x)
+        return n1(x + sa(h, h, h, mask=m) + ff(h))
+    if order == "averaged":  # the two sublayers averaged, not added
+        h = n1(x)
+        return x + 0.5 * (sa(h, h, h, mask=m) + ff(h))
     h = n1(x)
     a = x if attn_input == "x" else h
     kv = x if kv_input == "x" else a
@@ -70,6 +76,13 @@ ENCODER_MISTAKES = [
     Mistake("post-norm", "the LayerNorm comes first, on the input of the two sublayers "
             "(x + MHA(LN(x)) + FFN(LN(x))), not after the sum.",
             gives=lambda *a: _parallel_variant(*a, order="post-norm")),
+    Mistake("LayerNorm around the sum", "you normalised twice: the sublayers read LayerNorm1(x), "
+            "and then LayerNorm1 was applied again to x + MHA(h) + FFN(h). A pre-norm layer normalises only "
+            "the sublayers' input; the sum x + MHA(h) + FFN(h) is the output as it is.",
+            gives=lambda *a: _parallel_variant(*a, order="normalised sum")),
+    Mistake("sublayers averaged", "you averaged the two sublayers (x + (MHA(h) + FFN(h)) / 2): each is "
+            "added at full weight, x + MHA(h) + FFN(h), as in the sequential layer.",
+            gives=lambda *a: _parallel_variant(*a, order="averaged")),
     Mistake("no residual", "the residual is missing: add x to the two sublayers' outputs.",
             gives=lambda *a: _parallel_variant(*a, order="no residual")),
     Mistake("feed-forward on x", "the feed-forward reads the normalised input LayerNorm1(x), as the attention "
@@ -262,6 +275,11 @@ SMOOTHING_MISTAKES = [
             "and counts the padding positions. Write the target yourself: ε / n on each of the n tokens not in "
             "excluded_ids, and average over the positions whose target is not pad_id.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V", ignore_pad=False)),
+    Mistake("smoothing mass on masked logits", "your loss is huge or infinite: a log-probability of "
+            "about -1e9 (or -inf) enters it. Setting the excluded tokens' logits very low and then spreading "
+            "ε over all V classes (as label_smoothing does) puts target mass on tokens of probability ~0. "
+            "Keep the logits as they are and give the excluded ids no TARGET mass (ε / n on the others).",
+            when=lambda args, got: not math.isfinite(float(got)) or abs(float(got)) > 1e4),
     Mistake("excluded from the softmax", "you removed the excluded tokens from the softmax. The model still "
             "gives them probability (and must learn to give them none): keep the log-softmax over all V "
             "logits and only give the excluded tokens no TARGET mass.",
@@ -493,7 +511,7 @@ def _decoder_block(seed: int, d_model: int, num_heads: int) -> DecoderBlock:
 
 def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", cache="new", order="pre",
                   use_memory_mask=True, new_first=False, cross_reads="y", cross_residual=True, ffn_norm="norm3",
-                  residual="x", ffn_reads="y"):
+                  residual="x", ffn_reads="y", ffn_residual=True):
     """One cached pre-norm decoder step with one known mistake switched on (defaults: the right answer)."""
     sa = block.self_attn
     if order == "post":
@@ -518,12 +536,15 @@ def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", 
     mask = memory_mask if use_memory_mask else None
     if cross_reads == "unnormalised":  # the stream itself, without norm2
         crossed = block.cross_attn.attend(y, memory_kv, mask=mask)
+    elif cross_reads == "norm1":  # the self-attention's LayerNorm reused
+        crossed = block.cross_attn.attend(block.norm1(y), memory_kv, mask=mask)
     else:
         crossed = block.cross_attn.attend(block.norm2(x if cross_reads == "x" else y), memory_kv, mask=mask)
     before_cross = y
     y = y + crossed if cross_residual else crossed
     ffn_in = before_cross if ffn_reads == "before cross" else y  # the mistake: z1, not z2
-    y = y + block.feed_forward(getattr(block, ffn_norm)(ffn_in))  # (B, 1, D)
+    ffn_out = block.feed_forward(getattr(block, ffn_norm)(ffn_in))  # (B, 1, D)
+    y = y + ffn_out if ffn_residual else ffn_out
     return y, (past if cache == "old" else kv)
 
 
@@ -538,6 +559,12 @@ STEP_MISTAKES = [
             gives=lambda *a: _step_variant(*a, sees="first")),
     Mistake("old cache returned", "return the extended cache (P + 1 positions), so that the next step "
             "sees this position.", gives=lambda *a: _step_variant(*a, cache="old")),
+    Mistake("only the new position returned", "the cache you return holds only the new position's key and "
+            "value: return the extended cache, the P cached positions followed by the new one (P + 1 in all), "
+            "so that the next step sees every earlier position.",
+            when=lambda args, got: (isinstance(got, tuple) and len(got) == 2 and args[2].key.shape[-2] > 0
+                                    and tuple(got[1].key.shape) == tuple(args[2].key.shape[:-2]) + (1,)
+                                    + tuple(args[2].key.shape[-1:]))),
     Mistake("new key first", "the new position's key and value go after the cached ones "
             "(past.extend(key, value)): the cache keeps positions in order.",
             gives=lambda *a: _step_variant(*a, new_first=True)),
@@ -556,6 +583,13 @@ STEP_MISTAKES = [
             "stream itself; in a pre-norm block every sublayer reads a normalised copy: "
             "cross_attn.attend(norm2(x), ...), with x the stream after the self-attention.",
             gives=lambda *a: _step_variant(*a, cross_reads="unnormalised")),
+    Mistake("cross-attention reads norm1", "your cross-attention's queries read norm1 of the stream, "
+            "the self-attention's LayerNorm: each sublayer has its own, so the cross-attention reads "
+            "norm2(y), with y the stream after the self-attention.",
+            gives=lambda *a: _step_variant(*a, cross_reads="norm1")),
+    Mistake("no residual around the feed-forward", "the feed-forward's output replaced the stream: like "
+            "the two attentions, it is added to it (y + feed_forward(norm3(y))).",
+            gives=lambda *a: _step_variant(*a, ffn_residual=False)),
     Mistake("no residual around cross-attention", "the cross-attention's output replaced the stream: "
             "like every sublayer, it is added to it (x + sublayer(norm(x))).",
             gives=lambda *a: _step_variant(*a, cross_residual=False)),
@@ -759,7 +793,7 @@ def check_confidence_prediction(predicted: float | None, fn: Callable, measure: 
 def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalty, *, thread=True,
                   count_eos=True, count_bos=False, set_aside=False, prune_normalised=False, drop_finished=False,
                   stop_on_top=False, extend_finished=None, multiply=False, finished_only=False,
-                  steps_offset=0):
+                  steps_offset=0, raw_logits=False):
     """``set_aside``: False (right), True (finished ones among the beam_size best leave the beam; stop once
     beam_size have finished), "max_len" (the same, but run to max_len) or "all finished" (every finished
     candidate leaves, not only those among the beam_size best). ``multiply``: score * n**alpha, not
@@ -776,7 +810,7 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
                     candidates.append((score, tokens, st, True))
                 continue
             logits, new = step(tokens[-1] if tokens else bos_id, st if thread else first)
-            logp = torch.log_softmax(logits.float(), dim=-1).tolist()
+            logp = (logits.float() if raw_logits else torch.log_softmax(logits.float(), dim=-1)).tolist()
             candidates += [(score + lp, tokens + [v], new, finished or v == eos_id) for v, lp in enumerate(logp)]
         if extend_finished:  # the mistake: finished ones are extended too; stop at max_len or all finished
             candidates.sort(key=lambda c: -c[0])
@@ -886,6 +920,10 @@ BEAM_MISTAKES = [
     Mistake("ignores the initial state", "start every hypothesis from the state you are given (it stands for "
             "the encoded source), not from an empty one.",
             gives=lambda step, state, *rest: _beam_variant(step, (), *rest)),
+    Mistake("scores from raw logits", "your scores add up the raw logits: a hypothesis's score is the sum "
+            "of the log-probabilities log_softmax(logits) of its tokens. Logits are not normalised, so an "
+            "extension's logit says nothing of its probability, and sums of logits from different steps "
+            "and hypotheses cannot be compared.", gives=lambda *a: _beam_variant(*a, raw_logits=True)),
     Mistake("keeps eos", "return the tokens without <eos> (and without <bos>).",
             when=lambda args, got: isinstance(got, list) and args[3] in got),
 ]
