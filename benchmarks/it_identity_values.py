@@ -15,7 +15,15 @@ frozen (never trained):
   "one layer, uniform");
 - ``identity values``: W^V = W^O = the identity, their biases 0; W^Q and W^K trained;
 - ``uniform, identity values``: both, so only the embedding and the read-out are trained: the
-  output at *it* is the mean of the sentence's embedding rows, and the read-out a linear map of it.
+  output at *it* is the mean of the sentence's embedding rows, and the read-out a linear map of it;
+- ``no attention, linear``: no attention module at all, the control for the two above: the mean
+  of the sentence's embedding rows (its word counts / T times the embedding table) goes straight
+  to the read-out;
+- ``no attention, two linear layers``: the same with two trained 32 x 32 linear layers (default
+  ``nn.Linear`` initialisation, like W^V and W^O) between the mean and the read-out.
+
+A uniform layer is a linear map of the word counts (counts / T -> embedding -> W^V -> W^O ->
+read-out), so the last two arms ask whether its held-out failure needs attention at all.
 
 The question: does the one layer fail on held-out sentences because it cannot route, or because of
 how its trained value path (embedding, W^V, W^O, read-out multiplied together) is fitted? Each run
@@ -37,7 +45,24 @@ from attnbook.tasks.tagging import tagging_accuracy, tagging_loss
 from attnbook.train import fit
 from it_tagger_sweep import ANIMALS, BATCH, EMBEDDING_STD, THINGS, VOCABULARY, WIDTH, sentences, split
 
-ARMS = ("one layer", "uniform", "identity values", "uniform, identity values")
+ARMS = ("one layer", "uniform", "identity values", "uniform, identity values",
+        "no attention, linear", "no attention, two linear layers")
+
+
+class MeanOfWords(nn.Module):
+    """No attention: tokens -> the mean of their embedding rows -> ``depth`` linear layers ->
+    read-out, the same answer at every position (only *it* is scored)."""
+
+    def __init__(self, vocab_size: int, width: int, depth: int) -> None:
+        super().__init__()
+        self.embedding = nn.Embedding(vocab_size, width)
+        self.middle = nn.Sequential(*(nn.Linear(width, width) for _ in range(depth)))
+        self.readout = nn.Linear(width, vocab_size)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        mean = self.embedding(tokens).mean(1)  # (B, D): counts / T times the table
+        logits = self.readout(self.middle(mean))  # (B, V)
+        return logits[:, None, None, :].expand(-1, tokens.shape[1], 1, -1)  # (B, T, 1, V)
 
 
 def freeze(module: nn.Linear, weight: torch.Tensor) -> None:
@@ -56,9 +81,13 @@ def run(arm: str, lr: float, seed: int, shift: int, steps: int) -> dict:
     train_tokens, train_targets = sentences(train_cases)
     held_tokens, held_targets = sentences(held_cases)
     gen = seed_everything(seed)
-    model = SelfAttentionTagger(len(VOCABULARY), WIDTH, num_heads=1, max_len=11, positional="none")
+    if arm.startswith("no attention"):
+        model = MeanOfWords(len(VOCABULARY), WIDTH, depth=2 if "two" in arm else 0)
+    else:
+        model = SelfAttentionTagger(len(VOCABULARY), WIDTH, num_heads=1, max_len=11,
+                                    positional="none")
     nn.init.normal_(model.embedding.weight, std=EMBEDDING_STD)
-    attention = model.attention
+    attention = getattr(model, "attention", None)
     if arm.startswith("uniform"):
         freeze(attention.q_proj, torch.zeros(WIDTH, WIDTH))
         freeze(attention.k_proj, torch.zeros(WIDTH, WIDTH))

@@ -897,3 +897,32 @@ def test_the_length_range_holds_every_committed_training_seed():
     assert all(low <= r["accuracy_at_8"]["7"] <= high for r in runs)
     assert 1 / 9 < low and high < 1 / 7
     assert all(r["accuracy_at_12"] < 1 / 11 for r in runs)  # below order-blind at length 12
+
+
+# exercise 4's prediction: PE(p)·PE(p+100) as a fraction of PE(p)·PE(p) at d_model = 64 (0.559)
+@pytest.mark.parametrize(("prediction", "side"), [
+    (0.0, "Distant positions are not unalike"), (0.1, "Distant positions are not unalike"),
+    (0.56, "keep about half the similarity"), (torch.tensor(0.55), "keep about half the similarity"),
+    (0.95, "The fast pairs do not stay aligned"),
+])
+def test_pe_similarity_prediction_explains_each_side(prediction, side, capsys):
+    result = check_pe_similarity(pe_similarity, prediction)
+    out = capsys.readouterr().out
+    assert result and side in out and "55.9%" in out
+    assert ("✗ prediction off" in out) == (side != "keep about half the similarity")
+
+
+@pytest.mark.parametrize(("prediction", "diagnosis"), [
+    (None, ""), (56, "prediction not a fraction"), ("half", "prediction not a fraction"),
+])
+def test_pe_similarity_prediction_rejected(prediction, diagnosis, capsys):
+    result = check_pe_similarity(pe_similarity, prediction)
+    assert not result and result.diagnosis == diagnosis
+    assert "✗ positions 100 apart" in capsys.readouterr().out
+
+
+def test_pe_similarity_prediction_needs_a_right_function(capsys):
+    """A wrong function fails its cases first; the prediction is not measured with it."""
+    result = check_pe_similarity(lambda k, d: pe_similarity(k, d) * 2.0, 0.56)
+    assert not result and result.diagnosis == "pairs counted twice"
+    assert "positions 100 apart" not in capsys.readouterr().out

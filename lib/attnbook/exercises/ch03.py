@@ -681,9 +681,52 @@ SIMILARITY_MISTAKES = [
 ]
 
 
-def check_pe_similarity(fn: Callable) -> CheckResult:
+# --- exercise 4's prediction: how alike are positions 100 apart? --------------------------------
+# d_model = 64: PE(p)·PE(p+100) = sum of cos(100 ω_i) over the 32 pairs = 17.87, that is 0.559 of
+# PE(p)·PE(p) = 32; at k = 50 it is 0.490. The slowest 13 pairs turn by less than 0.45 rad in 100
+# positions; the fast pairs' cosines point every way and nearly cancel.
+FAR_OUTCOME = Outcome(
+    exercise="positions 100 apart",
+    label="PE(p)·PE(p+100) / PE(p)·PE(p), d_model=64",
+    low=0.55, high=0.57,
+    how_to_measure="run the checker with your pe_similarity: it divides pe_similarity(tensor([100]), "
+                   "64) by pe_similarity(tensor([0]), 64), which is d_model / 2 = 32.",
+    below="Distant positions are not unalike: the slowest pairs barely turn in 100 positions (the "
+          "slowest 13 of the 32 by less than 0.45 radians, so each still gives cos > 0.9), while "
+          "the fast pairs' cosines point every way and nearly cancel. The similarity stays at "
+          "about half its maximum, and is even higher than at k = 50 (0.49): it does not fall "
+          "steadily with the distance.",
+    inside="The slow pairs (the slowest 13 of 32 turn by less than 0.45 radians in 100 "
+           "positions) keep about half the similarity while the fast pairs' cosines nearly "
+           "cancel. It does not fall steadily: at k = 50 it is 0.49, lower than at k = 100.",
+    above="The fast pairs do not stay aligned: a pair with ω_i = 1 turns about 16 full circles in "
+          "100 positions, and the fast pairs' cosines point every way and nearly cancel; only the "
+          "slow pairs (the slowest 13 of 32 turn by less than 0.45 radians) keep the similarity, "
+          "at about half its maximum.",
+)
+
+
+def _far_measurement(fn: Callable) -> float | None:
+    """PE(p)·PE(p+100) / PE(p)·PE(p) at d_model = 64, with the reader's function."""
+    try:
+        near, far = (float(torch.as_tensor(fn(torch.tensor([k]), 64)).reshape(-1)[0])
+                     for k in (0, 100))
+    except Exception:  # noqa: BLE001 - a function that fails here was caught by the cases
+        return None
+    return far / near if near else None
+
+
+def check_pe_similarity(fn: Callable, prediction: object = _NOT_ASKED) -> CheckResult:
     """``pe_similarity(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + k]`` for each offset k,
-    which is the same for every position p."""
+    which is the same for every position p. Given a ``prediction`` (PE(p)·PE(p+100) as a fraction of
+    PE(p)·PE(p), d_model = 64), the checker then measures it with ``fn`` (``FAR_OUTCOME``)."""
+    result = _check_similarity_cases(fn)
+    if prediction is _NOT_ASKED or not result:
+        return result
+    return check_prediction(FAR_OUTCOME, prediction, _far_measurement(fn))
+
+
+def _check_similarity_cases(fn: Callable) -> CheckResult:
     cases = []
     for offsets, d in [([0], 4), ([1, 2, 3], 2), ([0, 1, 5, 10], 16), ([-3, 3], 8), ([7, 50, 200], 64),
                        ([], 6)]:
