@@ -109,7 +109,7 @@ def test_checkers_say_not_done_for_the_stub(capsys):
 
 def test_every_exercise_is_in_the_cli_map():
     assert set(ch07.EXERCISES) == {"vit_sizes", "count_scores", "unpatchify", "rollout", "mean_pool_logits",
-                                   "local_attention_mask", "interpolate_positions"}
+                                   "local_attention_mask", "interpolate_positions", "layers_to_cross"}
 
 
 def test_the_measurement_alone_is_checked_for_the_command_line(capsys):
@@ -138,6 +138,7 @@ SIZES_WRONG = {
                                                      sum(sizes_reference(s, p, c, d)[1:])), "wrong_shape"),
     "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), "class_token_one_parameter"),
     "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), "not_integers"),
+    "projection D x D": (_sizes_with(i1=lambda s, p, c, d, n: d * d + d), "projection_d_by_d"),
 }
 
 
@@ -599,6 +600,12 @@ INTERPOLATE_WRONG = {
     "reshape without permute": (lambda p, G: torch.cat([p[:1], F.interpolate(
         p[1:].reshape(1, p.shape[1], int(round((p.shape[0] - 1) ** 0.5)), -1), size=(G, G), mode="bilinear",
         align_corners=False).reshape(G * G, -1)]), "no_permute"),
+    "permuted on the way out only": (lambda p, G: torch.cat([p[:1], F.interpolate(
+        p[1:].reshape(1, p.shape[1], int(round((p.shape[0] - 1) ** 0.5)), -1), size=(G, G), mode="bilinear",
+        align_corners=False)[0].permute(1, 2, 0).reshape(G * G, -1)]), "permute_out_only"),
+    "permuted on the way in only": (lambda p, G: torch.cat([p[:1], F.interpolate(
+        p[1:].reshape(int(round((p.shape[0] - 1) ** 0.5)), -1, p.shape[1]).permute(2, 0, 1)[None],
+        size=(G, G), mode="bilinear", align_corners=False).reshape(G * G, -1)]), "permute_in_only"),
     "1-D stretch": (lambda p, G: torch.cat([p[:1], F.interpolate(p[1:].T[None], size=G * G, mode="linear",
                                                                  align_corners=False)[0].T]), "one_d"),
     "read back column by column": (lambda p, G: torch.cat([p[:1], interpolate_reference(p, G)[1:].reshape(
@@ -625,3 +632,41 @@ def test_every_interpolation_mistake_is_triggered():
     assert named == {m.name for m in ch07.INTERPOLATE_MISTAKES}
     named = {d for _, d in ROLLOUT_WRONG.values() if d not in (None, MUTATION)}
     assert named == {m.name for m in ch07.ROLLOUT_MISTAKES}
+
+
+# ----- 6b. layers until a local mask has crossed the grid -----
+
+def layers_formula(grid_size, radius):
+    return -(-(grid_size - 1) // radius)
+
+
+def layers_by_reachability(grid_size, radius):
+    step = local_mask_reference(grid_size, radius)[1:, 1:].float()
+    reach, layers = torch.eye(grid_size ** 2), 0
+    while not bool((reach > 0).all()):
+        reach, layers = reach @ step, layers + 1
+    return layers
+
+
+def test_layers_checker_accepts_correct_answers():
+    assert ch07.check_layers_to_cross(layers_formula)
+    assert ch07.check_layers_to_cross(layers_by_reachability)
+
+
+LAYERS_WRONG = {
+    "ceil(g / r)": (lambda g, r: -(-g // r), "no_minus_one"),
+    "g - 1, radius ignored": (lambda g, r: g - 1, "radius_ignored"),
+    "floor": (lambda g, r: (g - 1) // r, "floor"),
+    "there and back": (lambda g, r: 2 * layers_formula(g, r), "both_directions"),
+    "one per patch": (lambda g, r: g * g, "whole_grid"),
+    "always three (the 4x4 answer)": (lambda g, r: 3, None),
+    "diagonal in Manhattan steps": (lambda g, r: -(-2 * (g - 1) // r), "both_directions"),
+}
+
+
+@pytest.mark.parametrize("name", LAYERS_WRONG)
+def test_layers_checker_rejects(name, capsys):
+    fn, diagnosis = LAYERS_WRONG[name]
+    result = ch07.check_layers_to_cross(fn)
+    assert not result
+    assert result.diagnosis == (diagnosis or "")

@@ -76,6 +76,10 @@ SIZE_MISTAKES = (
     Mistake("no_bias",
             "the projection's bias is missing: E has C * P * P * D weights and D biases",
             when=_size_part(1, lambda s, p, c, d: c * p * p * d)),
+    Mistake("projection_d_by_d",
+            "the projection was counted as D x D (+ D); E maps one flattened patch of C * P * P "
+            "numbers to D, so it has C * P * P * D weights and D biases",
+            when=_size_part(1, lambda s, p, c, d: d * d + d)),
     Mistake("no_channels",
             "the channels are not counted: a patch holds C * P * P numbers, so E has C * P * P * D weights",
             when=_size_part(1, lambda s, p, c, d: p * p * d + d)),
@@ -902,6 +906,53 @@ def _first_mask_difference(args: tuple, got: object) -> str:
             f"{token(j)}: expected {bool(right[i, j])}, got {bool(got[i, j])}")
 
 
+def _layers_to_cross(grid_size: int, radius: int) -> int:
+    """Measured on the mask: how many layers of ``_local_mask`` until every patch has reached every
+    other (boolean products of the patch block)."""
+    step = _local_mask(grid_size, radius)[1:, 1:]
+    reach, layers = step.clone(), 1
+    while not bool(reach.all()):
+        reach = (reach.float() @ step.float()) > 0
+        layers += 1
+    return layers if grid_size > 1 else 0
+
+
+LAYERS_MISTAKES = (
+    Mistake("no_minus_one",
+            "ceil(grid_size / radius) counts one step too many: a patch already holds its own "
+            "column, so it must travel grid_size - 1 patches",
+            when=lambda args, got: got != _layers_to_cross(*args)
+            and got == -(-args[0] // args[1])),
+    Mistake("radius_ignored",
+            "the radius is left out: each layer moves information radius patches, so the count is "
+            "ceil((grid_size - 1) / radius)",
+            when=lambda args, got: args[1] != 1 and got == args[0] - 1),
+    Mistake("floor",
+            "rounded down: a remainder still needs one more layer, ceil((grid_size - 1) / radius)",
+            when=lambda args, got: got != _layers_to_cross(*args)
+            and got == (args[0] - 1) // args[1]),
+    Mistake("both_directions",
+            "counted as the trip there and back (or across twice); one pass of grid_size - 1 "
+            "patches in each direction at once is enough, since the square grows on every side",
+            when=lambda args, got: args[0] > 1
+            and got == 2 * _layers_to_cross(*args)),
+    Mistake("whole_grid",
+            "the number of patches is not the distance: information crosses grid_size - 1 patch "
+            "steps along a row or column, not grid_size^2",
+            when=lambda args, got: args[0] > 2 and got in (args[0] ** 2, args[0] ** 2 - 1)),
+)
+
+
+def check_layers_to_cross(fn: Callable) -> CheckResult:
+    """``fn(grid_size, radius) -> int``: the layers of the local mask after which every patch's
+    information has reached every patch; the expected count is measured on the mask itself."""
+    cases = [Case(f"a {g}x{g} grid, radius {r}", (g, r), _layers_to_cross(g, r),
+                  hint="each layer widens the square a patch has read by radius on every side; "
+                       "the far corner is grid_size - 1 patches away.")
+             for g, r in ((4, 1), (14, 1), (5, 2), (7, 3), (6, 2), (2, 1), (9, 4), (3, 5))]
+    return run_cases("layers to cross the grid", fn, cases, LAYERS_MISTAKES)
+
+
 # ----- 7. the position table interpolated in 2-D for a larger grid ---------------------------------
 
 def _interpolate(positions: torch.Tensor, new_grid: int, mode: str = "bilinear",
@@ -918,6 +969,24 @@ def _interpolate_no_permute(positions, new_grid):
     D = positions.shape[-1]
     g = round((positions.shape[0] - 1) ** 0.5)
     grid = positions[1:].reshape(1, D, g, g)  # the (N, D) memory read as (D, g, g): scrambled
+    resized = F.interpolate(grid, size=(new_grid, new_grid), mode="bilinear", align_corners=False)
+    return torch.cat([positions[:1], resized.reshape(new_grid * new_grid, D)])
+
+
+def _interpolate_permute_out_only(positions, new_grid):
+    """Reshaped straight to (D, g, g) on the way in, permuted back on the way out."""
+    D = positions.shape[-1]
+    g = round((positions.shape[0] - 1) ** 0.5)
+    grid = positions[1:].reshape(1, D, g, g)
+    resized = F.interpolate(grid, size=(new_grid, new_grid), mode="bilinear", align_corners=False)
+    return torch.cat([positions[:1], resized[0].permute(1, 2, 0).reshape(new_grid * new_grid, D)])
+
+
+def _interpolate_permute_in_only(positions, new_grid):
+    """Permuted to (D, g, g) on the way in, reshaped straight back to (G*G, D) on the way out."""
+    D = positions.shape[-1]
+    g = round((positions.shape[0] - 1) ** 0.5)
+    grid = positions[1:].reshape(g, g, D).permute(2, 0, 1)[None]
     resized = F.interpolate(grid, size=(new_grid, new_grid), mode="bilinear", align_corners=False)
     return torch.cat([positions[:1], resized.reshape(new_grid * new_grid, D)])
 
@@ -965,6 +1034,16 @@ INTERPOLATE_MISTAKES = (
             "the (N, D) table was reshaped straight to (D, g, g), which reads it in the wrong memory order; "
             "reshape to (g, g, D) first, then move D to the front (permute(2, 0, 1)), and back at the end",
             gives=_interpolate_no_permute),
+    Mistake("permute_out_only",
+            "half the permute: on the way in the (N, D) table was reshaped straight to (D, g, g), "
+            "which scrambles it; reshape to (g, g, D) and permute(2, 0, 1) before resizing (the way "
+            "back, permute(1, 2, 0), is right)",
+            gives=_interpolate_permute_out_only),
+    Mistake("permute_in_only",
+            "half the permute: the grid went in right, but the (1, D, G, G) result was reshaped "
+            "straight to (G*G, D), which mixes the D channels into the rows; permute(1, 2, 0) "
+            "first, then reshape",
+            gives=_interpolate_permute_in_only),
     Mistake("one_d",
             "the table was stretched as a 1-D sequence of N rows; the positions form a g x g grid, resize "
             "it in 2-D so that rows stay rows",
@@ -1009,4 +1088,5 @@ EXERCISES = {
     "rollout": check_attention_rollout,
     "mean_pool_logits": check_mean_pool_logits,
     "local_attention_mask": check_local_attention_mask,
+    "layers_to_cross": check_layers_to_cross,
 }
