@@ -240,6 +240,9 @@ def test_committed_rate_sweep_is_complete_and_its_rule_picks_3e_3():
         (n, s) for n in (500, 2000, 105103) for s in (0, 1, 2)}
     second = load_result("t5_low_label_lr0.003_ps1.json")
     assert second["settings"]["pretrain_seed"] == 1 and len(second["runs"]) == 3
+    bible = load_result("t5_encoder_use_bible_lr0.003.json")  # the chosen recipe on the Bible
+    assert bible["pretrain"]["peak_lr"] == 3e-3 and bible["pretrain"]["corpus"] == "bible"
+    assert sorted(r["seed"] for r in bible["runs"] if r["size"] == 105103) == [0, 1, 2]
     longer = load_result("t5_low_label_lr0.003_ft1200.json")  # twice the fine-tuning steps
     assert longer["settings"]["steps"] == 1200
     assert sorted((r["steps"], r["size"], r["seed"]) for r in longer["runs"]) == [
