@@ -89,6 +89,14 @@ def _max_pool_cases() -> list[Case]:
     cases.append(Case("B=3, S=5, D=2, lengths [3, 1, 5], real values near -1e15", (hidden, mask),
                       _reference_max_pool(hidden, mask),
                       hint="fill padding with -inf: any finite fill can exceed every real value."))
+    # and near -1e35 (float32 reaches -3.4e38): a fill of -1e30 wins there
+    g = torch.Generator().manual_seed(47)
+    mask = torch.arange(3)[None, :] < torch.tensor([1, 3])[:, None]  # (2, 3)
+    real = -1e35 * (1 + torch.rand(2, 3, 4, generator=g))
+    hidden = torch.where(mask.unsqueeze(-1), real, torch.full((2, 3, 4), -7.0))
+    cases.append(Case("B=2, S=3, D=4, lengths [1, 3], real values near -1e35", (hidden, mask),
+                      _reference_max_pool(hidden, mask),
+                      hint="fill padding with -inf: any finite fill can exceed every real value."))
     return cases
 
 
@@ -106,6 +114,9 @@ MAX_POOL_MISTAKES = (
                              "value of a feature lies below it (here near -1e15), the fill wins. Fill with -inf.",
               gives=lambda h, m, fill=fill: h.masked_fill(~m.unsqueeze(-1), fill).amax(1))
       for fill in (-1e9, -1e12)),
+    Mistake("finite fill", "you filled padding with a finite number (like -1e30): where every real value of a "
+                           "feature lies below it (here near -1e35), the fill wins. Fill with -inf.",
+            gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), -1e30).amax(1)),
     Mistake("mask inverted", "you filled the real tokens and kept the padding: token_mask is True at real "
                              "tokens, so fill where it is False (~token_mask) with -inf.",
             gives=lambda h, m: h.masked_fill(m.unsqueeze(-1), float("-inf")).amax(1)),
@@ -207,6 +218,11 @@ TYPE_MISTAKES = (
                                       "batch: right answers of a type / positions of that type, over all rows.",
             gives=lambda p, t, c, s, m: torch.stack([(((p == t) & w).sum(1) / w.sum(1)).nanmean()
                                                      for w in _typed(p, t, c, s, m)]).float()),
+    Mistake("unchanged read from the prediction", "you called a position unchanged where the *prediction* "
+                                                  "equals the input: the type depends only on the masking. "
+                                                  "Unchanged = chosen, not [MASK] and seen == targets.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum() for w in (
+                c & (s == m), c & (s != m) & (p != s), c & (s != m) & (p == s))]).float()),
     Mistake("order", "the three shares are in the wrong order: [MASK], random, unchanged.",
             gives=lambda p, t, c, s, m: _reference_accuracy_by_type(p, t, c, s, m)[[0, 2, 1]]),
 )
@@ -222,7 +238,15 @@ def check_accuracy_by_type(fn: Callable) -> CheckResult:
     refused = _refuses_delegation("accuracy by position type", fn, _type_cases()[0].args, library)
     if refused is not None:
         return refused
-    return run_cases("accuracy by position type", fn, _type_cases(), TYPE_MISTAKES)
+    exercise = "accuracy by position type"
+    try:
+        first = fn(*(_copy(a) for a in _type_cases()[0].args))
+    except Exception:  # noqa: BLE001 - run_cases reports it
+        first = None
+    if isinstance(first, torch.Tensor) and first.dtype != torch.float32:
+        return _verdict(exercise, False, f"you returned a {first.dtype} tensor: return float32 (.float()), "
+                        "the dtype the exercise asks for and the model's own scores use.", "dtype")
+    return run_cases(exercise, fn, _type_cases(), TYPE_MISTAKES)
 
 
 # ----------------------------------------------------------------------------- 3. WordPiece on one word
@@ -373,6 +397,41 @@ def _hash_dropped(word: str, vocab: set[str], max_chars: int) -> list[str]:
     return pieces
 
 
+def _skips_unknown(word: str, vocab: set[str], max_chars: int) -> list[str]:
+    """A character that starts no piece is skipped, not turned into ['[UNK]']."""
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            start += 1
+    return pieces or ["[UNK]"]
+
+
+def _bare_fallback(word: str, vocab: set[str], max_chars: int) -> list[str]:
+    """Where the '##' piece is missing, the bare piece is taken instead."""
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(len(word), start, -1):
+            options = [word[start:end]] if start == 0 else ["##" + word[start:end], word[start:end]]
+            hit = next((o for o in options if o in vocab), None)
+            if hit is not None:
+                pieces.append(hit)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
 _HASH_HINT = ("a piece that continues a word must be looked up *with* its '##' prefix: 'play' and '##play' "
               "are different vocabulary entries, and only the second may follow another piece.")
 
@@ -398,6 +457,12 @@ WORDPIECE_MISTAKES = (
     Mistake("max_chars ignored", "a word longer than max_chars characters is ['[UNK]'] without trying to split it.",
             gives=_ignores_max_chars),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_ignored),
+    Mistake("unknown character skipped", "where nothing in the vocabulary matches, you skipped a character and "
+                                         "went on: the whole word becomes ['[UNK]'] instead.",
+            gives=_skips_unknown),
+    Mistake("bare piece as fallback", "where the '##' piece is missing you took the bare piece: a piece that "
+                                      "continues a word exists only with '##'; if no '##' piece matches, the "
+                                      "whole word is ['[UNK]'].", gives=_bare_fallback),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_dropped),
 )
 
@@ -429,6 +494,22 @@ SELECT, MASK, RANDOM, KEEP = 0.15, 0.8, 0.1, 0.1  # BERT's rates
 # split of the chosen (about 15k per case). Seed 003's selection (13.9%) is 10
 # standard errors below 15%.
 SELECT_TOL, MASK_TOL, SPLIT_TOL = 0.005, 0.03, 0.025
+
+
+# Each row's count of chosen tokens is binomial, (n_r, 0.15): the mean over rows of
+# (count - 0.15 n_r)^2 / (0.15 * 0.85 n_r) is about 1, with a standard error of about
+# sqrt(2 / rows) (0.08 for 300 rows). A fixed count per row gives about 0.
+DISPERSION = (0.5, 1.6)
+
+
+def _dispersion(chosen: torch.Tensor, maskable: torch.Tensor) -> float:
+    """Variance of each row's chosen count around 15% of its maskable tokens, over the
+    binomial variance: about 1 for independent draws, about 0 for a fixed count per row."""
+    n = maskable.sum(-1).double()  # (B,)
+    keep = n > 0
+    count = (chosen & maskable).sum(-1).double()
+    ratio = (count - SELECT * n) ** 2 / (SELECT * (1 - SELECT) * n.clamp(min=1))
+    return float(ratio[keep].mean())
 
 
 def _with_replacement_share(maskable: torch.Tensor) -> float:
@@ -480,6 +561,8 @@ def masking_report(
         "positions not chosen keep their token": torch.equal(corrupted[~chosen], ids[~chosen]),
         "about 15% of maskable tokens are chosen":
             abs(shares["chosen"] - SELECT) < SELECT_TOL,
+        "the number chosen per row varies as independent 15% draws do":
+            DISPERSION[0] < _dispersion(chosen, maskable) < DISPERSION[1],
         "about 80% of chosen become [MASK]": abs(shares["mask"] - MASK) < MASK_TOL,
         "about 10% of chosen become another token":
             abs(shares["random"] - RANDOM) < SPLIT_TOL,
@@ -502,6 +585,11 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
     "about 15% of maskable tokens are chosen": (
         "selection rate",
         "choose each maskable token with probability 0.15: the share chosen is off."),
+    "the number chosen per row varies as independent 15% draws do": (
+        "fixed count per row",
+        "you chose exactly round(15% of n) tokens in every row: choose each maskable token "
+        "independently with probability 0.15 (torch.rand(..., generator=generator) < 0.15), "
+        "so the count per row varies from row to row."),
     "about 80% of chosen become [MASK]": (
         "mask share", "split the *chosen* positions 80/10/10; applying 0.8 to all tokens, or masking every "
                       "chosen one, gives other rates."),
@@ -539,8 +627,7 @@ _MASKING_PATTERNS = {
         "drawn with replacement",
         "you drew round(15% of n) positions with replacement (seed 003's selection): "
         "some are drawn twice, so only about 13.9% are chosen. Choose each maskable "
-        "position with probability 0.15 (torch.rand(...) < 0.15), or draw distinct "
-        "positions.",
+        "position independently with probability 0.15 (torch.rand(...) < 0.15).",
         lambda shares, maskable:
             abs(shares["chosen"] - _with_replacement_share(maskable)) < SELECT_TOL)],
     "about 80% of chosen become [MASK]": [(
@@ -678,6 +765,11 @@ def check_frozen_classifier(fn: Callable) -> CheckResult:
         if not isinstance(model, torch.nn.Module):
             return _verdict(exercise, False, f"{case}: return an nn.Module (so that an optimizer can find its "
                             f"parameters), got {type(model).__name__}.")
+        if not any(m is encoder for m in model.modules()):
+            return _verdict(exercise, False, f"{case}: the encoder is not a submodule of your classifier (kept in a "
+                            "list, a dict or a global?), so .to(device), .eval() and state_dict() miss it. Assign "
+                            "it as an attribute (self.encoder = encoder) and freeze it there.",
+                            "encoder not registered")
         if not isinstance(got, torch.Tensor) or got.shape != (len(lengths), C):
             shape = tuple(got.shape) if isinstance(got, torch.Tensor) else type(got).__name__
             return _verdict(exercise, False, f"the logits must be (B, num_classes) = {(len(lengths), C)}; got "
