@@ -630,6 +630,26 @@ def test_beam_searchassert_rejected(wrong, diagnosis, capsys):
     assert_rejected(check_beam_search, wrong, diagnosis, capsys)
 
 
+def beam_extends_past_eos(step, state, bos_id, eos_id, max_len, beam_size, length_penalty):
+    """rev05b's search: never freezes a finished hypothesis, runs all max_len steps, ranks by
+    score / len ** alpha over every token (those after <eos> too), then cuts at the first <eos>.
+    On case 2 its output equals counting <bos>; the checker must name the real mistake."""
+    beams = [(0.0, [], state)]
+    for _ in range(max_len):
+        candidates = []
+        for score, tokens, st in beams:
+            logits, new_state = step(tokens[-1] if tokens else bos_id, st)
+            for token, lp in enumerate(torch.log_softmax(logits, -1).tolist()):
+                candidates.append((score + lp, tokens + [token], new_state))
+        beams = sorted(candidates, key=lambda c: -c[0])[:beam_size]
+    best = max(beams, key=lambda c: c[0] / len(c[1]) ** length_penalty)[1]
+    return best[: best.index(eos_id)] if eos_id in best else best
+
+
+def test_beam_extended_past_eos_is_named_not_bos(capsys):
+    assert_rejected(check_beam_search, beam_extends_past_eos, "finished hypotheses extended", capsys)
+
+
 def test_reference_beam_search_matches_the_library_on_many_stand_ins():
     """The exercise's beam search (one sequence, Python lists) is the library's batched one."""
     for seed in range(30):

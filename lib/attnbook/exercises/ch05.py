@@ -843,8 +843,10 @@ def _beam_variant(step, state, bos_id, eos_id, max_len, beam_size, length_penalt
         return []
 
     if extend_finished:  # truncated at the first <eos>, n counted up to it (<eos> included)
-        def cut(c):
-            return c[1][: c[1].index(eos_id) + 1] if eos_id in c[1] else c[1]
+        def cut(c):  # "full": n counts every token, those generated after <eos> too
+            if extend_finished == "full" or eos_id not in c[1]:
+                return c[1]
+            return c[1][: c[1].index(eos_id) + 1]
         best = max(pool, key=lambda c: c[0] / max(len(cut(c)), 1) ** length_penalty)[1]
         return best[: best.index(eos_id)] if eos_id in best else best
 
@@ -873,6 +875,12 @@ BEAM_MISTAKES = [
     Mistake("ignores length_penalty", "your result ignores length_penalty: pick the hypothesis with the "
             "highest score / n ** length_penalty.",
             gives=lambda step, state, b, e, n, k, a: _beam_variant(step, state, b, e, n, k, 0.0)),
+    # before 'n counts <bos>': a search that extends finished hypotheses can give the same tokens
+    Mistake("finished hypotheses extended", "your search goes on extending hypotheses that have produced <eos> "
+            "(their scores keep falling with the tokens after it) and cuts them at the first <eos> only at the "
+            "end: a finished hypothesis must stay in the beam with its score frozen at <eos>, and is not "
+            "extended again.",
+            when=lambda args, got: any(got == _beam_variant(*args, extend_finished=e) for e in _EXTENDED)),
     Mistake("n counts <bos>", "your n counts <bos> too, (len + 1) ** length_penalty: n is the number of "
             "tokens the hypothesis generated, <eos> included and <bos> not (it was given, not chosen).",
             gives=lambda *a: _beam_variant(*a, count_bos=True)),
@@ -891,11 +899,6 @@ BEAM_MISTAKES = [
             "beam_size live ones until max_len: here a finished hypothesis stays IN the beam with its score "
             "frozen, takes one of the beam_size places, and the search stops once all kept ones are finished.",
             gives=lambda *a: _beam_variant(*a, set_aside="max_len")),
-    Mistake("finished hypotheses extended", "your search goes on extending hypotheses that have produced <eos> "
-            "(their scores keep falling with the tokens after it) and cuts them at the first <eos> only at the "
-            "end: a finished hypothesis must stay in the beam with its score frozen at <eos>, and is not "
-            "extended again.",
-            when=lambda args, got: any(got == _beam_variant(*args, extend_finished=e) for e in ("stop", "max_len"))),
     Mistake("finished set aside, all of them", "you moved every finished candidate out of the beam, even those "
             "not among the beam_size best: a finished hypothesis stays in the beam with its score frozen, and "
             "only the beam_size best candidates (finished or not) are kept at each step.",
@@ -958,7 +961,34 @@ def check_beam_search(fn: Callable) -> CheckResult:
                  "a finished hypothesis stays with its score frozen and is NOT extended again (no tokens after its "
                  "<eos>) and it keeps its place among the beam_size (not moved to a separate list); "
                  "the answer maximises score / n**length_penalty."))
-    return run_cases("beam search", no_grad(fn), cases, BEAM_MISTAKES)
+    mistakes = [Mistake(m.name, m.message, when=_extended_past_eos(no_grad(fn)))
+                if m.name == "finished hypotheses extended" else m for m in BEAM_MISTAKES]
+    return run_cases("beam search", no_grad(fn), cases, mistakes)
+
+
+_EXTENDED = ("stop", "max_len", "full")
+
+
+def _extended_past_eos(fn: Callable) -> Callable:
+    """The 'finished hypotheses extended' test. Where its output on a case equals counting <bos>
+    (e.g. case 2), the reader's search is also run on a probe where the two differ."""
+    def when(args, got):
+        if not any(got == _beam_variant(*args, extend_finished=e) for e in _EXTENDED):
+            return False
+        # it used to be checked after these four: where one gives the same output, it keeps the name
+        if any(got == _beam_variant(*args, **kw) for kw in (
+                {"count_eos": False}, {"set_aside": True}, {"prune_normalised": True}, {"set_aside": "max_len"})):
+            return False
+        if got != _beam_variant(*args, count_bos=True):
+            return True
+        probe = (PrefixModel(6, 20, 2, eos_growth=0.4, spread=1.5), (), 1, 2, 8, 4, 1.0)
+        try:
+            probe_got = fn(*probe)
+        except Exception:  # noqa: BLE001 - the reader's code may raise anything
+            return False
+        return (probe_got != _beam_variant(*probe, count_bos=True)
+                and any(probe_got == _beam_variant(*probe, extend_finished=e) for e in _EXTENDED))
+    return when
 
 
 # --- the command line: the two predict-then-measure exercises read the file's prediction ----------
