@@ -80,7 +80,7 @@ def greedy_decode(
         finished |= tokens == eos_id
         if finished.all():
             break
-    return _strip(torch.stack(out, dim=1).tolist(), eos_id)  # (B, L) -> lists
+    return _strip(torch.stack(out, dim=1).tolist(), eos_id)  # (B, T) -> lists
 
 
 @torch.no_grad()

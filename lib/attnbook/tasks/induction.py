@@ -59,8 +59,8 @@ def induction_scores(weights: torch.Tensor, tokens: torch.Tensor,
     Without ``lengths``: over every position whose token occurred before, the target being
     the position after its last earlier occurrence (chance repeats in random filler count too).
     With ``lengths (B,)`` (sequences of ``repeated_segments``): Olsson et al.'s *prefix-matching
-    score*, over the second copy only (positions L .. 2L-1), the target of position i being
-    i - L + 1, the token after i's first copy."""
+    score*, over the second copy only (positions n .. 2n-1, n the segment length), the target
+    of position i being i - n + 1, the token after i's first copy."""
     if lengths is None:
         targets = induction_targets(tokens)  # (B, T)
         valid = targets >= 0
