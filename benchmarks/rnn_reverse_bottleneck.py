@@ -1,0 +1,144 @@
+"""Chapter 1's bottleneck, shown directly: reverse random strings through one fixed context C.
+
+Usage: ``OMP_NUM_THREADS=1 nice python benchmarks/rnn_reverse_bottleneck.py`` writes
+``lib/attnbook/results/rnn_reverse_bottleneck.json`` (Chapter 1, section 1.10, plots it);
+``python benchmarks/rnn_reverse_bottleneck.py --smoke --out FILE`` is a seconds-long run for the tests.
+The committed file was made with one process per seed, then merged (``COMMAND`` below):
+``--seed S --out partS.json`` for S in 0 1 2, then ``--merge part0.json part1.json part2.json``.
+
+The task: a string of 5 to 30 symbols drawn uniformly from 8 letters (a-h), the target the same
+symbols in reverse order. No dictionary, no spelling rules: the decoder can only write what the
+encoder packed into C. The model is Chapter 1's ``RNNSeq2Seq`` (bidirectional GRU encoder,
+decoder that reads C at every step, no attention) at two widths of C, 2He = 16 and 2He = 64
+(decoder state Hd = 2He, embeddings 16 wide), seeds 0, 1 and 2 per width. Each run trains on
+fresh random strings (64 per step, lengths uniform on 5-30; Adam 3e-3, gradients clipped at 1)
+for ``STEPS`` steps, and is scored by greedy decoding on one fixed test set of 40 strings per
+length (1,040 strings; the same for every run) at 1/3, 2/3 and all of the steps, so the results
+show whether the accuracy had stopped rising. Scores per length: per-symbol accuracy (position
+by position against the reference, an output of the wrong length counts its missing or extra
+positions as errors) and exact match.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+import common
+from attnbook.data.batching import make_batch
+from attnbook.data.vocab import Vocab
+from attnbook.decoding import greedy_decode
+from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
+
+LETTERS = "abcdefgh"
+MIN_LEN, MAX_LEN = 5, 30
+WIDTHS = (16, 64)  # size of C = 2He
+SEEDS = (0, 1, 2)
+STEPS, BATCH, LR, CLIP, EMB = 1500, 64, 3e-3, 1.0, 16
+TEST_PER_LENGTH = 40
+COMMAND = ("for s in 0 1 2; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
+           "--seed $s --out part$s.json & done; wait; python benchmarks/rnn_reverse_bottleneck.py "
+           "--merge part0.json part1.json part2.json")
+
+
+def random_pairs(n: int, g: torch.Generator, lengths=None):
+    if lengths is None:
+        lengths = torch.randint(MIN_LEN, MAX_LEN + 1, (n,), generator=g).tolist()
+    pairs = []
+    for L in lengths:
+        s = [LETTERS[i] for i in torch.randint(len(LETTERS), (L,), generator=g).tolist()]
+        pairs.append((s, s[::-1]))
+    return pairs
+
+
+def score(model, test, vocab):
+    model.eval()
+    by_len = {}
+    with torch.no_grad():
+        for start in range(0, len(test), 260):
+            chunk = test[start:start + 260]
+            b = make_batch(chunk, vocab, vocab)
+            out = greedy_decode(model, b.src, b.src_lengths, vocab.bos_id, vocab.eos_id, MAX_LEN + 5)
+            for (s, ref), pred in zip(chunk, out):
+                pred = vocab.decode(pred)
+                right = sum(p == r for p, r in zip(pred, ref))
+                row = by_len.setdefault(len(ref), [0, 0, 0, 0])  # right, positions, exact, n
+                row[0] += right
+                row[1] += max(len(ref), len(pred))
+                row[2] += int(list(pred) == list(ref))
+                row[3] += 1
+    model.train()
+    return {L: {"symbol_acc": r[0] / r[1], "exact": r[2] / r[3], "n": r[3]}
+            for L, r in sorted(by_len.items())}
+
+
+def run(width: int, seed: int, steps: int, test, vocab) -> dict:
+    torch.set_num_threads(1)
+    torch.manual_seed(seed)
+    config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=EMB, enc_hidden=width // 2,
+                              dec_hidden=width)
+    model = RNNSeq2Seq(config)
+    opt = torch.optim.Adam(model.parameters(), lr=LR)
+    g = torch.Generator().manual_seed(1000 + seed)  # the same strings for both widths
+    checkpoints, losses, t0 = {}, [], time.process_time()
+    marks = {steps // 3, 2 * steps // 3, steps}
+    for step in range(1, steps + 1):
+        b = make_batch(random_pairs(BATCH, g), vocab, vocab)
+        logits = model(b.src, b.src_lengths, b.tgt_in)
+        loss = torch.nn.functional.cross_entropy(logits.flatten(0, 1), b.tgt_out.flatten(),
+                                                 ignore_index=vocab.pad_id)
+        opt.zero_grad()
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), CLIP)
+        opt.step()
+        losses.append(loss.item())
+        if step in marks:
+            checkpoints[step] = score(model, test, vocab)
+    cpu = time.process_time() - t0
+    result = {"width": width, "seed": seed, "steps": steps,
+              "parameters": sum(p.numel() for p in model.parameters()),
+              "final_loss_mean_last_100": sum(losses[-100:]) / len(losses[-100:]),
+              "cpu_seconds": round(cpu, 1), "checkpoints": checkpoints}
+    print(json.dumps({k: v for k, v in result.items() if k != "checkpoints"}), flush=True)
+    return result
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--smoke", action="store_true")
+    ap.add_argument("--out", type=Path, default=common.RESULTS / "rnn_reverse_bottleneck.json")
+    ap.add_argument("--width", type=int, action="append")
+    ap.add_argument("--seed", type=int, action="append")
+    ap.add_argument("--merge", type=Path, nargs="+", help="join the runs of partial results files")
+    args = ap.parse_args()
+    if args.merge:  # e.g. one process per seed, then --merge their files into --out
+        parts = [json.loads(p.read_text()) for p in args.merge]
+        merged = dict(parts[0])
+        merged["runs"] = sorted((r for p in parts for r in p["runs"]),
+                                key=lambda r: (r["width"], r["seed"]))
+        merged["command"] = COMMAND
+        common.write_result(args.out, merged)
+        return
+    vocab = Vocab(LETTERS)
+    steps = 6 if args.smoke else STEPS
+    per_len = 2 if args.smoke else TEST_PER_LENGTH
+    g = torch.Generator().manual_seed(12345)
+    test = random_pairs(0, g, [L for L in range(MIN_LEN, MAX_LEN + 1) for _ in range(per_len)])
+    runs = [run(w, s, steps, test, vocab) for w in (args.width or WIDTHS)
+            for s in (args.seed or SEEDS)]
+    common.write_result(args.out, {
+        "description": "reverse random strings of 5-30 symbols (8 letters) with Chapter 1's "
+                       "RNNSeq2Seq (no attention), two widths of C, three seeds; greedy scores "
+                       "per length on one fixed test set, at 1/3, 2/3 and all of the steps",
+        "letters": LETTERS, "lengths": [MIN_LEN, MAX_LEN], "widths_C": list(WIDTHS),
+        "seeds": list(SEEDS), "steps": steps, "batch": BATCH, "lr": LR, "clip": CLIP,
+        "emb_dim": EMB, "test_per_length": per_len, "machine": common.machine(),
+        "runs": runs})
+
+
+if __name__ == "__main__":
+    main()
