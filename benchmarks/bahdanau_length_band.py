@@ -12,7 +12,8 @@ band and, seed for seed, for ``bahdanau_length.json``'s learned additive weights
 The band is also scored every 500 steps (one log row each), so an interrupted run keeps what it
 reached. One run costs about 8 CPU-minutes (0.28 s a step, plus scoring); ``--resume
 lib/attnbook/results/bahdanau_length_band.log`` reuses logged checkpoints and writes the results
-from them. ``--smoke`` runs in seconds.
+from them (``--steps 1000 --resume ...`` writes a run that stopped after its 1,000-step row
+without training again). ``--smoke`` runs in seconds.
 """
 from __future__ import annotations
 
@@ -120,6 +121,7 @@ def main() -> None:
                        "at 1,500 steps, seed for seed (same data, batches, recipe and initial weights but the "
                        "score); written by benchmarks/bahdanau_length_band.py",
         "command": "python benchmarks/bahdanau_length_band.py --seeds " + ",".join(map(str, seeds))
+                   + ("" if steps == bl.RECIPE.steps else f" --steps {steps}")
                    + " --resume lib/attnbook/results/bahdanau_length_band.log",
         "machine": common.machine(args.jobs), "conditions": args.conditions,
         "setup": {"steps": steps, "seeds": seeds, "every": EVERY, "ratio": logged[0]["ratio"],
