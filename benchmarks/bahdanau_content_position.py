@@ -1,6 +1,6 @@
 """Chapter 2's vowels-last task: a *learned* position-only score of the same size as the additive one.
 
-``nice python benchmarks/bahdanau_content_position.py --jobs 2`` writes
+``nice python benchmarks/bahdanau_content_position.py`` writes
 ``lib/attnbook/results/bahdanau_content_position.json``; ``--smoke`` runs in seconds.
 
 ``bahdanau_content.py``'s learned additive weights beat every parameter-free position-only rule, but
@@ -102,7 +102,7 @@ def main() -> None:
                        "a learned position-only rule of the learned weights' size; written by "
                        "benchmarks/bahdanau_content_position.py",
         "command": f"python benchmarks/bahdanau_content_position.py --jobs {args.jobs}",
-        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "machine": common.machine(args.jobs if args.jobs > 1 else None), "conditions": args.conditions,
         "setup": {"width": WIDTH, "steps": STEPS, "batch_size": BATCH, "seeds": list(seeds),
                   "test": f"every {TEST_EVERY}th test word"},
         "runs": rows,

@@ -123,7 +123,7 @@ def main() -> None:
         "command": "python benchmarks/bahdanau_length_band.py --seeds " + ",".join(map(str, seeds))
                    + ("" if steps == bl.RECIPE.steps else f" --steps {steps}")
                    + " --resume lib/attnbook/results/bahdanau_length_band.log",
-        "machine": common.machine(args.jobs), "conditions": args.conditions,
+        "machine": common.machine(args.jobs if args.jobs > 1 else None), "conditions": args.conditions,
         "setup": {"steps": steps, "seeds": seeds, "every": EVERY, "ratio": logged[0]["ratio"],
                   "sigma": logged[0]["sigma"], "bootstrap_resamples": bl.BOOTSTRAP, "test_inputs": len(test)},
         "by_length": by_length,
