@@ -547,3 +547,99 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys, scored_037):
         ch04.EXERCISES.clear()
         ch04.EXERCISES.update(saved)
     assert "inside the measured range" in capsys.readouterr().out
+
+
+# --- a left-padded batch under causality ------------------------------------------------------
+def _left_parts(scores, lengths):
+    T = scores.shape[-1]
+    pos = torch.arange(T)
+    real = pos[None, :] >= (T - lengths)[:, None]  # (B, S): the last lengths[b] are real
+    causal = pos[None, :] <= pos[:, None]  # (T, S)
+    return pos, real, causal
+
+
+def _softmax_masked(scores, allowed, empty="zeros"):
+    allowed = allowed[:, None] if allowed.dim() == 3 else allowed  # (B, 1, T, S)
+    if empty == "uniform":
+        return torch.softmax(scores.masked_fill(~allowed, -1e9), -1)
+    w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
+    return w if empty == "nan" else w.masked_fill(~allowed, 0.0)
+
+
+def left_padded_causal_weights(scores, lengths):
+    _, real, causal = _left_parts(scores, lengths)
+    return _softmax_masked(scores, real[:, None, :] & causal)
+
+
+def left_nan_to_num(scores, lengths):  # NaN rows turned into zeros afterwards: also right
+    _, real, causal = _left_parts(scores, lengths)
+    return _softmax_masked(scores, real[:, None, :] & causal, "nan").nan_to_num(0.0)
+
+
+def _wrong(build, empty="zeros"):
+    def fn(scores, lengths):
+        pos, real, causal = _left_parts(scores, lengths)
+        return _softmax_masked(scores, build(pos, real, causal, lengths), empty)
+    return fn
+
+
+RIGHT = lambda pos, real, causal, lengths: real[:, None, :] & causal  # noqa: E731
+LEFT_WRONG = [
+    (_wrong(RIGHT, "nan"), "NaN in rows with nothing to see"),
+    (_wrong(RIGHT, "uniform"), "finite fill: uniform rows"),
+    (_wrong(lambda pos, real, causal, n: real[:, None, :] & (pos[None, :] < pos[:, None])),
+     "diagonal missing"),
+    (_wrong(lambda pos, real, causal, n: real[:, None, :] & torch.ones_like(causal).tril(-1), "nan"),
+     "diagonal missing"),
+    (_wrong(lambda pos, real, causal, n: ~(real[:, None, :] & causal)),
+     "inverted mask (PyTorch's convention)"),
+    (_wrong(lambda pos, real, causal, n: ~(real[:, None, :] & causal), "nan"),
+     "inverted mask (PyTorch's convention)"),
+    (_wrong(lambda pos, real, causal, n: ~real[:, None, :] | ~causal),  # the same, De Morgan
+     "inverted mask (PyTorch's convention)"),
+    (_wrong(lambda pos, real, causal, n: (pos[None, :] < n[:, None])[:, None, :] & causal),
+     "padding at the end"),
+    (_wrong(lambda pos, real, causal, n: causal.expand(len(n), -1, -1)), "causal mask only"),
+    (_wrong(lambda pos, real, causal, n: real[:, None, :].expand(-1, len(pos), -1)),
+     "padding mask only"),
+    (_wrong(lambda pos, real, causal, n: real[:, None, :] | causal), "OR instead of AND"),
+    (_wrong(lambda pos, real, causal, n: real[:, :, None] & causal),
+     "padding applied to the queries"),
+    (_wrong(lambda pos, real, causal, n: real[:, None, :] & causal.T), "future instead of past"),
+    (lambda s, n: torch.softmax(s, -1).masked_fill(~(_left_parts(s, n)[1][:, None, :]
+                                                      & _left_parts(s, n)[2])[:, None], 0.0),
+     ""),  # masked after the softmax only: rows do not sum to 1
+    (lambda s, n: torch.softmax(s, -1), "masked entries not zero"),  # no mask at all
+    (not_done, ""),
+]
+
+
+def test_left_padded_reference_passes():
+    from attnbook.exercises.ch04 import check_left_padded_causal_weights
+    assert check_left_padded_causal_weights(left_padded_causal_weights)
+    assert check_left_padded_causal_weights(left_nan_to_num)
+
+
+@pytest.mark.parametrize(("wrong", "diagnosis"), LEFT_WRONG)
+def test_left_padded_rejects(wrong, diagnosis, capsys):
+    from attnbook.exercises.ch04 import check_left_padded_causal_weights
+    assert_rejected(check_left_padded_causal_weights, wrong, diagnosis, capsys)
+
+
+def test_left_padded_refuses_the_library_softmax(capsys):
+    from attnbook.exercises.ch04 import check_left_padded_causal_weights
+    from attnbook.layers import masks
+    from attnbook.layers.masks import masked_softmax
+
+    def with_library(scores, lengths):  # attnbook.layers.masks.masked_softmax, as imported
+        _, real, causal = _left_parts(scores, lengths)
+        return masks.masked_softmax(scores, (real[:, None, :] & causal)[:, None])
+
+    assert not check_left_padded_causal_weights(with_library)
+    assert "off limits" in capsys.readouterr().out
+    assert masked_softmax(torch.zeros(1, 2), torch.tensor([[True, False]])).sum() == 1  # put back
+
+
+def test_left_padded_in_the_exercise_table():
+    from attnbook.exercises.ch04 import check_left_padded_causal_weights
+    assert EXERCISES["left_padded_causal_weights"] is check_left_padded_causal_weights

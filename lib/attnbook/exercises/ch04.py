@@ -278,8 +278,8 @@ _NARROW = ("A head of width 1 scores query i against key j with two numbers, q_i
            "keys the same way for every query (by k_j, or reversed when q_i < 0): no one of these heads "
            "can look 'one step back' wherever the query is, as a head with a (sin, cos) pair can "
            "(Chapter 3). The 64 heads must build each relation together, through W^O and the "
-           "read-outs, and at equal steps that goes more slowly: 600 steps leave them far from done, "
-           "and trained longer they keep climbing (the solution prints committed runs of 2,400 steps), "
+           "read-outs, and at equal steps that goes more slowly: at 600 steps they get both answers right "
+           "at about a third of the interior positions, and trained longer they keep climbing (the solution prints committed runs of 2,400 steps), "
            "while 32 heads of width 2 solve the task within the same 600 steps. Whether 64 heads of "
            "width 1 would get all the way in the end, these runs do not say.")
 HEADS_OUTCOME = Outcome(
@@ -650,9 +650,135 @@ def _own_mask(fn: Callable) -> Callable:
                    {blocks.causal_self_attention}, spaces, refuse)
 
 
+# --- a left-padded batch under causality: padding and causal masks combined -------------------------
+def _left_mask(lengths: torch.Tensor, T: int, kind: str = "right") -> torch.Tensor:
+    """(B, T, T) mask, True = may attend, for sequences whose ``lengths[b]`` real tokens are the
+    LAST ones (left padding); ``kind`` builds the right mask or a known wrong one."""
+    positions = torch.arange(T)
+    real = positions[None, :] >= (T - lengths)[:, None]  # (B, S): left padding
+    right_padded = positions[None, :] < lengths[:, None]  # (B, S): padding at the end
+    causal = positions[None, :] <= positions[:, None]  # (T, S), diagonal included
+    masks = {
+        "right": real[:, None, :] & causal,
+        "no diagonal": real[:, None, :] & (positions[None, :] < positions[:, None]),
+        "inverted": ~(real[:, None, :] & causal),  # True = blocked, as nn.MultiheadAttention
+        "padding at the end": right_padded[:, None, :] & causal,
+        "causal only": causal.expand(len(lengths), T, T),
+        "padding only": real[:, None, :].expand(len(lengths), T, T),
+        "or": real[:, None, :] | causal,
+        "queries, not keys": real[:, :, None] & causal,
+        "future, not past": real[:, None, :] & (positions[None, :] >= positions[:, None]),
+    }
+    return masks[kind]
+
+
+def _left_weights(scores: torch.Tensor, lengths: torch.Tensor, kind: str = "right",
+                  empty: str = "zeros") -> torch.Tensor:
+    """Weights (B, H, T, T) with the mask ``kind``; a row with no key to see gives zeros (the
+    answer), NaN (``empty="nan"``: the naive softmax) or uniform weights (``empty="uniform"``: a
+    large finite negative fill)."""
+    mask = _left_mask(lengths, scores.shape[-1], kind)[:, None]  # (B, 1, T, T)
+    if empty == "uniform":
+        return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return weights if empty == "nan" else weights.masked_fill(~mask, 0.0)
+
+
+def _same(got: object, want: torch.Tensor) -> bool:
+    return (isinstance(got, torch.Tensor) and got.shape == want.shape
+            and torch.allclose(got.detach().float(), want, atol=1e-5, equal_nan=True))
+
+
+def _left_mistake(name: str, message: str, kind: str) -> Mistake:
+    """The mask ``kind``, whichever way the reader's rows with nothing to see come out."""
+    return Mistake(name, message, when=lambda args, got: any(
+        _same(got, _left_weights(*args, kind=kind, empty=e)) for e in ("zeros", "nan", "uniform")))
+
+
+_FULL_ROW = ("(a row with no key to see, a padding query at the start, must come out all zeros, "
+             "not NaN.)")
+LEFT_MISTAKES = [
+    _left_mistake("inverted mask (PyTorch's convention)", "your mask is the complement of the right "
+                  "one: True marked the BLOCKED entries, nn.MultiheadAttention's convention (its "
+                  "attn_mask and key_padding_mask). In this book, as in F.scaled_dot_product_attention, "
+                  "True means 'may attend': key j is a real token AND j <= i.", "inverted"),
+    _left_mistake("diagonal missing", "each query must see its own key: j <= i, not j < i (the "
+                  "causal mask keeps the diagonal). Without it the first real token sees nothing.",
+                  "no diagonal"),
+    _left_mistake("padding at the end", "the padding is on the LEFT: sequence b's real tokens are its "
+                  "last lengths[b] positions, j >= T - lengths[b], not its first (token_mask's "
+                  "right padding).", "padding at the end"),
+    _left_mistake("causal mask only", "the padded keys get weight: combine the causal mask with the "
+                  "padding mask (the keys j >= T - lengths[b]) with a logical AND.", "causal only"),
+    _left_mistake("padding mask only", "queries see keys after them: combine the padding mask with "
+                  "the causal mask (j <= i) with a logical AND.", "padding only"),
+    _left_mistake("OR instead of AND", "a key may be seen only if it is real AND not in the future; "
+                  "an OR lets padding and future keys through.", "or"),
+    _left_mistake("padding applied to the queries", "the padding mask must hide padded KEYS (the last "
+                  "axis, (B, 1, S)), not padded queries ((B, T, 1)): here real queries still look at "
+                  "padding.", "queries, not keys"),
+    _left_mistake("future instead of past", "your causal part keeps keys j >= i (the future, an upper "
+                  "triangle): a query may see keys j <= i.", "future, not past"),
+    Mistake("NaN in rows with nothing to see", "the mask is right, but a padding query at the start "
+            "may see no key: its row is all -inf and softmax gives 0/0 = NaN, which spreads through "
+            "every later product. Zero the masked entries after the softmax (weights.masked_fill("
+            "~mask, 0)), as the library's masked_softmax does.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and bool(got.isnan().any())
+            and _same(got, _left_weights(*args, empty="nan"))),
+    Mistake("finite fill: uniform rows", "the mask is right, but a large negative number (-1e9) in "
+            "place of -inf turns a row with nothing to see into uniform weights over the padding "
+            "(softmax of equal numbers). Such a row must be all zeros: zero the masked entries "
+            "after the softmax.",
+            when=lambda args, got: _same(got, _left_weights(*args, empty="uniform"))),
+    Mistake("masked entries not zero", "a masked entry must get weight exactly 0 and each row's "
+            "weights must sum to 1 over the keys it may see (0 for a row that sees none): fill the "
+            "masked scores with -inf before the softmax, not after it.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
+            and not bool(got.isnan().any())
+            and bool((got.masked_fill(_left_mask(args[1], args[0].shape[-1])[:, None], 0)
+                      .abs() > 1e-6).any())),
+]
+
+
+def _hide_masked_softmax(fn: Callable) -> Callable:
+    """``fn`` with the library's ``masked_softmax`` (and the attention core built on it) out of
+    reach while it runs: the exercise asks for the softmax and the empty rows by hand."""
+    import attnbook.layers as layers
+    import attnbook.layers.masks as masks
+    from attnbook.exercises.ch03 import _hiding
+    from attnbook.layers.attention import scaled_dot_product_attention
+
+    def refuse(*args, **kwargs):
+        raise RuntimeError("masked_softmax and scaled_dot_product_attention are off limits in this "
+                           "exercise: use torch.softmax and handle the rows with nothing to see.")
+
+    return _hiding(fn, {masks.masked_softmax, scaled_dot_product_attention},
+                   [vars(masks), vars(layers)], refuse)
+
+
+def check_left_padded_causal_weights(fn: Callable) -> CheckResult:
+    """``left_padded_causal_weights(scores (B, H, T, T), lengths (B,)) -> weights (B, H, T, T)``:
+    softmax over the keys each query may see (a real token, not after the query), left padding;
+    a row with no key to see is all zeros."""
+    setups = [  # (lengths, H, T): every case has left padding and a full-length sequence
+        ([5, 3], 2, 5), ([4, 1, 2], 3, 4), ([6, 6, 2], 1, 6), ([3, 2], 4, 3), ([7, 4], 2, 7),
+    ]
+    cases = []
+    for n, (lengths, H, T) in enumerate(setups):
+        lens = torch.tensor(lengths)
+        scores = _x(70 + n, len(lengths), H, T, T)
+        cases.append(Case(f"lengths {lengths}, H={H}, T={T}", (scores, lens),
+                          _left_weights(scores, lens),
+                          hint="key j is real when j >= T - lengths[b]; query i may see key j when "
+                               "that key is real AND j <= i; softmax over the allowed keys, and a "
+                               "row with no allowed key is all zeros."))
+    return run_cases("left-padded causal weights", _hide_masked_softmax(fn), cases, LEFT_MISTAKES)
+
+
 EXERCISES = {
     "split_heads_strided": check_split_heads_strided,
     "merge_heads_strided": check_merge_heads_strided,
     "cached_self_attention": check_cached_self_attention,
     "measure_64_heads": check_heads_measurement,
+    "left_padded_causal_weights": check_left_padded_causal_weights,
 }
