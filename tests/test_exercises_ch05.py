@@ -207,7 +207,20 @@ def step_in_place(block, x, past, memory_kv, memory_mask):
     return x, cache
 
 
+def block_shortcut(block, x, past, memory_kv, memory_mask):
+    """The review's one-line shortcut: call the block itself with the cache."""
+    out = block(x, past=past, memory_kv=memory_kv, memory_mask=memory_mask)
+    return out.hidden, out.cache
+
+
+def block_forward_shortcut(block, x, past, memory_kv, memory_mask):
+    out = block.forward(x, past=past, memory_kv=memory_kv, memory_mask=memory_mask)
+    return out.hidden, out.cache
+
+
 STEP_WRONG = [
+    (block_shortcut, "called the block"),
+    (block_forward_shortcut, "called the block"),
     (step_variant("past only"), "past only"),
     (step_variant("itself only"), "itself only"),
     (step_variant("tril"), "top-left causal mask"),

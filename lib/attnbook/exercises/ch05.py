@@ -8,8 +8,10 @@ Legend: B batch, S source length, T target length, D model width, V vocabulary, 
 """
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable
+from unittest import mock
 
 import torch
 
@@ -548,7 +550,47 @@ def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", 
     return y, (past if cache == "old" else kv)
 
 
+class _BlockCalled(Exception):
+    """Raised, during the decoder-step check, by a call of the block's own forward."""
+
+
+class _CalledTheBlock:
+    """What a decoder step that called the whole block returns to the checker."""
+
+    def __repr__(self) -> str:
+        return "<the block's own forward was called>"
+
+
+BLOCK_CALLED = _CalledTheBlock()
+
+
+def _without_the_block(fn: Callable) -> Callable:
+    """``fn`` with ``DecoderBlock.forward`` (so ``block(...)`` too) and ``Transformer.step``
+    made to raise while it runs: the exercise is to write the block's sublayers, and calling
+    the block itself would reproduce the expected answer exactly. A call returns BLOCK_CALLED."""
+    if not callable(fn):
+        return fn
+
+    def refuse(*args, **kwargs):
+        raise _BlockCalled
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        with mock.patch.object(DecoderBlock, "forward", refuse), \
+                mock.patch.object(Transformer, "step", refuse):
+            try:
+                return fn(*args, **kwargs)
+            except _BlockCalled:
+                return BLOCK_CALLED
+
+    return wrapped
+
+
 STEP_MISTAKES = [
+    Mistake("called the block", "you called the block (block(...) or block.forward), which is the "
+            "answer itself: write its three sublayers (self-attention with the cache, "
+            "cross-attention, feed-forward), each with its own LayerNorm and residual.",
+            when=lambda args, got: got is BLOCK_CALLED),
     Mistake("past only", "the new position must see itself too: extend the cache with its key and value "
             "first, then attend to all P + 1 positions.", gives=lambda *a: _step_variant(*a, sees="past")),
     Mistake("itself only", "the new position attended only to itself: its query reads the cached keys of "
@@ -634,7 +676,7 @@ def check_decoder_step(fn: Callable) -> CheckResult:
                  "you return hold for the next step? Likely slips: a post-norm LayerNorm(y + cross-attention(y)) "
                  "around the cross-attention alone (pre-norm adds the sublayer of norm2(y) to y), a "
                  "cross-attention that reads the unnormalised stream y, or the old cache returned."))
-    return run_cases("decoder step", no_grad(fn), cases, STEP_MISTAKES)
+    return run_cases("decoder step", no_grad(_without_the_block(fn)), cases, STEP_MISTAKES)
 
 
 # --- predict, then measure: how sure is a label-smoothed model? -----------------------------------
