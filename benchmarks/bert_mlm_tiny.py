@@ -55,7 +55,7 @@ def save(model, out: Path, command: str, steps: int, masking: str, losses) -> No
     state = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
     save_file(state, str(out), metadata={
         "command": command, "steps": str(steps), "masking": masking,
-        "vocab_size": str(model.config.vocab_size),
+        "vocab_size": str(model.bert.embeddings.tokens.weight.shape[0]),
         "losses": json.dumps([round(x, 5) for x in losses])})
     print(f"wrote {out}")
 
