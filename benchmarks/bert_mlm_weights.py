@@ -5,7 +5,8 @@ Usage (from the repository root):
 replaced by ``[MASK]``: no random, no unchanged; the committed ``bert_mlm_mask-only.safetensors``),
 ``--model longer`` (4,000 steps, seed 0: the recipe of ``benchmarks/bert_mlm_longer.py``, seed 0;
 about 400 CPU-seconds, not committed yet; ``--model longer --steps 1000 --out
-lib/attnbook/results/bert_mlm_1000.safetensors``: the same recipe for 1,000 steps), ``--model tiny`` (converted the old pickle
+lib/attnbook/results/bert_mlm_1000.safetensors``: the same recipe for 1,000 steps, committed, about
+90 CPU-seconds), ``--model tiny`` (converted the old pickle
 ``bert_mlm_tiny.pt`` of ``benchmarks/bert_mlm_tiny.py`` to safetensors once; with ``--retrain`` it
 trains the 400 steps again instead). ``--smoke`` trains 5 steps on 2,000 verses and writes nothing
 unless ``--out`` is given (for the tests).
