@@ -1,7 +1,8 @@
 """Chapter 7's patch-grid control: is the ViT's clean gap to the CNN the stride-2 patch grid?
 
-Usage: ``python benchmarks/vit_patch_grid.py --jobs 2`` (writes
-``lib/attnbook/results/vit_patch_grid.json``, which the chapter prints), or
+Usage: ``python benchmarks/vit_patch_grid.py --jobs 2 --models vit_p1 vit cnn cnn_stem vit_mlp``
+(the committed results: writes ``lib/attnbook/results/vit_patch_grid.json``, which the chapter
+prints; about 6 CPU-minutes, one thread per run), or
 ``python benchmarks/vit_patch_grid.py --smoke`` (a seconds-long run that writes nothing unless
 ``--out`` is given; the test suite runs it).
 
