@@ -509,8 +509,22 @@ def _disc(g, r):  # Euclidean distance between patch centres < radius + 1: a dis
     return mask
 
 
+def _inverted_block(g, r):  # the class token right, mask[1:, 1:] = ~near (PyTorch's convention)
+    mask = local_mask_reference(g, r).clone()
+    mask[1:, 1:] = ~mask[1:, 1:]
+    return mask
+
+
+def _inverted_rows(g, r):  # every patch's row negated: True = blocked, the class row kept
+    mask = local_mask_reference(g, r).clone()
+    mask[1:] = ~mask[1:]
+    return mask
+
+
 LOCAL_MASK_WRONG = {
     "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
+    "patch block inverted (True = too far)": (_inverted_block, "inverted_patches"),
+    "patch rows inverted (True = blocked below row 0)": (_inverted_rows, "inverted_patches"),
     "a diamond (Manhattan distance)": (_manhattan, "manhattan"),
     "a disc (Euclidean distance < radius + 1)": (_disc, "euclidean"),
     "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),

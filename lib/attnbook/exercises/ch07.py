@@ -794,6 +794,14 @@ def _banded_in_sequence(args, got) -> bool:
     return any(torch.equal(got[1:, 1:], gap <= width) for width in range(len(index)))
 
 
+def _patch_block_inverted(grid_size: int, radius: int, got: object) -> bool:
+    """The (N, N) patch block is the right block negated, whatever the class token's row and
+    column hold (``mask[1:, 1:] = ~near``, or every patch row negated)."""
+    right = _local_mask(grid_size, radius)
+    return (isinstance(got, torch.Tensor) and got.dtype == torch.bool and got.shape == right.shape
+            and torch.equal(got[1:, 1:], ~right[1:, 1:]))
+
+
 def _local_mask_edit(**changes):
     def wrong(grid_size, radius):
         mask = _local_mask(grid_size, radius)
@@ -810,6 +818,11 @@ LOCAL_MASK_MISTAKES = (
             "True and False are swapped: in this book True means 'may attend' (the opposite of "
             "nn.MultiheadAttention's attn_mask)",
             gives=lambda g, r: ~_local_mask(g, r)),
+    Mistake("inverted_patches",
+            "the patch-to-patch block is inverted: True marks the patches too far away, the "
+            "PyTorch attn_mask convention; in this book True means 'may attend' (a patch reads "
+            "its neighbours, itself included)",
+            when=lambda args, got: _patch_block_inverted(*args, got)),
     Mistake("manhattan",
             "this is a diamond (|row difference| + |column difference| <= radius); the 3x3 neighbourhood "
             "of a convolution is a square: the larger of the two differences <= radius",
