@@ -1204,7 +1204,8 @@ EXERCISES = {
     "bpe_merges": check_bpe_merges,
     "top_p": check_top_p,
     "greedy_cached": check_greedy_cached,
-    "padded_loss": check_padded_loss,  # check_lm_loss stays importable, out of the chapter
+    "lm_loss": check_lm_loss,
+    "padded_loss": check_padded_loss,
     "attention_pairs": check_attention_pairs,
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
