@@ -549,7 +549,7 @@ def fake_measure(shares):
     return lambda temperature: shares[temperature]
 
 
-MEASURED = {0.5: 0.105, 1.0: 0.234, 1.5: 0.345}  # as the book's run
+MEASURED = {0.5: 0.0055, 1.0: 0.0754, 1.5: 0.2067}  # as the book's run (seed 3)
 
 
 def test_invented_prediction_not_done(capsys):
@@ -559,7 +559,7 @@ def test_invented_prediction_not_done(capsys):
 
 def test_invented_prediction_close_passes(capsys):
     assert all(low <= MEASURED[t] <= high for t, (low, high) in INVENTED_RANGES.items())
-    assert check_invented_prediction(fake_measure(MEASURED), {0.5: 0.10, 1.5: 0.35})
+    assert check_invented_prediction(fake_measure(MEASURED), {0.5: 0.01, 1.5: 0.20})
 
 
 @pytest.mark.parametrize("prediction, mistake, said", [
@@ -568,11 +568,10 @@ def test_invented_prediction_close_passes(capsys):
     ({0.5: 0.30, 1.5: 0.40}, "wrong direction", "likely pieces chained together still make"),
     ({0.5: 0.24, 1.5: 0.24}, "no change predicted", "same share at both"),  # the review's flat
     ({0.5: 0.10, 1.5: 0.105}, "no change predicted", "same share at both"),  # flat, low
-    ({0.5: 0.05, 1.5: 0.20}, "wrong direction", "*flattens*"),  # higher temperature, less
-    ({0.5: 0.01, 1.5: 0.35}, "magnitude", "not only in the tail"),  # "sharpening removes all"
-    ({0.5: 0.20, 1.5: 0.35}, "magnitude", "removes more than you thought"),
-    ({0.5: 0.10, 1.5: 0.70}, "magnitude", "smaller than you thought"),  # "flat: gibberish"
-    ({0.5: 0.01, 1.5: 0.70}, "magnitude", "; and the rise"),  # both off: both explained
+    ({0.5: 0.02, 1.5: 0.06}, "wrong direction", "*flattens*"),  # higher temperature, less
+    ({0.5: 0.07, 1.5: 0.20}, "magnitude", "removes more than you thought"),
+    ({0.5: 0.01, 1.5: 0.70}, "magnitude", "smaller than you thought"),  # "flat: gibberish"
+    ({0.5: 0.07, 1.5: 0.70}, "magnitude", "; and the rise"),  # both off: both explained
 ])
 def test_invented_prediction_off_passes_with_its_diagnosis(prediction, mistake, said, capsys):
     # the measurement ran: the exercise passes, and the wrong prediction is named, not failed
@@ -592,7 +591,7 @@ def test_invented_prediction_does_not_blame_the_tail(capsys):
 
 
 def test_invented_prediction_close_has_no_diagnosis(capsys):
-    result = check_invented_prediction(fake_measure(MEASURED), {0.5: 0.10, 1.5: 0.35})
+    result = check_invented_prediction(fake_measure(MEASURED), {0.5: 0.01, 1.5: 0.20})
     assert result and result.diagnosis == ""
     assert "prediction off" not in capsys.readouterr().out
 
@@ -608,8 +607,8 @@ def test_invented_prediction_malformed_fails(prediction, said, capsys):
 
 
 def test_invented_prediction_too_low_at_high_temperature(capsys):
-    measured = {0.5: 0.10, 1.0: 0.20, 1.5: 0.44}
-    result = check_invented_prediction(fake_measure(measured), {0.5: 0.10, 1.5: 0.22})
+    measured = {0.5: 0.01, 1.0: 0.08, 1.5: 0.28}
+    result = check_invented_prediction(fake_measure(measured), {0.5: 0.01, 1.5: 0.10})
     assert result and result.diagnosis == "magnitude"
     assert "tail is long" in capsys.readouterr().out
 
@@ -690,7 +689,7 @@ def test_window_ranges_hold_the_stored_result():
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "padded_loss", "attention_pairs", "measure_invented"}
+                              "lm_loss", "padded_loss", "attention_pairs", "measure_invented"}
 
 
 # --- answers that hand the work to the library the chapter imports ---
