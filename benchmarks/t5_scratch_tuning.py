@@ -13,9 +13,10 @@ the words), chosen by **word error rate on the dev split** (every 5th dev word),
 Budget (Chapter 10's helper: about 8 CPU-minutes of training), so every recipe ran on seed 0
 only, and the choice is per size: the lowest seed-0 dev WER. What ran: the four recipes with 2,000
 words; the two 1e-2 recipes failed there (dev WER 100% and 98.5%) and were stopped before their
-all-words runs; the two 3e-3 recipes with all the words; and ``3e-3-wu`` with all the words on
-seeds 1 and 2 too, started before the seed-0 choice was known (to save wall time; they would give
-that recipe three seeds, like the study's rows). Every run prints one JSON line (dev and test
+all-words runs; the two 3e-3 recipes with all the words. ``3e-3-wu`` with all the words on seeds
+1 and 2 was started before the seed-0 choice was known (to save wall time) and stopped unfinished
+once the study's recipe won on dev at both sizes: the study's three seeds are then the chosen
+recipe's rows, and nothing more was needed. Every run prints one JSON line (dev and test
 WER/PER), so ``--resume`` skips finished runs. Reproduce (from the repository root, one thread per
 process; the processes may run side by side):
 
@@ -23,7 +24,6 @@ process; the processes may run side by side):
     python benchmarks/t5_scratch_tuning.py --part run --recipes 3e-3-wu > logs/t5_st_3e-3-wu.log
     python benchmarks/t5_scratch_tuning.py --part run --recipes 1e-2 --sizes 2000 > logs/t5_st_1e-2.log
     python benchmarks/t5_scratch_tuning.py --part run --recipes 1e-2-wu --sizes 2000 > logs/t5_st_1e-2-wu.log
-    python benchmarks/t5_scratch_tuning.py --part run --recipes 3e-3-wu --sizes 0 --seeds 1 2 > logs/t5_st_wu.log
     python benchmarks/t5_scratch_tuning.py --part collect --resume logs/t5_st_*.log
 
 Writes ``lib/attnbook/results/t5_scratch_tuning.json``; the logs, concatenated, are kept beside it as
