@@ -1124,7 +1124,7 @@ def test_corrupt_gives_a_verdict_for_helpers_defined_through_exec(capsys):
 # --- predict, then measure: the span-corruption target's length ---
 
 from attnbook.exercises.ch10 import check_target_length  # noqa: E402
-from attnbook.tasks.span_corruption import corrupt  # noqa: E402
+from attnbook.tasks.span_corruption import corrupt as library_corrupt  # noqa: E402
 
 
 def target_length(length, sequences, noise_density, mean_span_length, *, part="target", eos=1,
@@ -1134,7 +1134,7 @@ def target_length(length, sequences, noise_density, mean_span_length, *, part="t
     sizes = []
     for _ in range(sequences):
         mask = noise_mask(length, noise_density, mean_span_length, generator=g)
-        inputs, target = corrupt(list(range(length)), mask, lambda i: -1 - i, eos_id=-100)
+        inputs, target = library_corrupt(list(range(length)), mask, lambda i: -1 - i, eos_id=-100)
         if part == "input":
             sizes.append(len(inputs))
             continue
