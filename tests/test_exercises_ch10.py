@@ -1119,3 +1119,72 @@ def test_corrupt_gives_a_verdict_for_helpers_defined_through_exec(capsys):
     assert check_corrupt(space["right"])
     result = check_corrupt(space["wrong"])
     assert not result and result.diagnosis
+
+
+# --- predict, then measure: the span-corruption target's length ---
+
+from attnbook.exercises.ch10 import check_target_length  # noqa: E402
+from attnbook.tasks.span_corruption import corrupt as library_corrupt  # noqa: E402
+
+
+def target_length(length, sequences, noise_density, mean_span_length, *, part="target", eos=1,
+                  final_sentinel=False):
+    """The reference measurement, with switches that make the plausible wrong answers."""
+    g = torch.Generator().manual_seed(0)
+    sizes = []
+    for _ in range(sequences):
+        mask = noise_mask(length, noise_density, mean_span_length, generator=g)
+        inputs, target = library_corrupt(list(range(length)), mask, lambda i: -1 - i, eos_id=-100)
+        if part == "input":
+            sizes.append(len(inputs))
+            continue
+        size = len(target) - 1 + eos + (1 if final_sentinel else 0)
+        if part == "no sentinels":
+            size -= sum(1 for t in target if -100 < t < 0)
+        if part == "hidden":
+            size = int(mask.sum())
+        sizes.append(size)
+    return statistics.mean(sizes)
+
+
+def test_target_length_reference_passes(capsys):
+    assert check_target_length(target_length, 104)
+    out = capsys.readouterr().out
+    assert "✓" in out and "(right)" in out and "77 hidden tokens + 26 sentinels" in out
+
+
+@pytest.mark.parametrize("prediction, phrase", [
+    (77, "off by -27"),  # 15% of 512: the hidden tokens alone
+    (513, "off by +409"),  # a target that rebuilds the text
+    (None, "no prediction given"),
+    ("short", "not understood"),
+])
+def test_target_length_explains_the_prediction(prediction, phrase, capsys):
+    assert check_target_length(target_length, prediction)
+    assert phrase in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, diagnosis", [
+    (lambda n, k, d, m: target_length(n, k, 0.15, 3.0), "defaults used"),
+    (lambda n, k, d, m: target_length(n, k, d, m, eos=0), "no </s>"),
+    (lambda n, k, d, m: target_length(n, k, d, m, part="no sentinels"), "sentinels not counted"),
+    (lambda n, k, d, m: target_length(n, k, d, m, part="hidden"), "hidden tokens only"),
+    (lambda n, k, d, m: target_length(n, k, d, m, final_sentinel=True), "one token too many"),
+    (lambda n, k, d, m: target_length(n, k, d, m, eos=2), "one token too many"),
+    (lambda n, k, d, m: target_length(n, k, d, m, part="input"), "the input measured"),
+    (lambda n, k, d, m: n + 1, "the whole text"),
+    (lambda n, k, d, m: n * d, "density times length"),
+    (lambda n, k, d, m: n * d * (1 + 1 / m) + 1, ""),  # an unrounded formula: close, not exact
+    (lambda n, k, d, m: (target_length(n, k, d, m),), ""),
+    (not_done, None),
+])
+def test_target_length_rejects(wrong, diagnosis):
+    result = check_target_length(wrong, 104)
+    assert not result
+    if diagnosis is not None:
+        assert result.diagnosis == diagnosis
+
+
+def test_target_length_accepts_an_int_and_a_tensor():
+    assert check_target_length(lambda *a: int(target_length(*a)), 104)
+    assert check_target_length(lambda *a: torch.tensor(target_length(*a)), 104)

@@ -3,8 +3,9 @@
 Each ``check_*`` runs the reader's function on fixed cases whose answers come from the book's
 library (``attnbook.layers.relative_position``, ``attnbook.tasks.span_corruption``,
 ``attnbook.models.t5``) and prints a verdict; a wrong answer that a known mistake gives is named
-in one line. ``check_trained_buckets``, ``check_span_spread`` and ``check_no_position_t5`` are
-predict-then-measure exercises: they check the measurement and explain the gap to the reader's
+in one line. ``check_trained_buckets``, ``check_span_spread``, ``check_target_length`` and
+``check_no_position_t5`` are predict-then-measure exercises: they check the measurement and
+explain the gap to the reader's
 ``prediction`` (the command line, ``python -m attnbook.exercises ch10 answers.py``, passes the
 file's ``prediction_<function name>`` or ``prediction`` variable). ``check_corrupt``
 refuses a function that calls the library's ``corrupt``, ``check_bucket_range`` one that
@@ -1127,7 +1128,7 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
 # --- 6. predict, then measure: how much do span lengths vary? ----------------------------------
 
 # the setting the reader predicts for: ByT5's input length and mean span (the chapter prints the
-# span-length shares only for mean span 3, at 64 and 512 tokens)
+# span-length shares only for mean span 3, at 64 tokens)
 SPREAD_ASKED = (1024, 0.15, 20.0)
 
 
@@ -1291,6 +1292,104 @@ def check_span_spread(fn: Callable, prediction: float | None = None) -> CheckRes
     return result
 
 
+# --- 7. predict, then measure: how long is the span-corruption target? --------------------------
+
+# the setting the reader predicts for: T5's own input length, 15% hidden, mean span 3 (Section 10.5
+# prints the lengths at 64 tokens only)
+TARGET_ASKED = (512, 0.15, 3.0)
+
+
+def _target_parts(length: int, noise_density: float, mean_span_length: float) -> tuple[int, int]:
+    """Hidden tokens and spans of every mask ``noise_mask`` draws at these settings."""
+    return _counts(length, noise_density, mean_span_length)
+
+
+def _target_length(length, sequences, noise_density, mean_span_length):
+    hidden, spans = _target_parts(length, noise_density, mean_span_length)
+    return float(hidden + spans + 1)  # the hidden tokens, one sentinel per span, </s>
+
+
+def _target_parts_gives(extra: Callable[[int, int, int], float]) -> Callable:
+    def gives(length, sequences, noise_density, mean_span_length):
+        hidden, spans = _target_parts(length, noise_density, mean_span_length)
+        return float(extra(length, hidden, spans))
+    return gives
+
+
+def _as_float(fn: Callable) -> Callable:
+    """The reader's mean length as a float (a tensor or an int is accepted)."""
+    if not callable(fn):
+        return fn
+
+    def wrapped(*args):
+        got = fn(*args)
+        if isinstance(got, torch.Tensor) and got.numel() == 1:
+            got = got.item()
+        return float(got) if isinstance(got, (int, float)) and not isinstance(got, bool) else got
+
+    return functools.wraps(fn)(wrapped)
+
+
+def check_target_length(fn: Callable, prediction: float | None = None) -> CheckResult:
+    """``fn(length, sequences, noise_density, mean_span_length) -> float``: the mean length, in
+    tokens, of the *targets* that span corruption writes for ``sequences`` sequences of ``length``
+    tokens (masks from ``noise_mask``, one generator seeded once; sentinels and ``</s>`` counted);
+    ``prediction``, written before measuring: the target length at 512 tokens, 15% hidden, mean
+    span 3."""
+    settings = ((512, 20, 0.15, 3.0), (64, 200, 0.15, 3.0), (1024, 10, 0.15, 20.0),
+                (300, 40, 0.3, 5.0), (100, 60, 0.5, 2.0), (40, 100, 0.1, 1.5), (2048, 5, 0.15, 3.0))
+    hint = ("draw each mask with noise_mask(length, noise_density, mean_span_length, generator=g), "
+            "corrupt a sequence of length tokens with it (corrupt(tokens, mask, sentinel, eos_id)), "
+            "and average len(target) over the sequences")
+    cases = [Case(f"n = {n}, {k} sequences, {d:.0%} hidden, mean span {m:g}", (n, k, d, m),
+                  _target_length(n, k, d, m), atol=1e-9, rtol=1e-9, hint=hint)
+             for n, k, d, m in settings]
+    mistakes = [
+        Mistake("defaults used", "pass noise_density and mean_span_length on to noise_mask: its defaults "
+                "(15%, 3) are T5's, not the ones asked for.",
+                gives=lambda n, k, d, m: _target_length(n, k, 0.15, 3.0)),
+        Mistake("no </s>", "one token short: the target ends with </s> (corrupt appends eos_id to both "
+                "sides); count it.", gives=_target_parts_gives(lambda n, h, s: h + s)),
+        Mistake("sentinels not counted", "the target writes one sentinel before each span, so it is the "
+                "hidden tokens plus one sentinel per span plus </s>; you left the sentinels out.",
+                gives=_target_parts_gives(lambda n, h, s: h + 1)),
+        Mistake("hidden tokens only", "that is the number of hidden tokens; the target also holds one "
+                "sentinel per span and the closing </s>.", gives=_target_parts_gives(lambda n, h, s: h)),
+        Mistake("one token too many", "one token long: a final sentinel after the last span (the paper's "
+                "figure shows one; T5's code does not write it) or </s> counted twice.",
+                gives=_target_parts_gives(lambda n, h, s: h + s + 2)),
+        Mistake("the input measured", "that is the length of the corrupted *input* (the kept tokens, one "
+                "sentinel per span, </s>); the question is the target's.",
+                gives=_target_parts_gives(lambda n, h, s: n - h + s + 1)),
+        Mistake("the whole text", "that is a target that rebuilds the text (every token and </s>); span "
+                "corruption's target holds only the hidden spans, each after its sentinel.",
+                gives=_target_parts_gives(lambda n, h, s: n + 1)),
+        Mistake("density times length", "that is length x noise_density, unrounded, with nothing added; "
+                "noise_mask rounds the hidden count, and the target adds a sentinel per span and </s>: "
+                "measure it.", gives=lambda n, k, d, m: n * d),
+    ]
+    name = "target length"
+    result = run_cases(name, _as_float(fn), cases, mistakes)
+    if result.passed:
+        n, d, m = TARGET_ASKED
+        hidden, spans = _target_parts(n, d, m)
+        length = hidden + spans + 1
+        where = f"n = {n}, {d:.0%} hidden, mean span {m:g}"
+        if prediction is None:
+            print("(no prediction given: write yours into `prediction` before you measure)")
+        elif not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
+            print(f"(prediction {prediction!r} not understood: write a number of tokens)")
+        else:
+            verdict = ("right" if abs(prediction - length) <= 0.05 * length
+                       else f"off by {prediction - length:+g}")
+            print(f"   {where}: you predicted a target of {prediction:g} tokens; it is {length} ({verdict}): "
+                  f"{hidden} hidden tokens + {spans} sentinels + </s>, every draw the same, since noise_mask "
+                  f"fixes both counts. That is {length / (n + 1):.0%} of the {n + 1} tokens of a target "
+                  f"that rebuilds the text; the hidden tokens alone would be {hidden / (n + 1):.0%}, the "
+                  f"sentinels add {spans / (n + 1):.0%}.")
+    return result
+
+
 EXERCISES = {
     "bucket_range": check_bucket_range,
     "fill_spans": check_fill_spans,
@@ -1298,4 +1397,5 @@ EXERCISES = {
     "trained_buckets": check_trained_buckets,
     "t5_without_position_bias": check_no_position_t5,
     "span_length_spread": check_span_spread,
+    "target_length": check_target_length,
 }
