@@ -62,7 +62,7 @@ def test_committed_band_results_have_bucket_sizes_and_the_band_ratio():
 def test_budget_table_prints_the_four_budgets(capsys):
     from types import SimpleNamespace
 
-    from attnbook.ch02_results import budget_table
+    from attnbook.tasks.g2p_budgets import budget_table
     shipped = budget_table(SimpleNamespace(wer=0.6, per=0.2), SimpleNamespace(wer=0.5, per=0.1))
     out = capsys.readouterr().out
     assert "fixed band" in out and "8,000, 0.003" in out and "count tables" in out

@@ -1,4 +1,4 @@
-"""Chapter 2 only: §2.6's table of the shipped longer runs, read from the results files.
+"""Chapter 2 only (the G2P task's longer runs): §2.6's table of the shipped longer runs, read from the results files.
 
 ``budget_table(page_gru, page_attn)`` prints, beside the page's 360-step models, the same two
 models trained by ``benchmarks/g2p_compare.py`` for 1,200 steps (three seeds, the recipe chosen on
