@@ -926,3 +926,39 @@ def test_pe_similarity_prediction_needs_a_right_function(capsys):
     result = check_pe_similarity(lambda k, d: pe_similarity(k, d) * 2.0, 0.56)
     assert not result and result.diagnosis == "pairs counted twice"
     assert "positions 100 apart" not in capsys.readouterr().out
+
+
+class SelfAttentionOwnMask(SelfAttention):
+    """Dropout written by hand with its own random mask, kept weights not divided by 1 - p: the
+    slip the checker must name whatever random numbers the mask uses."""
+
+    def __init__(self, d_model, bias=True, dropout=0.0):
+        super().__init__(d_model, bias, dropout)
+
+    def forward(self, x, mask=None):
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        scores = q @ k.mT / math.sqrt(x.shape[-1])
+        if mask is not None:
+            scores = scores.masked_fill(~mask, float("-inf"))
+        a = torch.softmax(scores, dim=-1)
+        if self.training and self.p > 0:
+            a = a * (torch.rand(a.shape) >= self.p)  # zeroed, not divided by 1 - p
+        return self.out_proj(a @ v)
+
+
+@pytest.mark.parametrize("cls", [SelfAttentionOwnMask, self_attention(dropout_on="unscaled")])
+def test_dropout_without_rescale_is_named(cls, capsys):
+    """Dropout without 1/(1 - p) is rejected by name, by the module's checker and by the row-sum
+    checker (even with the right prediction, 1, or the module's own 0.5)."""
+    result = check_self_attention_module(cls)
+    assert not result and result.diagnosis == "dropout without the rescale"
+    assert "did not divide the kept ones by 1 - p" in capsys.readouterr().out
+    for prediction in (1.0, 0.5):
+        result = check_dropout_row_sums(prediction, cls)
+        assert not result and result.diagnosis == "dropout without the rescale"
+        assert "1/(1 - p) rescale" in capsys.readouterr().out
+
+
+def test_right_module_not_called_unscaled(capsys):
+    assert check_self_attention_module(SelfAttention)
+    assert check_dropout_row_sums(1.0, SelfAttention)

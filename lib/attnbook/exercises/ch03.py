@@ -1265,8 +1265,27 @@ def check_self_attention_module(cls: Callable) -> CheckResult:
             (x, mask, weights, bias, dropout, training), expected,
             hint="q, k, v = q_proj(x), k_proj(x), v_proj(x); scores = q kᵀ / √D; -inf where the "
                  "mask is False; A = softmax over the keys; dropout on A; out_proj(A v)."))
+    unscaled = _unscaled_dropout(cls)  # found whatever random numbers the reader's mask uses
+    if unscaled:
+        message = f"✗ SelfAttention module: {unscaled}"
+        print(message)
+        return CheckResult("SelfAttention module", False, message, "dropout without the rescale")
     return run_cases("SelfAttention module", _self_attention_runner(cls), cases,
                      SELF_ATTENTION_MISTAKES)
+
+
+def _unscaled_dropout(cls: Callable | None) -> str:
+    """The "dropout without 1/(1 - p)" message when the reader's module, in training mode with
+    p = 0.5, gives rows of ``A`` that sum to 1 - p on average (a right module: 1); else ""."""
+    with torch.random.fork_rng(devices=[]):  # leaves the caller's random numbers alone
+        sums, how = _row_sums_with(cls)
+    if not how.startswith("your") or not torch.isfinite(sums).all() or abs(sums.mean() - 0.5) > 0.05:
+        return ""
+    return ("dropout without the 1/(1 - p) rescale: with p = 0.5 in training mode, your rows of "
+            f"A sum to {sums.mean():.2f} on average, not 1. You zeroed weights with probability p "
+            "but did not divide the kept ones by 1 - p, so the layer's output shrinks by 1 - p in "
+            "training and not in eval mode. nn.Dropout (or F.dropout) does the rescaling: use it "
+            "on A.")
 
 
 def _row_sums_with(cls: Callable | None) -> tuple[torch.Tensor, str]:
@@ -1321,6 +1340,9 @@ def check_dropout_row_sums(prediction: object, module: Callable | None = None) -
     sums, how = _row_sums_with(module)
     measured = (f"measured with {how}, {len(sums)} rows of 8 weights, p = 0.5: mean row sum "
                 f"{sums.mean():.2f}, single rows from {sums.min():.2f} to {sums.max():.2f}")
+    unscaled = _unscaled_dropout(module)
+    if unscaled:  # the reader's module is wrong, whatever the prediction
+        return verdict(False, f"{measured}.\n   ✗ {unscaled}", "dropout without the rescale")
     if abs(guess - 1.0) <= 0.05:
         return verdict(True, f"right; {measured}. nn.Dropout divides the kept weights by 1 - p, "
                              "so a row sums to 1 on average, but not row by row.")
