@@ -76,11 +76,12 @@ def score(model, test, vocab):
             for L, r in sorted(by_len.items())}
 
 
-def run(width: int, seed: int, steps: int, test, vocab) -> dict:
+def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = None) -> dict:
     torch.set_num_threads(1)
+    dec_width = dec_width or width
     torch.manual_seed(seed)
     config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=EMB, enc_hidden=width // 2,
-                              dec_hidden=width)
+                              dec_hidden=dec_width)
     model = RNNSeq2Seq(config)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     g = torch.Generator().manual_seed(1000 + seed)  # the same strings for both widths
@@ -99,7 +100,7 @@ def run(width: int, seed: int, steps: int, test, vocab) -> dict:
         if step in marks:
             checkpoints[step] = score(model, test, vocab)
     cpu = time.process_time() - t0
-    result = {"width": width, "seed": seed, "steps": steps,
+    result = {"width": width, "dec_width": dec_width, "seed": seed, "steps": steps,
               "parameters": sum(p.numel() for p in model.parameters()),
               "final_loss_mean_last_100": sum(losses[-100:]) / len(losses[-100:]),
               "cpu_seconds": round(cpu, 1), "checkpoints": checkpoints}
@@ -113,13 +114,17 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=common.RESULTS / "rnn_reverse_bottleneck.json")
     ap.add_argument("--width", type=int, action="append")
     ap.add_argument("--seed", type=int, action="append")
+    ap.add_argument("--dec-width", type=int, help="decoder state Hd (default 2He = width of C)")
+    ap.add_argument("--cross", action="store_true",
+                    help="the crossed arms only: C 16 with Hd 64 and C 64 with Hd 16")
     ap.add_argument("--merge", type=Path, nargs="+", help="join the runs of partial results files")
     args = ap.parse_args()
     if args.merge:  # e.g. one process per seed, then --merge their files into --out
         parts = [json.loads(p.read_text()) for p in args.merge]
         merged = dict(parts[0])
         merged["runs"] = sorted((r for p in parts for r in p["runs"]),
-                                key=lambda r: (r["width"], r["seed"]))
+                                key=lambda r: (r["width"], r.get("dec_width", r["width"]),
+                                               r["seed"]))
         merged["command"] = COMMAND
         common.write_result(args.out, merged)
         return
@@ -128,8 +133,11 @@ def main() -> None:
     per_len = 2 if args.smoke else TEST_PER_LENGTH
     g = torch.Generator().manual_seed(12345)
     test = random_pairs(0, g, [L for L in range(MIN_LEN, MAX_LEN + 1) for _ in range(per_len)])
-    runs = [run(w, s, steps, test, vocab) for w in (args.width or WIDTHS)
-            for s in (args.seed or SEEDS)]
+    if args.cross:
+        arms = [(WIDTHS[0], WIDTHS[1]), (WIDTHS[1], WIDTHS[0])]
+    else:
+        arms = [(w, args.dec_width or w) for w in (args.width or WIDTHS)]
+    runs = [run(w, s, steps, test, vocab, d) for w, d in arms for s in (args.seed or SEEDS)]
     common.write_result(args.out, {
         "description": "reverse random strings of 5-30 symbols (8 letters) with Chapter 1's "
                        "RNNSeq2Seq (no attention), two widths of C, three seeds; greedy scores "
