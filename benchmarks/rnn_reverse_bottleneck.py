@@ -4,13 +4,16 @@ Usage: ``OMP_NUM_THREADS=1 nice python benchmarks/rnn_reverse_bottleneck.py`` wr
 ``lib/attnbook/results/rnn_reverse_bottleneck.json`` (Chapter 1, section 1.10, plots it);
 ``python benchmarks/rnn_reverse_bottleneck.py --smoke --out FILE`` is a seconds-long run for the tests.
 The committed file was made with one process per seed, then merged (``COMMAND`` below):
-``--seed S --out partS.json`` for S in 0 1 2, then ``--merge part0.json part1.json part2.json``.
+``--seed S --out partS.json`` for S in 0 1 2, then ``--merge part0.json part1.json part2.json``;
+the crossed arms (``--cross``: C 16 with a 64-wide decoder, C 64 with a 16-wide one) were added
+the same way, one process per arm (``--width W --dec-width D``), and merged in.
 
 The task: a string of 5 to 30 symbols drawn uniformly from 8 letters (a-h), the target the same
 symbols in reverse order. No dictionary, no spelling rules: the decoder can only write what the
 encoder packed into C. The model is Chapter 1's ``RNNSeq2Seq`` (bidirectional GRU encoder,
-decoder that reads C at every step, no attention) at two widths of C, 2He = 16 and 2He = 64
-(decoder state Hd = 2He, embeddings 16 wide), seeds 0, 1 and 2 per width. Each run trains on
+decoder that reads C at every step, no attention) at two widths of C, 2He = 16 and 2He = 64,
+crossed with two widths of the decoder's state, Hd = 16 and Hd = 64 (a linear layer maps C to the
+decoder's initial state, so the two are free), embeddings 16 wide, seeds 0, 1 and 2 per arm. Each run trains on
 fresh random strings (64 per step, lengths uniform on 5-30; Adam 3e-3, gradients clipped at 1)
 for ``STEPS`` steps, and is scored by greedy decoding on one fixed test set of 40 strings per
 length (1,040 strings; the same for every run) at 1/3, 2/3 and all of the steps, so the results
@@ -42,7 +45,11 @@ STEPS, BATCH, LR, CLIP, EMB = 1500, 64, 3e-3, 1.0, 16
 TEST_PER_LENGTH = 40
 COMMAND = ("for s in 0 1 2; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
            "--seed $s --out part$s.json & done; wait; python benchmarks/rnn_reverse_bottleneck.py "
-           "--merge part0.json part1.json part2.json")
+           "--merge part0.json part1.json part2.json; for a in '16 64' '64 16'; do set -- $a; "
+           "OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py --width $1 "
+           "--dec-width $2 --out cross$1.json & done; wait; python "
+           "benchmarks/rnn_reverse_bottleneck.py --merge lib/attnbook/results/"
+           "rnn_reverse_bottleneck.json cross16.json cross64.json")
 
 
 def random_pairs(n: int, g: torch.Generator, lengths=None):
@@ -126,6 +133,10 @@ def main() -> None:
                                 key=lambda r: (r["width"], r.get("dec_width", r["width"]),
                                                r["seed"]))
         merged["command"] = COMMAND
+        if any(r.get("dec_width", r["width"]) != r["width"] for r in merged["runs"]):
+            merged["dec_widths"] = list(WIDTHS)
+            merged["description"] = merged["description"].replace(
+                "two widths of C", "two widths of C crossed with two decoder widths")
         common.write_result(args.out, merged)
         return
     vocab = Vocab(LETTERS)
