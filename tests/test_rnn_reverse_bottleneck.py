@@ -42,3 +42,12 @@ def test_committed_results_cover_widths_seeds_and_lengths():
         for scores in r["checkpoints"].values():
             assert {int(L) for L in scores} == set(range(5, 31))
             assert all(s["n"] == result["test_per_length"] for s in scores.values())
+
+
+def test_smoke_cross_decouples_decoder_width(tmp_path):
+    out = tmp_path / "cross.json"
+    subprocess.run([sys.executable, SCRIPT, "--smoke", "--cross", "--seed", "0", "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["width"], r["dec_width"]) for r in runs] == [(16, 64), (64, 16)]
+    assert runs[0]["parameters"] != runs[1]["parameters"]
