@@ -4,13 +4,16 @@ Usage: ``OMP_NUM_THREADS=1 nice python benchmarks/rnn_reverse_bottleneck.py`` wr
 ``lib/attnbook/results/rnn_reverse_bottleneck.json`` (Chapter 1, section 1.10, plots it);
 ``python benchmarks/rnn_reverse_bottleneck.py --smoke --out FILE`` is a seconds-long run for the tests.
 The committed file was made with one process per seed, then merged (``COMMAND`` below):
-``--seed S --out partS.json`` for S in 0 1 2, then ``--merge part0.json part1.json part2.json``.
+``--seed S --out partS.json`` for S in 0 1 2, then ``--merge part0.json part1.json part2.json``;
+the crossed arms (``--cross``: C 16 with a 64-wide decoder, C 64 with a 16-wide one) were added
+the same way, one process per arm (``--width W --dec-width D``), and merged in.
 
 The task: a string of 5 to 30 symbols drawn uniformly from 8 letters (a-h), the target the same
 symbols in reverse order. No dictionary, no spelling rules: the decoder can only write what the
 encoder packed into C. The model is Chapter 1's ``RNNSeq2Seq`` (bidirectional GRU encoder,
-decoder that reads C at every step, no attention) at two widths of C, 2He = 16 and 2He = 64
-(decoder state Hd = 2He, embeddings 16 wide), seeds 0, 1 and 2 per width. Each run trains on
+decoder that reads C at every step, no attention) at two widths of C, 2He = 16 and 2He = 64,
+crossed with two widths of the decoder's state, Hd = 16 and Hd = 64 (a linear layer maps C to the
+decoder's initial state, so the two are free), embeddings 16 wide, seeds 0, 1 and 2 per arm. Each run trains on
 fresh random strings (64 per step, lengths uniform on 5-30; Adam 3e-3, gradients clipped at 1)
 for ``STEPS`` steps, and is scored by greedy decoding on one fixed test set of 40 strings per
 length (1,040 strings; the same for every run) at 1/3, 2/3 and all of the steps, so the results
@@ -42,7 +45,11 @@ STEPS, BATCH, LR, CLIP, EMB = 1500, 64, 3e-3, 1.0, 16
 TEST_PER_LENGTH = 40
 COMMAND = ("for s in 0 1 2; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
            "--seed $s --out part$s.json & done; wait; python benchmarks/rnn_reverse_bottleneck.py "
-           "--merge part0.json part1.json part2.json")
+           "--merge part0.json part1.json part2.json; for a in '16 64' '64 16'; do set -- $a; "
+           "OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py --width $1 "
+           "--dec-width $2 --out cross$1.json & done; wait; python "
+           "benchmarks/rnn_reverse_bottleneck.py --merge lib/attnbook/results/"
+           "rnn_reverse_bottleneck.json cross16.json cross64.json")
 
 
 def random_pairs(n: int, g: torch.Generator, lengths=None):
@@ -76,11 +83,12 @@ def score(model, test, vocab):
             for L, r in sorted(by_len.items())}
 
 
-def run(width: int, seed: int, steps: int, test, vocab) -> dict:
+def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = None) -> dict:
     torch.set_num_threads(1)
+    dec_width = dec_width or width
     torch.manual_seed(seed)
     config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=EMB, enc_hidden=width // 2,
-                              dec_hidden=width)
+                              dec_hidden=dec_width)
     model = RNNSeq2Seq(config)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     g = torch.Generator().manual_seed(1000 + seed)  # the same strings for both widths
@@ -99,7 +107,7 @@ def run(width: int, seed: int, steps: int, test, vocab) -> dict:
         if step in marks:
             checkpoints[step] = score(model, test, vocab)
     cpu = time.process_time() - t0
-    result = {"width": width, "seed": seed, "steps": steps,
+    result = {"width": width, "dec_width": dec_width, "seed": seed, "steps": steps,
               "parameters": sum(p.numel() for p in model.parameters()),
               "final_loss_mean_last_100": sum(losses[-100:]) / len(losses[-100:]),
               "cpu_seconds": round(cpu, 1), "checkpoints": checkpoints}
@@ -113,14 +121,22 @@ def main() -> None:
     ap.add_argument("--out", type=Path, default=common.RESULTS / "rnn_reverse_bottleneck.json")
     ap.add_argument("--width", type=int, action="append")
     ap.add_argument("--seed", type=int, action="append")
+    ap.add_argument("--dec-width", type=int, help="decoder state Hd (default 2He = width of C)")
+    ap.add_argument("--cross", action="store_true",
+                    help="the crossed arms only: C 16 with Hd 64 and C 64 with Hd 16")
     ap.add_argument("--merge", type=Path, nargs="+", help="join the runs of partial results files")
     args = ap.parse_args()
     if args.merge:  # e.g. one process per seed, then --merge their files into --out
         parts = [json.loads(p.read_text()) for p in args.merge]
         merged = dict(parts[0])
         merged["runs"] = sorted((r for p in parts for r in p["runs"]),
-                                key=lambda r: (r["width"], r["seed"]))
+                                key=lambda r: (r["width"], r.get("dec_width", r["width"]),
+                                               r["seed"]))
         merged["command"] = COMMAND
+        if any(r.get("dec_width", r["width"]) != r["width"] for r in merged["runs"]):
+            merged["dec_widths"] = list(WIDTHS)
+            merged["description"] = merged["description"].replace(
+                "two widths of C", "two widths of C crossed with two decoder widths")
         common.write_result(args.out, merged)
         return
     vocab = Vocab(LETTERS)
@@ -128,8 +144,11 @@ def main() -> None:
     per_len = 2 if args.smoke else TEST_PER_LENGTH
     g = torch.Generator().manual_seed(12345)
     test = random_pairs(0, g, [L for L in range(MIN_LEN, MAX_LEN + 1) for _ in range(per_len)])
-    runs = [run(w, s, steps, test, vocab) for w in (args.width or WIDTHS)
-            for s in (args.seed or SEEDS)]
+    if args.cross:
+        arms = [(WIDTHS[0], WIDTHS[1]), (WIDTHS[1], WIDTHS[0])]
+    else:
+        arms = [(w, args.dec_width or w) for w in (args.width or WIDTHS)]
+    runs = [run(w, s, steps, test, vocab, d) for w, d in arms for s in (args.seed or SEEDS)]
     common.write_result(args.out, {
         "description": "reverse random strings of 5-30 symbols (8 letters) with Chapter 1's "
                        "RNNSeq2Seq (no attention), two widths of C, three seeds; greedy scores "

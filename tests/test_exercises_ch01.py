@@ -291,6 +291,13 @@ NLL_WRONG = [
     (lambda l, t, p: torch.nn.functional.cross_entropy(l.flatten(0, 1), t.flatten(), ignore_index=p)
      * (t != p).sum() / (t != p).sum() * torch.ones(len(t)), "one number for the batch"),
     (lambda l, t, p: sequence_nll(l, t, p, keep_eos=False), "eos left out"),
+    (lambda l, t, p: sequence_nll(l[:, :-1], t[:, :-1], p), "last column cut"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(  # <eos> cut with the last column
+        l[:, :-1].transpose(1, 2), t[:, :-1], ignore_index=p, reduction="none").sum(-1),
+     "last column cut"),
+    (lambda l, t, p: sequence_nll(l[:, 1:], t[:, 1:], p), "first column cut"),
+    (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0]
+                       * ((t != p) & (t != l.shape[-1] - 1))).sum(-1), "eos id guessed"),
     (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0]
                        * ((t != p) & (t != 2))).sum(-1), "eos id guessed"),
     (lambda l, t, p: -(l.log_softmax(-1).gather(-1, t[..., None])[..., 0]

@@ -32,11 +32,22 @@ def test_smoke_run_then_merge(tmp_path):
 def test_committed_results_cover_widths_seeds_and_lengths():
     result = load_result("rnn_reverse_bottleneck.json")
     assert "--merge" in result["command"] and "/tmp" not in result["command"]
-    runs = {(r["width"], r["seed"]) for r in result["runs"]}
-    assert runs == {(w, s) for w in result["widths_C"] for s in result["seeds"]}
-    assert len(result["seeds"]) >= 3 and len(result["widths_C"]) == 2
+    runs = {(r["width"], r.get("dec_width", r["width"]), r["seed"]) for r in result["runs"]}
+    assert len(runs) == len(result["runs"])
+    assert runs == {(w, d, s) for w in result["widths_C"] for d in result["dec_widths"]
+                    for s in result["seeds"]}  # the 2x2 of C and decoder widths, every seed
+    assert len(result["seeds"]) >= 3 and len(result["widths_C"]) == 2 == len(result["dec_widths"])
     for r in result["runs"]:
         assert r["steps"] == result["steps"] and str(result["steps"]) in r["checkpoints"]
         for scores in r["checkpoints"].values():
             assert {int(L) for L in scores} == set(range(5, 31))
             assert all(s["n"] == result["test_per_length"] for s in scores.values())
+
+
+def test_smoke_cross_decouples_decoder_width(tmp_path):
+    out = tmp_path / "cross.json"
+    subprocess.run([sys.executable, SCRIPT, "--smoke", "--cross", "--seed", "0", "--out", str(out)],
+                   check=True, capture_output=True, timeout=300)
+    runs = json.loads(out.read_text())["runs"]
+    assert [(r["width"], r["dec_width"]) for r in runs] == [(16, 64), (64, 16)]
+    assert runs[0]["parameters"] != runs[1]["parameters"]

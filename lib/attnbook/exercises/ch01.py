@@ -337,15 +337,24 @@ NLL_MISTAKES = [
     Mistake("one number for the batch", "return one cost per word, shape (B,), not the batch's "
             "token mean spread over it (that is the training loss).",
             gives=lambda l, t, p: _nll_variant(l, t, p, batch_mean=True)),
-    Mistake("eos left out", "the last real token (<eos>) is part of the answer: its -log p counts too.",
+    Mistake("eos left out", "you left out the <eos> term: the last real token (<eos>) is part of the "
+            "answer, and its -log p counts too (the model must learn where to stop).",
             gives=lambda l, t, p: _nll_variant(l, t, p, drop_eos=True)),
-    Mistake("eos id guessed", "you leave out the tokens of one fixed id (a guessed <eos> id, 2 or 1): the "
+    Mistake("last column cut", "you left out the <eos> term by cutting the last column (targets[:, :-1]): "
+            "that drops <eos> only for the longest words, and a pad for the others. targets is "
+            "already shifted; keep every column and mask with targets != pad_id.",
+            gives=lambda l, t, p: _nll_variant(l[:, :-1], t[:, :-1], p)),
+    Mistake("first column cut", "you cut the first column (targets[:, 1:]), as if it held <bos>: "
+            "targets is already shifted, so its first column is the first real token. Keep it.",
+            gives=lambda l, t, p: _nll_variant(l[:, 1:], t[:, 1:], p)),
+    Mistake("eos id guessed", "you leave out the tokens of one fixed id (a guessed <eos> id): the "
             "function is not given eos_id, and every real token counts, <eos> included. Keep exactly the "
             "positions where targets != pad_id.",
             when=lambda args, got: any(
                 _is_tensor(got) and got.shape == args[1].shape[:1]
                 and torch.allclose(got, _nll_variant(*args, leave_out_id=i), atol=1e-5)
-                and bool((args[1] == i).any()) for i in (1, 2, 3))),
+                and bool((args[1] == i).any())
+                for i in {0, 1, 2, 3, args[0].shape[-1] - 1} - {args[2]})),
     Mistake("mask targets > pad_id", "your mask is targets > pad_id, which is right only while pad_id is "
             "the smallest id: real tokens with smaller ids are dropped. Use targets != pad_id.",
             gives=lambda l, t, p: _nll_variant(l, t, p, mask_above_pad=True)),
