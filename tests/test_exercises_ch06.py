@@ -185,6 +185,14 @@ def types_unchanged_from_prediction(predicted, targets, chosen, seen, mask_id): 
     return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
 
 
+def types_mask_without_chosen(predicted, targets, chosen, seen, mask_id):  # review r26-06
+    is_mask = seen == mask_id  # also finds a literal [MASK] token at an unchosen position
+    unchanged = chosen & ~is_mask & (seen == targets)
+    random = chosen & ~is_mask & ~unchanged
+    right = predicted == targets
+    return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
+
+
 def types_naive(predicted, targets, chosen, seen, mask_id):  # one naive accuracy for all three
     share = float((predicted == targets)[chosen].float().mean())
     return torch.tensor([share] * 3)
@@ -197,6 +205,7 @@ TYPES_WRONG = [
     (types_by_library, "library function"), (types_all_positions, "all-positions denominator"),
     (types_random_includes_unchanged, "random overlaps unchanged"), (types_row_mean, "mean of per-row shares"),
     (types_float64, "dtype"), (types_unchanged_from_prediction, "unchanged read from the prediction"),
+    (types_mask_without_chosen, "[MASK] found without chosen"),
 ]
 
 

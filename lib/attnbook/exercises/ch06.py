@@ -179,6 +179,17 @@ def _type_cases() -> list[Case]:
                           _reference_accuracy_by_type(*args),
                           hint="[MASK]: chosen and seen == mask_id; unchanged: chosen, not [MASK], seen == target; "
                                "random: the other chosen positions. Each share is right / positions of that type."))
+    # a literal [MASK] in the text at unchosen positions (seen == targets == mask_id there): it is
+    # not a [MASK] position of the masking, so `seen == mask_id` alone must not find it
+    predicted, targets, chosen, seen, mask_id = _typed_batch(3, 10, 13, 5, seed=31)
+    literal = ~chosen & (torch.arange(10) % 3 == 1)  # (3, 10)
+    for t in (targets, seen, predicted):
+        t[literal] = mask_id  # the prediction copies it: right there
+    args = (predicted, targets, chosen, seen, mask_id)
+    cases.append(Case(f"B=3, S=10, V=13, mask_id=5, {int(chosen.sum())} chosen, a literal [MASK] token at "
+                      f"{int(literal.sum())} unchosen positions", args, _reference_accuracy_by_type(*args),
+                      hint="a [MASK] position is chosen AND seen == mask_id: an unchosen [MASK] token is "
+                           "part of the text, not of the masking, and is not scored."))
     return cases
 
 
@@ -223,6 +234,12 @@ TYPE_MISTAKES = (
                                                   "Unchanged = chosen, not [MASK] and seen == targets.",
             gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum() for w in (
                 c & (s == m), c & (s != m) & (p != s), c & (s != m) & (p == s))]).float()),
+    Mistake("[MASK] found without chosen", "you took every position where the input is [MASK] "
+                                           "(seen == mask_id) as a [MASK] position, including unchosen ones "
+                                           "where the text itself holds a [MASK] token: require chosen too "
+                                           "(chosen & (seen == mask_id)).",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum() for w in (
+                s == m, c & (s != m) & (s != t), c & (s != m) & (s == t))]).float()),
     Mistake("order", "the three shares are in the wrong order: [MASK], random, unchanged.",
             gives=lambda p, t, c, s, m: _reference_accuracy_by_type(p, t, c, s, m)[[0, 2, 1]]),
 )
