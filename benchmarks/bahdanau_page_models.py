@@ -18,12 +18,10 @@ writes only where ``--out`` points.
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import torch
 
 import common
-from attnbook.checkpoints import sha256_of
 from attnbook.data import build_vocabs, load_g2p
 from attnbook.env import seed_everything
 from attnbook.models.rnn import (RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq,
@@ -59,12 +57,7 @@ def main() -> None:
     if out is None:
         print(f"smoke: {steps} steps, test WER {result.wer:.1%} (nothing written)")
         return
-    from safetensors.torch import save_file
-
-    weights = Path(out).with_suffix(".safetensors")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(weights))
-    common.write_result(out, {
+    common.write_page_model(out, model, {
         "description": f"Chapter 2: the page's {args.model} model, seed 0, the page's 360-step "
                        "recipe; written by benchmarks/bahdanau_page_models.py",
         "command": f"python benchmarks/bahdanau_page_models.py --model {args.model}"
@@ -72,15 +65,7 @@ def main() -> None:
         "machine": common.machine(),
         "model": args.model,
         "recipe": dataclasses.asdict(recipe),
-        "weights": weights.name,
-        "sha256": sha256_of(weights),
-        "train_seconds": round(history.seconds, 1),
-        "test_words": len(test),
-        "test_wer": result.wer,
-        "test_per": result.per,
-        "steps": history.steps,
-        "losses": history.losses,
-    })
+    }, history, test, result)
 
 
 if __name__ == "__main__":

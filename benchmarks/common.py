@@ -57,6 +57,35 @@ def write_result(path: Path, result: dict, indent: int = 1) -> None:
     print(f"wrote {path}")
 
 
+def write_page_model(out: Path, model: torch.nn.Module, head: dict, history, test: list,
+                     result) -> None:
+    """Save a chapter's stored G2P model as ``out`` with ``.safetensors`` and write its results.
+
+    ``head`` holds the fields that differ between scripts (description, command, machine, recipe,
+    ...); the weights' name and SHA-256, the training time, the test scores and the loss curve
+    follow it, the same for every page model.
+    """
+    from safetensors.torch import save_file
+
+    from attnbook.checkpoints import sha256_of
+
+    weights = Path(out).with_suffix(".safetensors")
+    weights.parent.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}
+    save_file(tensors, str(weights))  # clone: tied weights may not share storage in the file
+    write_result(out, {
+        **head,
+        "weights": weights.name,
+        "sha256": sha256_of(weights),
+        "train_seconds": round(history.seconds, 1),
+        "test_words": len(test),
+        "test_wer": result.wer,
+        "test_per": result.per,
+        "steps": history.steps,
+        "losses": history.losses,
+    })
+
+
 def machine(jobs: int | None = None) -> str:
     """The machine, for a results file: one run at a time (``jobs`` None) or ``jobs`` one-thread runs."""
     if jobs is None:

@@ -64,6 +64,45 @@ def verse_batch(bpe, rows) -> tuple[torch.Tensor, torch.Tensor]:
     return tokens, real
 
 
+def bible_split() -> tuple[list, set, str]:
+    """The chapter's verses, its held-out chapters (one in 20) and the training chapters' text."""
+    verses = load_bible()
+    chapters = list(dict.fromkeys((v.book, v.chapter) for v in verses))
+    held_out = {c for i, c in enumerate(chapters) if i % 20 == 0}
+    train_text = "\n".join(v.text for v in verses if (v.book, v.chapter) not in held_out)
+    return verses, held_out, train_text
+
+
+def labelled(bpe, rows) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """Verses -> (tokens, real, labels): labels 0 for the Old Testament, 1 for the New."""
+    return (*verse_batch(bpe, rows), torch.tensor([v.testament == "NT" for v in rows]).long())
+
+
+def test_verses(verses, held_out) -> list:
+    """The chapter's test verses: 300 Old and 300 New Testament verses of held-out chapters."""
+    rows = []
+    for testament in ("OT", "NT"):
+        pool = [v for v in verses if v.testament == testament and (v.book, v.chapter) in held_out]
+        rows += [pool[i] for i in torch.randperm(len(pool), generator=torch.Generator()
+                                                 .manual_seed(0))[:300].tolist()]
+    return rows
+
+
+def seed_verses(verses, held_out, seed: int, smoke: bool) -> tuple[list, list]:
+    """One seed's training verses (the chapter's draw) and the next ones, for validation."""
+    gen = torch.Generator().manual_seed(seed)
+    train_rows, valid_rows = [], []
+    for testament in ("OT", "NT"):
+        pool = [v for v in verses
+                if v.testament == testament and (v.book, v.chapter) not in held_out]
+        order = torch.randperm(len(pool), generator=gen).tolist()
+        train_rows += [pool[i] for i in order[:TRAIN_VERSES]]
+        valid_rows += [pool[i] for i in order[TRAIN_VERSES:TRAIN_VERSES + VALID_VERSES]]
+    if smoke:
+        train_rows, valid_rows = train_rows[::10], valid_rows[::10]
+    return train_rows, valid_rows
+
+
 def features(gpt: GPT, tokens: torch.Tensor, real: torch.Tensor) -> torch.Tensor:
     """(B, D): the final states after the final norm, averaged over the real tokens."""
     hidden = gpt.final_norm(run_blocks(gpt.blocks, gpt.embeddings(tokens)).hidden)
@@ -133,10 +172,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args()
     torch.set_num_threads(1)
-    verses = load_bible()
-    chapters = list(dict.fromkeys((v.book, v.chapter) for v in verses))
-    held_out = {c for i, c in enumerate(chapters) if i % 20 == 0}
-    train_text = "\n".join(v.text for v in verses if (v.book, v.chapter) not in held_out)
+    verses, held_out, train_text = bible_split()
     bpe = train_bpe(train_text, VOCAB)
     stream = torch.tensor(bpe.encode(train_text))
     pre_steps = 20 if args.smoke else 600
@@ -151,28 +187,12 @@ def main() -> None:
         next_token_loss, optimizer, pre_steps,
         scheduler=warmup_linear_scheduler(optimizer, pre_steps // 10, pre_steps), progress=False)
 
-    by_testament = {t: [v for v in verses if v.testament == t] for t in ("OT", "NT")}
-    test_rows = []
-    for testament in ("OT", "NT"):  # the chapter's test verses
-        pool = [v for v in by_testament[testament] if (v.book, v.chapter) in held_out]
-        test_rows += [pool[i] for i in torch.randperm(len(pool), generator=torch.Generator()
-                                                      .manual_seed(0))[:300].tolist()]
-    test = (*verse_batch(bpe, test_rows),
-            torch.tensor([v.testament == "NT" for v in test_rows]).long())
+    test_rows = test_verses(verses, held_out)  # the chapter's test verses
+    test = labelled(bpe, test_rows)
     runs = []
-    for seed in args.seeds:
-        gen = torch.Generator().manual_seed(seed)
-        train_rows, valid_rows = [], []
-        for testament in ("OT", "NT"):  # the chapter's draw, then the next verses: validation
-            pool = [v for v in by_testament[testament] if (v.book, v.chapter) not in held_out]
-            order = torch.randperm(len(pool), generator=gen).tolist()
-            train_rows += [pool[i] for i in order[:TRAIN_VERSES]]
-            valid_rows += [pool[i] for i in order[TRAIN_VERSES:TRAIN_VERSES + VALID_VERSES]]
-        if args.smoke:
-            train_rows, valid_rows = train_rows[::10], valid_rows[::10]
-        sets = {name: (*verse_batch(bpe, rows),
-                       torch.tensor([v.testament == "NT" for v in rows]).long())
-                for name, rows in (("train", train_rows), ("valid", valid_rows))}
+    for seed in args.seeds:  # the chapter's draw, then the next verses: validation
+        train_rows, valid_rows = seed_verses(verses, held_out, seed, args.smoke)
+        sets = {"train": labelled(bpe, train_rows), "valid": labelled(bpe, valid_rows)}
         for side in ("pre-trained", "from scratch"):
             for lr in args.lrs:
                 if side == "pre-trained":

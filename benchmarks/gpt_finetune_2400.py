@@ -21,10 +21,10 @@ from torch import nn
 
 import common
 from attnbook.checkpoints import read_safetensors
-from attnbook.data.bible import load_bible
 from attnbook.data.bpe import train_bpe
 from attnbook.models.gpt import GPT, GPTConfig
-from gpt_finetune import TRAIN_VERSES, VALID_VERSES, VOCAB, EVERY, fine_tune, verse_batch
+from gpt_finetune import (EVERY, VOCAB, bible_split, fine_tune, labelled, seed_verses,
+                          test_verses)
 
 
 def main() -> None:
@@ -34,10 +34,7 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     lr = 1e-3
-    verses = load_bible()
-    chapters = list(dict.fromkeys((v.book, v.chapter) for v in verses))
-    held_out = {c for i, c in enumerate(chapters) if i % 20 == 0}
-    train_text = "\n".join(v.text for v in verses if (v.book, v.chapter) not in held_out)
+    verses, held_out, train_text = bible_split()
     bpe = train_bpe(train_text, VOCAB)
     steps = 2 * EVERY if args.smoke else args.steps
     run = json.loads(resources.files("attnbook.results").joinpath("gpt_bible_2400.json")
@@ -46,28 +43,12 @@ def main() -> None:
     pretrained = GPT(config)
     pretrained.load_state_dict(read_safetensors(
         resources.files("attnbook.results").joinpath(run["weights"]), run["sha256"]))
-    by_testament = {t: [v for v in verses if v.testament == t] for t in ("OT", "NT")}
-    test_rows = []
-    for testament in ("OT", "NT"):
-        pool = [v for v in by_testament[testament] if (v.book, v.chapter) in held_out]
-        test_rows += [pool[i] for i in torch.randperm(len(pool), generator=torch.Generator()
-                                                      .manual_seed(0))[:300].tolist()]
-    test = (*verse_batch(bpe, test_rows),
-            torch.tensor([v.testament == "NT" for v in test_rows]).long())
+    test_rows = test_verses(verses, held_out)
+    test = labelled(bpe, test_rows)
     runs = []
     for seed in args.seeds:
-        gen = torch.Generator().manual_seed(seed)
-        train_rows, valid_rows = [], []
-        for testament in ("OT", "NT"):
-            pool = [v for v in by_testament[testament] if (v.book, v.chapter) not in held_out]
-            order = torch.randperm(len(pool), generator=gen).tolist()
-            train_rows += [pool[i] for i in order[:TRAIN_VERSES]]
-            valid_rows += [pool[i] for i in order[TRAIN_VERSES:TRAIN_VERSES + VALID_VERSES]]
-        if args.smoke:
-            train_rows, valid_rows = train_rows[::10], valid_rows[::10]
-        sets = {name: (*verse_batch(bpe, rows),
-                       torch.tensor([v.testament == "NT" for v in rows]).long())
-                for name, rows in (("train", train_rows), ("valid", valid_rows))}
+        train_rows, valid_rows = seed_verses(verses, held_out, seed, args.smoke)
+        sets = {"train": labelled(bpe, train_rows), "valid": labelled(bpe, valid_rows)}
         gpt = copy.deepcopy(pretrained)
         torch.manual_seed(seed)
         head = nn.Linear(config.d_model, 2)

@@ -18,12 +18,10 @@ Reproduce with ``nice python benchmarks/rnn_page_model.py`` (about 1.5 CPU-minut
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import torch
 
 import common
-from attnbook.checkpoints import sha256_of
 from attnbook.data import build_vocabs, load_g2p
 from attnbook.env import seed_everything
 from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
@@ -60,26 +58,13 @@ def main() -> None:
     if out is None:
         print(f"smoke: 3 steps, test WER {result.wer:.1%} (nothing written)")
         return
-    from safetensors.torch import save_file
-
-    weights = Path(out).with_suffix(".safetensors")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().contiguous() for k, v in model.state_dict().items()}, str(weights))
-    common.write_result(out, {
+    common.write_page_model(out, model, {
         "description": "Chapter 1: the page's model (section 1.7), seed 0, 1,200 steps; written "
                        "by benchmarks/rnn_page_model.py",
         "command": "python benchmarks/rnn_page_model.py" + (" --smoke" if args.smoke else ""),
         "machine": common.machine(),
         "recipe": dataclasses.asdict(recipe),
-        "weights": weights.name,
-        "sha256": sha256_of(weights),
-        "train_seconds": round(history.seconds, 1),
-        "test_words": len(test),
-        "test_wer": result.wer,
-        "test_per": result.per,
-        "steps": history.steps,
-        "losses": history.losses,
-    })
+    }, history, test, result)
 
 
 if __name__ == "__main__":

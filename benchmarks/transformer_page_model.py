@@ -17,12 +17,10 @@ Reproduce with ``nice python benchmarks/transformer_page_model.py`` (about a min
 from __future__ import annotations
 
 import dataclasses
-from pathlib import Path
 
 import torch
 
 import common
-from attnbook.checkpoints import sha256_of
 from attnbook.data import build_vocabs, load_g2p
 from attnbook.env import seed_everything
 from attnbook.models.transformer import Transformer, TransformerConfig
@@ -61,12 +59,7 @@ def main() -> None:
     if out is None:
         print(f"smoke: {steps} steps, test WER {result.wer:.1%} (nothing written)")
         return
-    from safetensors.torch import save_file
-
-    weights = Path(out).with_suffix(".safetensors")
-    weights.parent.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()}, str(weights))
-    common.write_result(out, {
+    common.write_page_model(out, model, {
         "description": "Chapter 5: the page's Transformer, seed 0, 960 steps, warm-up 100 + "
                        "linear decay at peak 6e-3, label smoothing 0.1; written by "
                        "benchmarks/transformer_page_model.py",
@@ -76,15 +69,7 @@ def main() -> None:
         "config": dataclasses.asdict(config),
         "recipe": dataclasses.asdict(recipe),
         "warmup": WARMUP,
-        "weights": weights.name,
-        "sha256": sha256_of(weights),
-        "train_seconds": round(history.seconds, 1),
-        "test_words": len(test),
-        "test_wer": result.wer,
-        "test_per": result.per,
-        "steps": history.steps,
-        "losses": history.losses,
-    })
+    }, history, test, result)
 
 
 if __name__ == "__main__":
