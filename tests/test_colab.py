@@ -1,5 +1,6 @@
 """The Colab editions (colab/, written by ``python -m tools.colab``): in sync with the chapters,
 no MyST left in them, solutions still hidden forms, and the Colab buttons and links open them."""
+import copy
 import json
 import re
 import shutil
@@ -9,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tools.colab.edition import (EDITIONS_DIR, MystError, Repository, chapters, edition_path, myst_left,
-                                 stale_editions, write_all)
+from tools.colab.edition import (EDITIONS_DIR, MystError, Repository, chapters, edition_path, hides_outputs,
+                                 myst_left, stale_editions, write_all)
 from tools.colab.launch_button import colab_edition_url
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,10 @@ def test_no_myst_is_left_in_an_edition(path):
 def test_an_edition_keeps_every_code_cell_and_output_and_hides_its_solutions(chapter):
     original = [c for c in _notebook(chapter)["cells"] if c["cell_type"] == "code"]
     edition = [c for c in _notebook(edition_path(chapter))["cells"] if c["cell_type"] == "code"]
-    assert edition == original, "the edition changes only markdown cells"
+    for cell in original:  # outputs the chapter hides are not shipped to Colab, which shows them
+        if hides_outputs(cell):
+            cell.update(outputs=[], execution_count=None)
+    assert edition == original, "the edition changes only markdown cells and hidden outputs"
     markdown = "\n".join(_source(c) for c in _notebook(edition_path(chapter))["cells"] if c["cell_type"] == "markdown")
     titles = re.findall(r"\{exercise\} (.*)", "\n".join(_source(c) for c in _notebook(chapter)["cells"]))
     number = int(chapter.name[:2])
@@ -118,6 +122,21 @@ def test_a_synthetic_chapter_becomes_plain_markdown(tmp_path):
     code = [c for c in edition["cells"] if c["cell_type"] == "code"]
     assert code == [c for c in SYNTHETIC["cells"] if c["cell_type"] == "code"]
     assert not any(c["cell_type"] == MD and not _source(c).strip() for c in edition["cells"])
+
+
+def test_a_solution_whose_output_is_hidden_ships_without_it(tmp_path):
+    answer = {"output_type": "stream", "name": "stdout", "text": "the answer is 42\n"}
+    hidden = {**SOLUTION, "jupyter": {"source_hidden": True, "outputs_hidden": True}}
+    chapter = copy.deepcopy(SYNTHETIC)
+    shown, kept = chapter["cells"][5], _cell("code", "# @title Solution (try the exercise first)\nprint(1)",
+                                              hidden)
+    shown["outputs"] = kept["outputs"] = [answer]
+    chapter["cells"].insert(6, kept)
+    _write_chapter(tmp_path, chapter)
+    [written] = write_all(tmp_path / "chapters", tmp_path / "colab")
+    code = [c for c in _notebook(written)["cells"] if c["cell_type"] == "code"]
+    assert code[1]["outputs"] == [answer], "a solution's output the chapter shows stays"
+    assert code[2]["outputs"] == [] and code[2]["execution_count"] is None, "a hidden output goes"
 
 
 @pytest.mark.parametrize(("text", "leftover"), [

@@ -16,7 +16,9 @@ Colab's Markdown renderer (like plain JupyterLab's) knows CommonMark, GitHub's t
 - relative image paths become absolute URLs into the repository, links to the book's other
   pages become links to the HTML book (or, for a chapter, to its Colab edition).
 
-Code cells and outputs are copied unchanged. A directive or role this module does not know
+Code cells and outputs are copied unchanged, except that a cell whose outputs the chapter
+hides (``jupyter.outputs_hidden``: a solution whose output gives the answer away) loses its
+stored outputs, since Colab shows a form's outputs whatever the metadata says. A directive or role this module does not know
 stops it with an error naming the chapter, so nothing MyST slips through silently.
 """
 from __future__ import annotations
@@ -428,6 +430,11 @@ def note_cell(chapter: Chapter) -> dict:
     }
 
 
+def hides_outputs(cell: dict) -> bool:
+    """Whether a code cell's stored outputs are hidden in the chapter (JupyterLab's metadata)."""
+    return cell["cell_type"] == "code" and bool(cell["metadata"].get("jupyter", {}).get("outputs_hidden"))
+
+
 def convert_notebook(notebook: dict, path: Path, repository: Repository, bibliography: dict) -> dict:
     """The Colab edition of the chapter ``notebook`` read from ``path``."""
     chapter = Chapter(path, repository, bibliography, int(path.name[:2]))
@@ -436,6 +443,8 @@ def convert_notebook(notebook: dict, path: Path, repository: Repository, bibliog
     for cell in edition["cells"]:
         if cell["cell_type"] == "markdown":
             cell["source"] = _lines(convert_markdown(_source(cell), chapter))
+        elif hides_outputs(cell):
+            cell.update(outputs=[], execution_count=None)
     if chapter.in_solution:
         raise chapter.fail("a {solution-start} without its {solution-end}")
     if chapter.exercises and not any("footbibliography" in _source(c) for c in notebook["cells"]) \
