@@ -1188,3 +1188,15 @@ def test_target_length_rejects(wrong, diagnosis):
 def test_target_length_accepts_an_int_and_a_tensor():
     assert check_target_length(lambda *a: int(target_length(*a)), 104)
     assert check_target_length(lambda *a: torch.tensor(target_length(*a)), 104)
+
+
+def test_trained_buckets_failure_does_not_give_away_the_prediction(capsys):
+    """The first case has the pretraining's lengths (58 and 14 tokens), whose encoder buckets are
+    the prediction's answer: a failure there shows what the reader returned, not the answer."""
+    result = check_trained_buckets(lambda c, s, t: (list(range(c.num_buckets)),) * 2, prediction=27)
+    printed = capsys.readouterr().out
+    assert not result and "failing case 1" in printed
+    assert "expected:" not in printed and "not shown" in printed
+    shown = check_trained_buckets(lambda c, s, t: ([0], [0]) if s != 58 else trained_buckets(c, s, t),
+                                  prediction=27)
+    assert not shown and "expected:" in capsys.readouterr().out, "other cases still show the answer"

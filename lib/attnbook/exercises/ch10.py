@@ -904,7 +904,9 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                           f"{src_length}, target {tgt_length}", (config, src_length, tgt_length),
                           _trained_buckets(config, src_length, tgt_length),
                           hint="build T5(config), run one batch of random ids through it, backward, and read "
-                               "which rows of each relative_attention_bias.weight.grad are not all zero"))
+                               "which rows of each relative_attention_bias.weight.grad are not all zero",
+                          # the pretraining's own lengths: their answer is the prediction's
+                          reveal=(config, src_length) != (configs[0], PRETRAIN_SRC)))
     mistakes = [
         Mistake("computed, not measured", "these are the buckets the offsets *reach*, computed from the lengths; "
                 "the exercise measures which get a gradient. A stack with one position has one key per query: "

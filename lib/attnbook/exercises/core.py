@@ -31,6 +31,7 @@ class Case:
     atol: float = 1e-5
     rtol: float = 1e-5
     kwargs: dict = field(default_factory=dict)
+    reveal: bool = True  # False: a failure does not print `expected` (it answers a prediction)
 
 
 @dataclass(frozen=True)
@@ -249,7 +250,9 @@ def run_cases(
         problem = compare(got, case.expected, case.atol, case.rtol)
         if problem:
             found = next((m for m in mistakes if m.matches(case.args, got, case)), None)
-            detail = (f"expected: {_short(case.expected)}\n   got:      {_short(got)}")
+            detail = (f"expected: {_short(case.expected)}\n   got:      {_short(got)}" if case.reveal
+                      else f"got:      {_short(got)} (the expected answer is not shown: it answers "
+                           "the prediction)")
             if found is not None:
                 return _finish(
                     exercise, False,
