@@ -4,6 +4,8 @@ Usage (from the repository root): ``python benchmarks/sqrt_dk_training.py [--see
 [--lrs 0.0003 0.001 0.003 0.01] [--steps 200] [--width 256] [--jobs 1] [--resume LOG ...]``
 (``--resume``: runs whose JSON line is in those logs are read back, not repeated; the committed
 file was made by the 3-rate run, then ``--lrs 0.0003 0.001 0.003 0.01 --resume`` its log).
+The chapter's second width: ``python benchmarks/sqrt_dk_training.py --width 64 --out
+lib/attnbook/results/sqrt_dk_training_64.json`` (one run, about 1 s a run).
 
 The set-up is section 3.7's exactly (sequences of 10 distinct letters out of 20, learned
 positions, one attention layer with a single head, so d_k = the width, a linear read-out, Adam,
@@ -59,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     for job, row in zip(todo, common.run_jobs(run, todo, args.jobs)):
         done[_key(*job)] = row
     common.write_result(common.Path(args.out), {
-        "description": __doc__.splitlines()[0],
+        "description": __doc__.splitlines()[0].replace("256", str(args.width)),
         "machine": common.machine(args.jobs if args.jobs > 1 else None),
         "runs": [done[_key(*job)] for job in jobs]})
     return 0
