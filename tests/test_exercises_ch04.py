@@ -549,97 +549,76 @@ def test_heads_measurement_is_on_the_command_line(tmp_path, capsys, scored_037):
     assert "inside the measured range" in capsys.readouterr().out
 
 
-# --- a left-padded batch under causality ------------------------------------------------------
-def _left_parts(scores, lengths):
-    T = scores.shape[-1]
+# --- PyTorch's masks for a left-padded causal batch -------------------------------------------
+def torch_masks_left_padded(lengths, T, num_heads):
     pos = torch.arange(T)
-    real = pos[None, :] >= (T - lengths)[:, None]  # (B, S): the last lengths[b] are real
-    causal = pos[None, :] <= pos[:, None]  # (T, S)
-    return pos, real, causal
+    padding = pos[None, :] < (T - lengths)[:, None]  # (B, S): True = ignore this key
+    future = pos[None, :] > pos[:, None]  # (T, S): True = blocked
+    return padding, future
 
 
-def _softmax_masked(scores, allowed, empty="zeros"):
-    allowed = allowed[:, None] if allowed.dim() == 3 else allowed  # (B, 1, T, S)
-    if empty == "uniform":
-        return torch.softmax(scores.masked_fill(~allowed, -1e9), -1)
-    w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), -1)
-    return w if empty == "nan" else w.masked_fill(~allowed, 0.0)
+def masks_in_one(lengths, T, num_heads):  # also right: one (B*H, T, S) attn_mask, no padding mask
+    padding, future = torch_masks_left_padded(lengths, T, num_heads)
+    return None, (padding[:, None, :] | future).repeat_interleave(num_heads, dim=0)
 
 
-def left_padded_causal_weights(scores, lengths):
-    _, real, causal = _left_parts(scores, lengths)
-    return _softmax_masked(scores, real[:, None, :] & causal)
+def masks_minus_inf(lengths, T, num_heads):  # also right: float masks, -inf where blocked
+    return tuple(torch.zeros(m.shape).masked_fill(m, float("-inf"))
+                 for m in torch_masks_left_padded(lengths, T, num_heads))
 
 
-def left_nan_to_num(scores, lengths):  # NaN rows turned into zeros afterwards: also right
-    _, real, causal = _left_parts(scores, lengths)
-    return _softmax_masked(scores, real[:, None, :] & causal, "nan").nan_to_num(0.0)
+def _real_and_causal(lengths, T):
+    pos = torch.arange(T)
+    return pos[None, :] >= (T - lengths)[:, None], pos[None, :] <= pos[:, None]
 
 
-def _wrong(build, empty="zeros"):
-    def fn(scores, lengths):
-        pos, real, causal = _left_parts(scores, lengths)
-        return _softmax_masked(scores, build(pos, real, causal, lengths), empty)
-    return fn
-
-
-RIGHT = lambda pos, real, causal, lengths: real[:, None, :] & causal  # noqa: E731
-LEFT_WRONG = [
-    (_wrong(RIGHT, "nan"), "NaN in rows with nothing to see"),
-    (_wrong(RIGHT, "uniform"), "finite fill: uniform rows"),
-    (_wrong(lambda pos, real, causal, n: real[:, None, :] & (pos[None, :] < pos[:, None])),
-     "diagonal missing"),
-    (_wrong(lambda pos, real, causal, n: real[:, None, :] & torch.ones_like(causal).tril(-1), "nan"),
-     "diagonal missing"),
-    (_wrong(lambda pos, real, causal, n: ~(real[:, None, :] & causal)),
-     "inverted mask (PyTorch's convention)"),
-    (_wrong(lambda pos, real, causal, n: ~(real[:, None, :] & causal), "nan"),
-     "inverted mask (PyTorch's convention)"),
-    (_wrong(lambda pos, real, causal, n: ~real[:, None, :] | ~causal),  # the same, De Morgan
-     "inverted mask (PyTorch's convention)"),
-    (_wrong(lambda pos, real, causal, n: (pos[None, :] < n[:, None])[:, None, :] & causal),
-     "padding at the end"),
-    (_wrong(lambda pos, real, causal, n: causal.expand(len(n), -1, -1)), "causal mask only"),
-    (_wrong(lambda pos, real, causal, n: real[:, None, :].expand(-1, len(pos), -1)),
-     "padding mask only"),
-    (_wrong(lambda pos, real, causal, n: real[:, None, :] | causal), "OR instead of AND"),
-    (_wrong(lambda pos, real, causal, n: real[:, :, None] & causal),
-     "padding applied to the queries"),
-    (_wrong(lambda pos, real, causal, n: real[:, None, :] & causal.T), "future instead of past"),
-    (lambda s, n: torch.softmax(s, -1).masked_fill(~(_left_parts(s, n)[1][:, None, :]
-                                                      & _left_parts(s, n)[2])[:, None], 0.0),
-     ""),  # masked after the softmax only: rows do not sum to 1
-    (lambda s, n: torch.softmax(s, -1), "masked entries not zero"),  # no mask at all
-    (not_done, ""),
+TORCH_MASK_WRONG = [
+    (lambda n, T, H: _real_and_causal(n, T), "inverted masks (the book's convention)"),
+    (lambda n, T, H: (_real_and_causal(n, T)[0], ~_real_and_causal(n, T)[1]),
+     "key_padding_mask inverted"),
+    (lambda n, T, H: (~_real_and_causal(n, T)[0], _real_and_causal(n, T)[1]),
+     "attn_mask inverted"),
+    (lambda n, T, H: (torch.arange(T)[None, :] >= n[:, None],  # right padding
+                      torch.ones(T, T, dtype=torch.bool).triu(1)), "padding at the end"),
+    (lambda n, T, H: (None, (~(_real_and_causal(n, T)[0][:, :, None] & _real_and_causal(n, T)[1]))
+                      .repeat_interleave(H, dim=0)), "padding applied to the queries"),
+    (lambda n, T, H: (~_real_and_causal(n, T)[0], torch.ones(T, T, dtype=torch.bool).triu(0)),
+     "diagonal blocked"),
+    (lambda n, T, H: (~_real_and_causal(n, T)[0], torch.ones(T, T, dtype=torch.bool).tril(-1)),
+     "past blocked, not future"),
+    (lambda n, T, H: (None, torch.ones(T, T, dtype=torch.bool).triu(1)), "padding mask missing"),
+    (lambda n, T, H: (~_real_and_causal(n, T)[0], None), "causal mask missing"),
+    (lambda n, T, H: tuple(m.float() for m in torch_masks_left_padded(n, T, H)), "float mask"),
+    (lambda n, T, H: (torch_masks_left_padded(n, T, H)[0].float(),  # one float, one bool
+                      torch_masks_left_padded(n, T, H)[1]), "float mask"),
+    (lambda n, T, H: torch_masks_left_padded(n, T, H)[0], ""),  # one mask, not a pair
+    (lambda n, T, H: (torch.arange(T)[None, :] <= (T - n)[:, None],  # one key too many
+                      torch.ones(T, T, dtype=torch.bool).triu(1)), ""),
 ]
 
 
-def test_left_padded_reference_passes():
-    from attnbook.exercises.ch04 import check_left_padded_causal_weights
-    assert check_left_padded_causal_weights(left_padded_causal_weights)
-    assert check_left_padded_causal_weights(left_nan_to_num)
+def test_torch_masks_reference_passes():
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    assert check_torch_masks_left_padded(torch_masks_left_padded)
+    assert check_torch_masks_left_padded(masks_in_one)
+    assert check_torch_masks_left_padded(masks_minus_inf)
 
 
-@pytest.mark.parametrize(("wrong", "diagnosis"), LEFT_WRONG)
-def test_left_padded_rejects(wrong, diagnosis, capsys):
-    from attnbook.exercises.ch04 import check_left_padded_causal_weights
-    assert_rejected(check_left_padded_causal_weights, wrong, diagnosis, capsys)
+@pytest.mark.parametrize("wrong,diagnosis", TORCH_MASK_WRONG)
+def test_torch_masks_rejects(wrong, diagnosis, capsys):
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    assert_rejected(check_torch_masks_left_padded, wrong, diagnosis, capsys)
 
 
-def test_left_padded_refuses_the_library_softmax(capsys):
-    from attnbook.exercises.ch04 import check_left_padded_causal_weights
-    from attnbook.layers import masks
-    from attnbook.layers.masks import masked_softmax
-
-    def with_library(scores, lengths):  # attnbook.layers.masks.masked_softmax, as imported
-        _, real, causal = _left_parts(scores, lengths)
-        return masks.masked_softmax(scores, (real[:, None, :] & causal)[:, None])
-
-    assert not check_left_padded_causal_weights(with_library)
-    assert "off limits" in capsys.readouterr().out
-    assert masked_softmax(torch.zeros(1, 2), torch.tensor([[True, False]])).sum() == 1  # put back
+def test_torch_masks_leave_the_random_state_alone():
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    torch.manual_seed(0)
+    check_torch_masks_left_padded(torch_masks_left_padded)
+    after = torch.rand(3)
+    torch.manual_seed(0)
+    assert torch.equal(after, torch.rand(3))
 
 
-def test_left_padded_in_the_exercise_table():
-    from attnbook.exercises.ch04 import check_left_padded_causal_weights
-    assert EXERCISES["left_padded_causal_weights"] is check_left_padded_causal_weights
+def test_torch_masks_in_the_exercise_table():
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    assert EXERCISES["torch_masks_left_padded"] is check_torch_masks_left_padded

@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import torch
 
-from attnbook.exercises.core import Case, CheckResult, Mistake, no_grad, run_cases
+from attnbook.exercises.core import Case, CheckResult, Mistake, compare, no_grad, run_cases
 from attnbook.exercises.predictions import Outcome, _as_number, _verdict, check_prediction
 from attnbook.layers.attention import KVCache, MultiHeadAttention
 from attnbook.layers.blocks import causal_self_attention
@@ -650,129 +650,163 @@ def _own_mask(fn: Callable) -> Callable:
                    {blocks.causal_self_attention}, spaces, refuse)
 
 
-# --- a left-padded batch under causality: padding and causal masks combined -------------------------
-def _left_mask(lengths: torch.Tensor, T: int, kind: str = "right") -> torch.Tensor:
-    """(B, T, T) mask, True = may attend, for sequences whose ``lengths[b]`` real tokens are the
-    LAST ones (left padding); ``kind`` builds the right mask or a known wrong one."""
+# --- PyTorch's masks for a left-padded causal batch ---------------------------------------------------
+def _left_parts(lengths: torch.Tensor, T: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(real (B, S): key j is one of the last lengths[b] positions, causal (T, S): j <= i), both
+    in the book's convention, True = may attend."""
     positions = torch.arange(T)
     real = positions[None, :] >= (T - lengths)[:, None]  # (B, S): left padding
-    right_padded = positions[None, :] < lengths[:, None]  # (B, S): padding at the end
     causal = positions[None, :] <= positions[:, None]  # (T, S), diagonal included
-    masks = {
-        "right": real[:, None, :] & causal,
-        "no diagonal": real[:, None, :] & (positions[None, :] < positions[:, None]),
-        "inverted": ~(real[:, None, :] & causal),  # True = blocked, as nn.MultiheadAttention
-        "padding at the end": right_padded[:, None, :] & causal,
-        "causal only": causal.expand(len(lengths), T, T),
-        "padding only": real[:, None, :].expand(len(lengths), T, T),
-        "or": real[:, None, :] | causal,
-        "queries, not keys": real[:, :, None] & causal,
-        "future, not past": real[:, None, :] & (positions[None, :] >= positions[:, None]),
-    }
-    return masks[kind]
+    return real, causal
 
 
-def _left_weights(scores: torch.Tensor, lengths: torch.Tensor, kind: str = "right",
-                  empty: str = "zeros") -> torch.Tensor:
-    """Weights (B, H, T, T) with the mask ``kind``; a row with no key to see gives zeros (the
-    answer), NaN (``empty="nan"``: the naive softmax) or uniform weights (``empty="uniform"``: a
-    large finite negative fill)."""
-    mask = _left_mask(lengths, scores.shape[-1], kind)[:, None]  # (B, 1, T, T)
-    if empty == "uniform":
-        return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
-    weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
-    return weights if empty == "nan" else weights.masked_fill(~mask, 0.0)
+def _torch_masks(lengths: torch.Tensor, T: int, num_heads: int, kind: str = "right"):
+    """(key_padding_mask, attn_mask) for ``nn.MultiheadAttention``, True = blocked; ``kind``
+    builds the answer or a known wrong pair."""
+    real, causal = _left_parts(lengths, T)
+    positions = torch.arange(T)
+    B = len(lengths)
+    if kind == "right":
+        return ~real, ~causal
+    if kind == "queries, not keys":  # one (B*H, T, S) mask hiding padded QUERIES (rows)
+        rows = real[:, :, None] & causal  # (B, T, S)
+        return None, (~rows).repeat_interleave(num_heads, dim=0)
+    return {
+        "inverted": (real, causal),
+        "padding inverted": (real, ~causal),
+        "causal inverted": (~real, causal),
+        "padding at the end": (positions[None, :] >= lengths[:, None], ~causal),
+        "no diagonal": (~real, positions[None, :] >= positions[:, None]),
+        "future, not past": (~real, positions[None, :] < positions[:, None]),
+        "no padding mask": (None, ~causal),
+        "no causal mask": (~real, None),
+        "float 0/1": ((~real).float(), (~causal).float()),
+    }[kind]
 
 
-def _same(got: object, want: torch.Tensor) -> bool:
-    return (isinstance(got, torch.Tensor) and got.shape == want.shape
-            and torch.allclose(got.detach().float(), want, atol=1e-5, equal_nan=True))
+def _layer_pair(T: int, num_heads: int, batch: int):
+    """A seeded library layer, its ``nn.MultiheadAttention`` copy and an input (B, T, D)."""
+    from attnbook.layers import to_torch_multihead
+
+    D = 4 * num_heads
+    with torch.random.fork_rng():  # the caller's random state is left alone
+        torch.manual_seed(90 + 10 * T + num_heads)
+        ours = MultiHeadAttention(D, num_heads).eval()
+        theirs = to_torch_multihead(ours).eval()
+    return ours, theirs, _x(91 + T + num_heads, batch, T, D)
 
 
-def _left_mistake(name: str, message: str, kind: str) -> Mistake:
-    """The mask ``kind``, whichever way the reader's rows with nothing to see come out."""
-    return Mistake(name, message, when=lambda args, got: any(
-        _same(got, _left_weights(*args, kind=kind, empty=e)) for e in ("zeros", "nan", "uniform")))
+def _through_torch(masks: object, lengths: torch.Tensor, T: int, num_heads: int) -> torch.Tensor:
+    """nn.MultiheadAttention's outputs (B, T, D) with the pair ``masks``, rows of the padding
+    queries set to 0 (they may see no key: PyTorch gives NaN there, the library finite numbers)."""
+    if not isinstance(masks, (tuple, list)) or len(masks) != 2:
+        raise TypeError("return a pair (key_padding_mask, attn_mask), got "
+                        + (f"{len(masks)} items" if isinstance(masks, (tuple, list))
+                           else type(masks).__name__))
+    key_padding_mask, attn_mask = masks
+    _, theirs, x = _layer_pair(T, num_heads, len(lengths))
+    import warnings
+
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # mismatched mask types: named by the checker instead
+        out = theirs(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                     need_weights=True)[0]
+    real, _ = _left_parts(lengths, T)  # the real queries are the real keys' positions
+    return out.masked_fill(~real[:, :, None], 0.0)
 
 
-_FULL_ROW = ("(a row with no key to see, a padding query at the start, must come out all zeros, "
-             "not NaN.)")
-LEFT_MISTAKES = [
-    _left_mistake("inverted mask (PyTorch's convention)", "your mask is the complement of the right "
-                  "one: True marked the BLOCKED entries, nn.MultiheadAttention's convention (its "
-                  "attn_mask and key_padding_mask). In this book, as in F.scaled_dot_product_attention, "
-                  "True means 'may attend': key j is a real token AND j <= i.", "inverted"),
-    _left_mistake("diagonal missing", "each query must see its own key: j <= i, not j < i (the "
-                  "causal mask keeps the diagonal). Without it the first real token sees nothing.",
-                  "no diagonal"),
-    _left_mistake("padding at the end", "the padding is on the LEFT: sequence b's real tokens are its "
-                  "last lengths[b] positions, j >= T - lengths[b], not its first (token_mask's "
-                  "right padding).", "padding at the end"),
-    _left_mistake("causal mask only", "the padded keys get weight: combine the causal mask with the "
-                  "padding mask (the keys j >= T - lengths[b]) with a logical AND.", "causal only"),
-    _left_mistake("padding mask only", "queries see keys after them: combine the padding mask with "
-                  "the causal mask (j <= i) with a logical AND.", "padding only"),
-    _left_mistake("OR instead of AND", "a key may be seen only if it is real AND not in the future; "
-                  "an OR lets padding and future keys through.", "or"),
-    _left_mistake("padding applied to the queries", "the padding mask must hide padded KEYS (the last "
-                  "axis, (B, 1, S)), not padded queries ((B, T, 1)): here real queries still look at "
-                  "padding.", "queries, not keys"),
-    _left_mistake("future instead of past", "your causal part keeps keys j >= i (the future, an upper "
-                  "triangle): a query may see keys j <= i.", "future, not past"),
-    Mistake("NaN in rows with nothing to see", "the mask is right, but a padding query at the start "
-            "may see no key: its row is all -inf and softmax gives 0/0 = NaN, which spreads through "
-            "every later product. Zero the masked entries after the softmax (weights.masked_fill("
-            "~mask, 0)), as the library's masked_softmax does.",
-            when=lambda args, got: isinstance(got, torch.Tensor) and bool(got.isnan().any())
-            and _same(got, _left_weights(*args, empty="nan"))),
-    Mistake("finite fill: uniform rows", "the mask is right, but a large negative number (-1e9) in "
-            "place of -inf turns a row with nothing to see into uniform weights over the padding "
-            "(softmax of equal numbers). Such a row must be all zeros: zero the masked entries "
-            "after the softmax.",
-            when=lambda args, got: _same(got, _left_weights(*args, empty="uniform"))),
-    Mistake("masked entries not zero", "a masked entry must get weight exactly 0 and each row's "
-            "weights must sum to 1 over the keys it may see (0 for a row that sees none): fill the "
-            "masked scores with -inf before the softmax, not after it.",
-            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
-            and not bool(got.isnan().any())
-            and bool((got.masked_fill(_left_mask(args[1], args[0].shape[-1])[:, None], 0)
-                      .abs() > 1e-6).any())),
+def _book_outputs(lengths: torch.Tensor, T: int, num_heads: int) -> torch.Tensor:
+    """The library layer with the book's mask (True = may attend), the same rows zeroed."""
+    ours, _, x = _layer_pair(T, num_heads, len(lengths))
+    real, causal = _left_parts(lengths, T)
+    with torch.no_grad():
+        out = ours(x, x, x, mask=real[:, None, :] & causal)
+    return out.masked_fill(~real[:, :, None], 0.0)
+
+
+def _torch_mistake(name: str, message: str, kind: str) -> Mistake:
+    return Mistake(name, message, gives=lambda lengths, T, num_heads: _through_torch(
+        _torch_masks(lengths, T, num_heads, kind), lengths, T, num_heads))
+
+
+TORCH_MASK_MISTAKES = [
+    _torch_mistake("inverted masks (the book's convention)", "both masks say True = may attend, the "
+                   "book's convention; nn.MultiheadAttention's boolean masks mean the opposite: True = "
+                   "IGNORE this key. Invert both (~).", "inverted"),
+    _torch_mistake("key_padding_mask inverted", "your key_padding_mask is True on the real tokens; "
+                   "for nn.MultiheadAttention True marks the PADDING keys to ignore.", "padding inverted"),
+    _torch_mistake("attn_mask inverted", "your attn_mask is True where a query may look (j <= i); for "
+                   "nn.MultiheadAttention True marks the BLOCKED entries, the future keys j > i.",
+                   "causal inverted"),
+    _torch_mistake("padding at the end", "the padding is on the LEFT: sequence b's real tokens are its "
+                   "last lengths[b] positions, so the keys to ignore are j < T - lengths[b], not "
+                   "j >= lengths[b] (right padding).", "padding at the end"),
+    _torch_mistake("diagonal blocked", "your attn_mask blocks the diagonal (j >= i): each query must "
+                   "see its own key, so block only j > i. Without it the first real token sees "
+                   "nothing.", "no diagonal"),
+    _torch_mistake("past blocked, not future", "your attn_mask blocks the keys before each query; "
+                   "block the future, j > i (an upper triangle above the diagonal).", "future, not past"),
+    _torch_mistake("padding mask missing", "the padded keys get weight: the causal mask alone does not "
+                   "hide the left padding; add key_padding_mask (B, S), True at the padding.",
+                   "no padding mask"),
+    _torch_mistake("causal mask missing", "queries see keys after them: add attn_mask (T, S), True "
+                   "where j > i.", "no causal mask"),
 ]
 
 
-def _hide_masked_softmax(fn: Callable) -> Callable:
-    """``fn`` with the library's ``masked_softmax`` (and the attention core built on it) out of
-    reach while it runs: the exercise asks for the softmax and the empty rows by hand."""
-    import attnbook.layers as layers
-    import attnbook.layers.masks as masks
-    from attnbook.exercises.ch03 import _hiding
-    from attnbook.layers.attention import scaled_dot_product_attention
+def _float_mistake(fn: Callable) -> Mistake:
+    """Named when a returned mask is a float tensor (and the outputs are wrong)."""
+    def floating(args: tuple, got: object) -> bool:
+        masks = fn(*_fresh_args(args))
+        return any(isinstance(m, torch.Tensor) and m.is_floating_point() for m in masks)
 
-    def refuse(*args, **kwargs):
-        raise RuntimeError("masked_softmax and scaled_dot_product_attention are off limits in this "
-                           "exercise: use torch.softmax and handle the rows with nothing to see.")
-
-    return _hiding(fn, {masks.masked_softmax, scaled_dot_product_attention},
-                   [vars(masks), vars(layers)], refuse)
+    return Mistake("float mask", "a FLOAT mask is not a filter: nn.MultiheadAttention ADDS it to the "
+                   "scores, so 1.0 at a blocked key only nudges its score. Return boolean masks "
+                   "(True = ignore), or float ones holding -inf where blocked and 0 elsewhere.",
+                   when=floating)
 
 
-def check_left_padded_causal_weights(fn: Callable) -> CheckResult:
-    """``left_padded_causal_weights(scores (B, H, T, T), lengths (B,)) -> weights (B, H, T, T)``:
-    softmax over the keys each query may see (a real token, not after the query), left padding;
-    a row with no key to see is all zeros."""
-    setups = [  # (lengths, H, T): every case has left padding and a full-length sequence
-        ([5, 3], 2, 5), ([4, 1, 2], 3, 4), ([6, 6, 2], 1, 6), ([3, 2], 4, 3), ([7, 4], 2, 7),
+def _queries_mistake(fn: Callable) -> Mistake:
+    """Padded queries hidden instead of padded keys: a (B*H, T, S) attn_mask, real queries
+    unprotected from padding keys (the same outputs as no padding mask at all)."""
+    wrong = _torch_mistake("padding applied to the queries", "you hid the padded QUERIES (rows of "
+                           "the scores); the real queries still look at padding keys. The padding "
+                           "mask hides KEYS, the last axis: key_padding_mask (B, S).",
+                           "queries, not keys")
+
+    def matches(args: tuple, got: object) -> bool:
+        masks = fn(*_fresh_args(args))
+        attn_mask = masks[1] if isinstance(masks, (tuple, list)) and len(masks) == 2 else None
+        return (isinstance(attn_mask, torch.Tensor) and attn_mask.dim() == 3
+                and compare(got, wrong.gives(*_fresh_args(args)), 1e-5, 1e-5) is None)
+
+    return Mistake(wrong.name, wrong.message, when=matches)
+
+
+def _fresh_args(args: tuple) -> tuple:
+    return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
+
+
+def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
+    """``torch_masks_left_padded(lengths (B,), T, num_heads) -> (key_padding_mask, attn_mask)``
+    for ``nn.MultiheadAttention`` (True = ignore), left padding, causal. Judged by outputs: PyTorch's
+    layer with the reader's masks must equal the library layer with the book's mask (True = may
+    attend) at every real query, weights copied by ``to_torch_multihead``."""
+    setups = [  # (lengths, T, H): every case has left padding and a full-length sequence
+        ([5, 3], 5, 2), ([4, 1, 2], 4, 4), ([6, 6, 2], 6, 1), ([3, 2], 3, 2), ([7, 4], 7, 4),
     ]
-    cases = []
-    for n, (lengths, H, T) in enumerate(setups):
-        lens = torch.tensor(lengths)
-        scores = _x(70 + n, len(lengths), H, T, T)
-        cases.append(Case(f"lengths {lengths}, H={H}, T={T}", (scores, lens),
-                          _left_weights(scores, lens),
-                          hint="key j is real when j >= T - lengths[b]; query i may see key j when "
-                               "that key is real AND j <= i; softmax over the allowed keys, and a "
-                               "row with no allowed key is all zeros."))
-    return run_cases("left-padded causal weights", _hide_masked_softmax(fn), cases, LEFT_MISTAKES)
+    cases = [Case(f"lengths {lengths}, T={T}, H={H}", (torch.tensor(lengths), T, H),
+                  _book_outputs(torch.tensor(lengths), T, H),
+                  hint="key j of sequence b is padding when j < T - lengths[b]; query i must not "
+                       "see keys j > i; nn.MultiheadAttention's boolean masks are True where a key "
+                       "is ignored.")
+             for lengths, T, H in setups]
+
+    def outputs(lengths, T, num_heads):
+        return _through_torch(fn(lengths, T, num_heads), lengths, T, num_heads)
+
+    return run_cases("PyTorch masks, left padding", functools.wraps(fn)(outputs), cases,
+                     [_float_mistake(fn), _queries_mistake(fn), *TORCH_MASK_MISTAKES])
 
 
 EXERCISES = {
@@ -780,5 +814,5 @@ EXERCISES = {
     "merge_heads_strided": check_merge_heads_strided,
     "cached_self_attention": check_cached_self_attention,
     "measure_64_heads": check_heads_measurement,
-    "left_padded_causal_weights": check_left_padded_causal_weights,
+    "torch_masks_left_padded": check_torch_masks_left_padded,
 }
