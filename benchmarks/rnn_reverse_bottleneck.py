@@ -8,6 +8,11 @@ The committed file was made with one process per seed, then merged (``COMMAND`` 
 the crossed arms (``--cross``: C 16 with a 64-wide decoder, C 64 with a 16-wide one) were added
 the same way, one process per arm (``--width W --dec-width D``), and merged in.
 
+``--map``: the arm that isolates C. The encoder stays at 32 GRU units per direction (as in the
+C-of-64 arm) and a linear layer maps its 64 final numbers to C of 16 or 64 (``BottleneckSeq2Seq``
+from ``rnn_width.py``); the decoder is 64 wide; same steps, strings, seeds and scoring. Writes
+``lib/attnbook/results/rnn_reverse_bottleneck_map.json`` (``MAP_COMMAND``, one process per C).
+
 The task: a string of 5 to 30 symbols drawn uniformly from 8 letters (a-h), the target the same
 symbols in reverse order. No dictionary, no spelling rules: the decoder can only write what the
 encoder packed into C. The model is Chapter 1's ``RNNSeq2Seq`` (bidirectional GRU encoder,
@@ -51,6 +56,12 @@ COMMAND = ("for s in 0 1 2; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_b
            "benchmarks/rnn_reverse_bottleneck.py --merge lib/attnbook/results/"
            "rnn_reverse_bottleneck.json cross16.json cross64.json")
 
+MAP_ENC, MAP_DEC = 32, 64
+MAP_COMMAND = ("for c in 16 64; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
+               "--map --width $c --out map$c.json & done; wait; python "
+               "benchmarks/rnn_reverse_bottleneck.py --merge map16.json map64.json "
+               "--out lib/attnbook/results/rnn_reverse_bottleneck_map.json")
+
 
 def random_pairs(n: int, g: torch.Generator, lengths=None):
     if lengths is None:
@@ -83,13 +94,19 @@ def score(model, test, vocab):
             for L, r in sorted(by_len.items())}
 
 
-def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = None) -> dict:
+def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = None,
+        mapped: bool = False) -> dict:
     torch.set_num_threads(1)
     dec_width = dec_width or width
     torch.manual_seed(seed)
-    config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=EMB, enc_hidden=width // 2,
+    enc_hidden = MAP_ENC if mapped else width // 2
+    config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=EMB, enc_hidden=enc_hidden,
                               dec_hidden=dec_width)
-    model = RNNSeq2Seq(config)
+    if mapped:  # encoder fixed at MAP_ENC per direction, C = a linear map to `width` numbers
+        from rnn_width import BottleneckSeq2Seq
+        model = BottleneckSeq2Seq(config, width)
+    else:
+        model = RNNSeq2Seq(config)
     opt = torch.optim.Adam(model.parameters(), lr=LR)
     g = torch.Generator().manual_seed(1000 + seed)  # the same strings for both widths
     checkpoints, losses, t0 = {}, [], time.process_time()
@@ -107,7 +124,8 @@ def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = 
         if step in marks:
             checkpoints[step] = score(model, test, vocab)
     cpu = time.process_time() - t0
-    result = {"width": width, "dec_width": dec_width, "seed": seed, "steps": steps,
+    result = {"width": width, "dec_width": dec_width, "enc_hidden": enc_hidden,
+              "mapped": mapped, "seed": seed, "steps": steps,
               "parameters": sum(p.numel() for p in model.parameters()),
               "final_loss_mean_last_100": sum(losses[-100:]) / len(losses[-100:]),
               "cpu_seconds": round(cpu, 1), "checkpoints": checkpoints}
@@ -124,6 +142,8 @@ def main() -> None:
     ap.add_argument("--dec-width", type=int, help="decoder state Hd (default 2He = width of C)")
     ap.add_argument("--cross", action="store_true",
                     help="the crossed arms only: C 16 with Hd 64 and C 64 with Hd 16")
+    ap.add_argument("--map", action="store_true",
+                    help="isolate C: encoder 32 per direction, C a linear map to --width numbers")
     ap.add_argument("--merge", type=Path, nargs="+", help="join the runs of partial results files")
     args = ap.parse_args()
     if args.merge:  # e.g. one process per seed, then --merge their files into --out
@@ -132,8 +152,9 @@ def main() -> None:
         merged["runs"] = sorted((r for p in parts for r in p["runs"]),
                                 key=lambda r: (r["width"], r.get("dec_width", r["width"]),
                                                r["seed"]))
-        merged["command"] = COMMAND
-        if any(r.get("dec_width", r["width"]) != r["width"] for r in merged["runs"]):
+        merged["command"] = MAP_COMMAND if parts[0].get("mapped") else COMMAND
+        if not merged.get("mapped") and any(r.get("dec_width", r["width"]) != r["width"]
+                                            for r in merged["runs"]):
             merged["dec_widths"] = list(WIDTHS)
             merged["description"] = merged["description"].replace(
                 "two widths of C", "two widths of C crossed with two decoder widths")
@@ -144,11 +165,25 @@ def main() -> None:
     per_len = 2 if args.smoke else TEST_PER_LENGTH
     g = torch.Generator().manual_seed(12345)
     test = random_pairs(0, g, [L for L in range(MIN_LEN, MAX_LEN + 1) for _ in range(per_len)])
-    if args.cross:
+    if args.map:
+        arms = [(w, MAP_DEC) for w in (args.width or WIDTHS)]
+    elif args.cross:
         arms = [(WIDTHS[0], WIDTHS[1]), (WIDTHS[1], WIDTHS[0])]
     else:
         arms = [(w, args.dec_width or w) for w in (args.width or WIDTHS)]
-    runs = [run(w, s, steps, test, vocab, d) for w, d in arms for s in (args.seed or SEEDS)]
+    runs = [run(w, s, steps, test, vocab, d, args.map) for w, d in arms
+            for s in (args.seed or SEEDS)]
+    if args.map:
+        common.write_result(args.out, {
+            "description": "reverse random strings, C isolated: encoder 32 GRU units per "
+                           "direction, C a linear map of its 64 final numbers to 16 or 64, "
+                           "decoder 64 wide; otherwise as rnn_reverse_bottleneck.json",
+            "mapped": True, "enc_hidden": MAP_ENC, "dec_hidden": MAP_DEC,
+            "letters": LETTERS, "lengths": [MIN_LEN, MAX_LEN], "widths_C": list(WIDTHS),
+            "seeds": list(SEEDS), "steps": steps, "batch": BATCH, "lr": LR, "clip": CLIP,
+            "emb_dim": EMB, "test_per_length": per_len, "machine": common.machine(),
+            "command": MAP_COMMAND, "runs": runs})
+        return
     common.write_result(args.out, {
         "description": "reverse random strings of 5-30 symbols (8 letters) with Chapter 1's "
                        "RNNSeq2Seq (no attention), two widths of C, three seeds; greedy scores "

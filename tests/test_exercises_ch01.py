@@ -244,6 +244,22 @@ def shift_full_row_no_eos(targets, bos_id, eos_id, pad_id):  # <eos> only where 
     return tgt_in, tgt_out
 
 
+def shift_eos_into_input(targets, bos_id, eos_id, pad_id, at_last_token=False):
+    """<eos> written into tgt_in: after its last token (T + 2 wide), or over it (tgt_out lacks it)."""
+    B, T = targets.shape
+    lengths = (targets != pad_id).sum(-1)
+    column = lambda v: torch.full((B, 1), v, dtype=targets.dtype)  # noqa: E731
+    tgt_out = torch.cat([targets, column(pad_id)], dim=1)
+    if at_last_token:  # eos_id indexed into the wrong tensor: tgt_in[rows, lengths] = eos_id
+        tgt_in = torch.cat([column(bos_id), targets], dim=1)
+        tgt_in[torch.arange(B), lengths] = eos_id
+        return tgt_in, tgt_out
+    tgt_in = torch.cat([column(bos_id), targets, column(pad_id)], dim=1)  # <bos> y <eos> pads
+    tgt_in[torch.arange(B), lengths + 1] = eos_id
+    tgt_out[torch.arange(B), lengths] = eos_id
+    return tgt_in, tgt_out
+
+
 SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
     (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
@@ -251,6 +267,8 @@ SHIFT_WRONG = [
     (lambda *a: shift_targets(*a)[::-1], "swapped"),
     (lambda *a: shift_targets(*a, eos_last=True), "eos after the padding"),
     (lambda *a: shift_targets(*a, eos_in_input=True), "eos in the input"),
+    (shift_eos_into_input, "eos written into tgt_in"),
+    (lambda *a: shift_eos_into_input(*a, at_last_token=True), "eos written into tgt_in"),
     (lambda *a: shift_targets(*a, pads_eos=True), "pads become eos"),
     (lambda *a: shift_targets(*a, narrow=True), "dropped last column"),
     (lambda *a: shift_targets(*a, bos=False), "no bos"),

@@ -233,6 +233,12 @@ SHIFT_MISTAKES = [
     Mistake("eos in the input", "the decoder input holds no <eos>: it is <bos> y1 .. yn, then pads. Only the "
             "target gets <eos>; build the input from the targets, not from the shifted target.",
             gives=_eos_in_input),
+    Mistake("eos written into tgt_in", "your decoder input tgt_in holds <eos>: write eos_id into the "
+            "target tgt_out, right after each row's last real token, and leave tgt_in as <bos> y1 .. yn "
+            "then pads (the decoder never reads <eos>: it only has to predict it).",
+            when=lambda args, got: isinstance(got, tuple) and len(got) == 2
+            and isinstance(got[0], torch.Tensor) and bool((got[0] == args[2]).any())
+            and not bool((_shift(*_fresh(args))[0] == args[2]).any())),
     Mistake("pads become eos", "only one <eos> per row: the positions after it stay pad_id.",
             gives=lambda t, b, e, p: _shift(t, b, e, p, pad_as=e)),
     Mistake("dropped last column", "both results must be T + 1 wide: the input keeps every real token "
