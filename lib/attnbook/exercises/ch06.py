@@ -954,12 +954,17 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
         return result
     from attnbook.tasks import text_classification as tc
     from attnbook.train import evaluating
-    features = []
+    # batches of similar length (less padding), put back in the order of ``texts``
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    features = [None] * len(texts)
     with torch.no_grad(), evaluating(model):
-        for start in range(0, len(texts), 64):
-            inputs = tokenizer.encode_batch(list(texts[start:start + 64])).to(next(model.parameters()).device)
-            features.append(fn(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu())
-    accuracies = tc.probe_accuracies({"sep": torch.cat(features)}, labels, train_per_class=30,
+        for start in range(0, len(order), 64):
+            rows = order[start:start + 64]
+            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(next(model.parameters()).device)
+            got = fn(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu()
+            for row, vector in zip(rows, got):
+                features[row] = vector
+    accuracies = tc.probe_accuracies({"sep": torch.stack(features)}, labels, train_per_class=30,
                                      seeds=range(5))["sep"]
     measured = sum(accuracies) / len(accuracies)
     per_split = None
