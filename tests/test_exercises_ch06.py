@@ -835,3 +835,53 @@ def test_sep_prediction_needs_the_direction(prediction, verdict):
 def test_sep_probe_needs_the_mean_pooled_figure():
     with pytest.raises(ValueError, match="mean_pooled"):
         check_sep_probe(sep_reference, 35.0, model=object())
+
+
+def masking_conditional_two_draws(input_ids, maskable, mask_id, vocab_size, generator):
+    # correct with two draws: [MASK] with p = 0.8, then random with p = 0.5 among the rest
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    v = torch.rand(input_ids.shape, generator=generator)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (v < 0.5), random_ids, out), chosen
+
+
+def test_masking_accepts_a_correct_two_draw_answer_and_hints_allow_it(capsys):
+    # review r28: a correct conditional two-draw answer passes, so the hints for the two
+    # wrong two-draw answers must not tell the reader to use a single draw
+    assert check_masking(masking_conditional_two_draws)
+    for wrong in (masking_independent_draws, masking_independent_draws_after):
+        result = check_masking(wrong)
+        assert not result and "ONE" not in result.message
+        assert "probability 0.5" in result.message
+
+
+def test_sep_probe_prints_paired_differences_from_per_split_accuracies(monkeypatch, capsys):
+    # the chapter passes the mean-pooled probe's 5 per-split accuracies: the checker prints
+    # the paired [SEP]-minus-mean differences (probe and data replaced by stand-ins here)
+    from types import SimpleNamespace
+
+    from attnbook.exercises import ch06
+    from attnbook.tasks import text_classification as tc
+
+    encoder = ch06._tiny_encoder(8, seed=0).eval()
+    ids, mask = ch06._batch(0, [3, 3], 4)
+    batch = SimpleNamespace(input_ids=ids, segment_ids=torch.zeros_like(ids), token_mask=mask)
+    batch.to = lambda device: batch
+
+    class Tokens:  # stands in for the tokenizer: every text batch is `batch`
+        def encode_batch(self, texts):
+            return batch
+
+    sep = [0.35, 0.40, 0.30, 0.45, 0.36]
+    monkeypatch.setattr(tc, "probe_accuracies", lambda *a, **k: {"sep": sep})
+    mean_pooled = [0.40, 0.38, 0.35, 0.44, 0.40]
+    assert check_sep_probe(sep_reference, 35.0, encoder, Tokens(), ["a", "b"],
+                           torch.tensor([0, 1]), mean_pooled)
+    out = capsys.readouterr().out
+    assert "split by split (points): -5.0, +2.0, -5.0, +1.0, -4.0; below on 3 of 5" in out
+    assert "mean-pooled features gave 39.4%" in out
+    with pytest.raises(ValueError, match="per-split"):
+        check_sep_probe(sep_reference, 35.0, encoder, Tokens(), ["a", "b"],
+                        torch.tensor([0, 1]), mean_pooled[:3])

@@ -9,7 +9,7 @@ DESC = (
     "through Bert, embeddings and a stack of L post-norm EncoderBlocks (BertForPreTraining). The NSP head "
     "(the pooler, tanh(W_p h + b_p) of the [CLS] vector h, then a two-class softmax) predicts IsNext or "
     "NotNext; the MLM head (MaskedLMHead: dense, GELU, LayerNorm, then scores against the tied token "
-    "table) predicts the hidden token B2 at the chosen position. Right, transfer "
+    "table) reads the vector at each chosen position (here the [MASK] hiding B2) and predicts its original token. Right, transfer "
     "(BertForSequenceClassification): the same weights, copied, read one verse [CLS] w1 w2 ... [SEP]; a "
     "pooling (mean of the real tokens, the [CLS] vector, or the pooler) feeds a new linear layer with 8 "
     "outputs, one per genre. In the frozen probe only that layer trains; in fine-tuning every weight trains."
@@ -38,7 +38,8 @@ def draw() -> Figure:
     fig.line([(55, 123), (55, 90)], "stream")
     fig.text(35, 80, "IsNext / NotNext", "code", anchor="start", size=11)
     fig.line([(330, 248), (330, 200)], "stream")
-    fig.text(336, 230, "vector at [MASK]", "note", anchor="start")
+    fig.text(336, 222, "vector at each", "note", anchor="start")
+    fig.text(336, 237, "chosen position", "note", anchor="start")
     head(fig, 235, 190, fig.code("MaskedLMHead", f"{M}.MaskedLMHead"),
          ["dense, GELU, LayerNorm,", "scores vs token table"])
     fig.line([(330, 123), (330, 90)], "stream")

@@ -650,8 +650,9 @@ _MASKING_PATTERNS = {
     "about 80% of chosen become [MASK]": [(
         "independent draws",
         "you decided [MASK] and random with two independent draws, and the random draw "
-        "overwrote some [MASK]s (about 72% [MASK], 10% random, 18% unchanged). Use ONE "
-        "draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
+        "overwrote some [MASK]s (about 72% [MASK], 10% random, 18% unchanged). Pick random "
+        "only among the chosen positions *not* made [MASK] (probability 0.5 there), or use "
+        "one draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
         lambda shares, maskable: abs(shares["mask"] - 0.72) < MASK_TOL
         and abs(shares["keep"] - 0.18) < SPLIT_TOL)],
     "about 10% of chosen become another token": [(
@@ -663,8 +664,9 @@ _MASKING_PATTERNS = {
         and abs(shares["random"] - (RANDOM + KEEP)) < 2 * SPLIT_TOL), (
         "independent draws",
         "you decided [MASK] and random with two independent draws (random with probability "
-        "0.1 among the positions not masked gives only 2% random, 18% unchanged). Use ONE "
-        "draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
+        "0.1 among the positions not masked gives only 2% random, 18% unchanged). Among "
+        "the chosen positions not made [MASK], random needs probability 0.5 (10% of 20%), or "
+        "use one draw u per position: u < 0.8 -> [MASK], 0.8 <= u < 0.9 -> random, else unchanged.",
         lambda shares, maskable: abs(shares["random"] - 0.02) < SPLIT_TOL
         and abs(shares["keep"] - 0.18) < SPLIT_TOL)],
 }
@@ -931,7 +933,8 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
     is required first; when ``fn`` passes, the chapter's probe is measured on those features
     (30 labelled verses per genre, the chapter's 5 splits) and the prediction is judged against
     the measurement and ``mean_pooled``, the same probe's accuracy on mean-pooled features (a
-    fraction, as the chapter computes it)."""
+    fraction, as the chapter computes it): its mean, or its 5 per-split accuracies, in which case
+    the paired per-split differences ([SEP] minus mean) are printed too."""
     from attnbook.exercises.core import no_grad
     exercise = "frozen [SEP] probe"
     if model is not None:
@@ -951,23 +954,39 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
         return result
     from attnbook.tasks import text_classification as tc
     from attnbook.train import evaluating
-    features = []
+    # batches of similar length (less padding), put back in the order of ``texts``
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    features = [None] * len(texts)
     with torch.no_grad(), evaluating(model):
-        for start in range(0, len(texts), 64):
-            inputs = tokenizer.encode_batch(list(texts[start:start + 64])).to(next(model.parameters()).device)
-            features.append(fn(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu())
-    accuracies = tc.probe_accuracies({"sep": torch.cat(features)}, labels, train_per_class=30,
+        for start in range(0, len(order), 64):
+            rows = order[start:start + 64]
+            inputs = tokenizer.encode_batch([texts[i] for i in rows]).to(next(model.parameters()).device)
+            got = fn(model, inputs.input_ids, inputs.segment_ids, inputs.token_mask).cpu()
+            for row, vector in zip(rows, got):
+                features[row] = vector
+    accuracies = tc.probe_accuracies({"sep": torch.stack(features)}, labels, train_per_class=30,
                                      seeds=range(5))["sep"]
     measured = sum(accuracies) / len(accuracies)
+    per_split = None
+    if not isinstance(mean_pooled, (int, float)):
+        per_split = [float(a) for a in mean_pooled]
+        if len(per_split) != len(accuracies):
+            raise ValueError(f"mean_pooled: expected {len(accuracies)} per-split accuracies, got {len(per_split)}")
+        mean_pooled = sum(per_split) / len(per_split)
     low, high = SEP_PROBE_RANGE
     print(f"   measured, frozen [SEP] probe (5 splits, 30 labelled verses per genre): {100 * measured:.1f}% "
           f"(expected {100 * low:.1f}%–{100 * high:.1f}%, the range measured when this exercise was written)")
     print(f"   your prediction minus the measurement, in points: {prediction - 100 * measured:.1f}; "
           f"the mean-pooled features gave {100 * mean_pooled:.1f}%")
     print("   verdict: " + judge_sep_prediction(prediction, 100 * measured, 100 * mean_pooled)[1])
-    print("   Why: all-MiniLM-L6-v2 was trained (contrastively) on the *mean* of its tokens; no objective "
-          "asked its [SEP] vector to summarise the sentence, and a frozen probe can only read what "
-          "attention happened to gather there.")
+    if per_split is not None:
+        gaps = [100 * (a - b) for a, b in zip(accuracies, per_split)]
+        below = sum(g < 0 for g in gaps)
+        print("   [SEP] minus mean pooling, split by split (points): "
+              + ", ".join(f"{g:+.1f}" for g in gaps) + f"; below on {below} of {len(gaps)} splits")
+    print("   A likely reason (not tested here): all-MiniLM-L6-v2 was trained (contrastively) on the "
+          "*mean* of its tokens; no objective asked its [SEP] vector to summarise the sentence, so a "
+          "frozen probe reads only what attention happened to gather there.")
     return result
 
 
