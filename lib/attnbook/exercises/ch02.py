@@ -877,7 +877,7 @@ def check_uniform_prediction(measure: Callable[[], dict], prediction: str | None
 # --- predict, then measure: a decoder *trained* with uniform weights (the chapter's edition) --------
 TRAINED_UNIFORM_CHOICES = {
     "a": "as good as the fixed band or better (test WER at most 1 point above the band's, seed for seed: "
-         "a plain average of every letter serves as well as weights that pick letters)",
+         "one fixed average of every letter serves as well as a context that moves along the word)",
     "b": "between the two (more than 1 point above the band's WER and more than 1 point below the model "
          "without attention's, seed for seed)",
     "c": "no better than the model without attention (test WER not more than 1 point below its, seed for "
@@ -979,12 +979,14 @@ def check_trained_uniform_prediction(measure: Callable[[], dict] | None = None,
         verdict = (f"the seeds disagree (uniform minus no attention {gaps}, minus the band {band_gaps} "
                    f"points), so three seeds do not settle between {allowed}: each is accepted")
     meaning = {
-        "a": ": a plain average of every letter served as well as the band; the gain would not need weights "
-             "that pick letters.",
-        "b": ": every letter at hand helped, but weights that pick letters (the band) helped more.",
-        "c": ": every encoder state at hand, read as a plain average, bought nothing over Chapter 1's single "
-             "summary C at this budget, while the band, which weights letters unequally, did: the gain "
-             "comes from weighting letters, not from having them all at hand.",
+        "a": ": one fixed average of every letter served as well as the band's moving context; the gain would "
+             "not need a context per step.",
+        "b": ": the average helped over Chapter 1's final-state C, but a context that moves along the word "
+             "(the band) helped more.",
+        "c": ": uniform weights give every step the same context, the average of the h_j, so this decoder is "
+             "Chapter 1's model with an averaged C, and that bought nothing over its final-state C at this "
+             "budget; the band, whose context moves along the word from step to step, gained: the gain "
+             "comes from a context that changes per step, not from every letter entering one summary.",
     }
     meaning_text = meaning[outcome] if len(outcome) == 1 else "."
     if choice in outcome:
