@@ -38,6 +38,15 @@ def test_the_kernelspec_is_the_one_jupyterlab_writes(path):
 
 
 @pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
+def test_every_solution_hides_its_stored_outputs(path):
+    """A solution's output can be the answer (a measured number a prediction asks for): JupyterLab
+    keeps it collapsed, and the Colab edition drops it."""
+    solutions = [c for c in _notebook(path)["cells"]
+                 if c["cell_type"] == "code" and _source(c).startswith(SOLUTION_TITLE_LINE)]
+    assert solutions and all(c["metadata"].get("jupyter", {}).get("outputs_hidden") for c in solutions)
+
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.name)
 def test_every_solution_placeholder_has_the_one_wording(path):
     titles = [_source(c).split("\n", 1)[0] for c in _notebook(path)["cells"]
               if c["cell_type"] == "code" and _source(c).startswith("# @title")]
@@ -55,11 +64,12 @@ def test_fix_chapters_sets_both_and_moves_nothing_else(tmp_path):
                  nbformat.v4.new_markdown_cell("# @title Solution (double-click to show)")]
     path = tmp_path / "03_old.ipynb"
     nbformat.write(old, path)
-    assert fix_chapter(path) == ["kernelspec display_name", "2 solution titles"]
+    assert fix_chapter(path) == ["kernelspec display_name", "2 solution titles", "2 solution outputs hidden"]
     new = nbformat.read(path, as_version=4)
     assert new.metadata.kernelspec.display_name == "Python 3 (ipykernel)"
     assert [c.source for c in new.cells] == [f"{SOLUTION_TITLE_LINE}\nx = 1  # @title Solution\n",
                                              f"{SOLUTION_TITLE_LINE}\ny = 2", old.cells[2].source]
+    assert [c.metadata.get("jupyter", {}).get("outputs_hidden") for c in new.cells] == [True, True, None]
     assert fix_chapter(path) == []
 
 

@@ -1,6 +1,6 @@
 """``python -m tools.colab``: rewrite every chapter's Colab edition in ``colab/``.
 
-``python -m tools.colab --fix-chapters`` also fixes two things in the chapters first (see
+``python -m tools.colab --fix-chapters`` also fixes three things in the chapters first (see
 ``chapter_fixes.py``). ``python -m tools.colab --check`` writes nothing and exits with status 1 if an edition is out of
 date (what ``tests/test_colab.py`` checks).
 """
@@ -16,8 +16,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--check", action="store_true", help="only report editions that are out of date")
     parser.add_argument("--fix-chapters", action="store_true",
-                        help="first set, in chapters/*.ipynb, the kernelspec JupyterLab writes and the one "
-                             "solution placeholder wording (tests/test_jupyterlab.py checks both)")
+                        help="first set, in chapters/*.ipynb, the kernelspec JupyterLab writes, the one "
+                             "solution placeholder wording and hidden solution outputs "
+                             "(tests/test_jupyterlab.py checks them)")
     args = parser.parse_args(argv)
     if args.fix_chapters:
         from tools.colab.edition import chapters
