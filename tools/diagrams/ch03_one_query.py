@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .ch03_positions import keep_spaces
 from .svg import ROLES, Figure
 
 DESC = (
@@ -75,4 +76,4 @@ def draw() -> Figure:
              + fig.code("scaled_dot_product_attention", "attnbook.layers.scaled_dot_product_attention")
              + ".", "note", anchor="start")
     fig.legend(20, 362, ["query", "key", "value", "weights", "context"])
-    return fig
+    return keep_spaces(fig)
