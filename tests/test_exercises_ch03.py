@@ -701,6 +701,7 @@ class SelfAttention(nn.Module):
         self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
         self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
         self.multiply_mask, self.mask_after, self.swap_qk = multiply_mask, mask_after, swap_qk
+        self.drop = nn.Dropout(dropout)  # the module form, as a reader would write it
 
     def forward(self, x, mask=None):
         q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
@@ -729,8 +730,15 @@ class SelfAttention(nn.Module):
             a = F.dropout(a, self.p, training=on) * (1 - self.p if on else 1.0)
         if self.dropout_on == "value":
             v = F.dropout(v, self.p, training=on)
-        y = self.out_proj(a @ v) if self.out else a @ v
-        return F.dropout(y, self.p, training=on) if self.dropout_on == "output" else y
+        if self.dropout_on == "weights and output":  # a mistake: A, then the output again
+            a = F.dropout(a, self.p, training=on)
+        context = a @ v
+        if self.dropout_on == "context":  # a mistake: dropout on A V, before out_proj
+            context = self.drop(context)
+        y = self.out_proj(context) if self.out else context
+        if self.dropout_on == "output":
+            return F.dropout(y, self.p, training=on)
+        return self.drop(y) if self.dropout_on == "weights and output" else y
 
 
 def self_attention(**wrong):
@@ -762,6 +770,8 @@ SELF_ATTENTION_WRONG = [
     (self_attention(use_mask=False), "mask ignored"),
     (self_attention(out=False), "no output projection"),
     (self_attention(dropout_on="output"), "dropout on the output"),
+    (self_attention(dropout_on="context"), "dropout on A V"),
+    (self_attention(dropout_on="weights and output"), "dropout on A and on the output"),
     (self_attention(dropout_on="value"), "dropout on V"),
     (self_attention(eval_dropout=True), "dropout in eval mode"),
     (self_attention(multiply_mask=True), "mask multiplied"),

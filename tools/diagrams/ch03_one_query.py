@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from .ch03_positions import keep_spaces
 from .svg import ROLES, Figure
 
 DESC = (
@@ -19,8 +20,8 @@ KEYS = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))  # K3
 VALUES = ((1.0, 0.0), (0.0, 1.0), (1.0, 1.0))  # V3
 ROW_Y = (120, 185, 250)  # the top of each key's row
 H = 34  # row box height
-COLS = {"key": 20, "score": 190, "scale": 335, "weight": 510, "value": 655, "z": 848}
-W = {"key": 125, "score": 110, "scale": 140, "weight": 110, "value": 150, "z": 140}
+COLS = {"key": 20, "score": 190, "scale": 335, "weight": 510, "value": 655, "z": 838}
+W = {"key": 125, "score": 110, "scale": 140, "weight": 110, "value": 150, "z": 156}
 
 
 def vec(v: tuple[float, ...]) -> str:
@@ -75,4 +76,4 @@ def draw() -> Figure:
              + fig.code("scaled_dot_product_attention", "attnbook.layers.scaled_dot_product_attention")
              + ".", "note", anchor="start")
     fig.legend(20, 362, ["query", "key", "value", "weights", "context"])
-    return fig
+    return keep_spaces(fig)

@@ -3,6 +3,14 @@ from __future__ import annotations
 
 from .svg import Figure
 
+
+def keep_spaces(fig: Figure) -> Figure:
+    """Mark every text with sub- or superscripts xml:space="preserve": renderers such as rsvg
+    otherwise drop the space that starts the <tspan> after a subscript ("x_j= e_j+")."""
+    fig.parts = [part.replace("<text ", '<text xml:space="preserve" ', 1) if "<tspan" in part
+                 else part for part in fig.parts]
+    return fig
+
 P = "attnbook.layers.positional"
 DESC = (
     "Five words of the opening sentence, 'The animal didn't cross the', at positions 0 to 4. For "
@@ -35,7 +43,7 @@ def draw() -> Figure:
         column(fig, j, word)
     fig.text(30, 408, "Adding keeps the width D; concatenating [e_{p}; PE(p)] would make it 2D.",
              "note", anchor="start")
-    return fig
+    return keep_spaces(fig)
 
 
 def column(fig: Figure, j: int, word: str) -> None:

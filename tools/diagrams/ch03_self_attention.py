@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 
+from .ch03_positions import keep_spaces
 from .svg import Figure, softmax_rows
 
 DESC_PLAIN = (
@@ -49,7 +50,7 @@ def draw() -> Figure:
     softmax(fig, masked=False)
     output(fig, masked=False)
     fig.legend(30, 466, [r for r in fig.roles if r != "stream"])  # X: the input
-    return fig
+    return keep_spaces(fig)
 
 
 def draw_masked() -> Figure:
@@ -64,7 +65,7 @@ def draw_masked() -> Figure:
     softmax(fig, masked=True)
     output(fig, masked=True)
     fig.legend(30, 466, [r for r in fig.roles if r != "stream"])  # X: the input
-    return fig
+    return keep_spaces(fig)
 
 
 def projections(fig: Figure, masked: bool) -> None:

@@ -2,6 +2,7 @@
 (``ch03_two_layer_tagger.svg``)."""
 from __future__ import annotations
 
+from .ch03_positions import keep_spaces
 from .svg import Figure
 
 MHA = "attnbook.layers.MultiHeadAttention"
@@ -52,7 +53,7 @@ def draw() -> Figure:
     fig.text(SX, 68, "logits (B, T, 1, V): one answer per position", "note")
     controls(fig)
     fig.legend(30, 588, ["query", "key", "value", "stream", "context", "mask"])
-    return fig
+    return keep_spaces(fig)
 
 
 def attention_layer(fig: Figure, branch: float, top: float, name: str, note: str) -> None:

@@ -1105,7 +1105,7 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
             mask_after=False, swap_qk=False):
     """Self-attention written out from a state dict; the keyword arguments make known mistakes
     (``dropout_on``: "weights", the right place, or "scores", "renormalised", "unscaled", "value",
-    "output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ)."""
+    "context" (A V, before out_proj), "output", "weights and output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ)."""
     def linear(name, t):
         return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
     q, k, v = (linear(n, x) for n in _PROJECTIONS[:3])  # (B, T, D)
@@ -1122,7 +1122,7 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
     if mask is not None and use_mask and mask_after:
         a = a * mask  # blocked weights zeroed after the softmax: rows no longer sum to 1
-    if dropout_on in ("weights", "renormalised", "unscaled"):
+    if dropout_on in ("weights", "renormalised", "unscaled", "weights and output"):
         a = torch.nn.functional.dropout(a, dropout)
     if dropout_on == "unscaled":
         a = a * (1 - dropout)  # the kept weights not divided by 1 - p
@@ -1130,8 +1130,13 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
         a = a / a.sum(-1, keepdim=True)  # rows back to 1 (0 / 0 where every weight dropped)
     if dropout_on == "value":
         v = torch.nn.functional.dropout(v, dropout)
-    out = a @ v if value_only else linear("out_proj", a @ v)  # (B, T, D)
-    return torch.nn.functional.dropout(out, dropout) if dropout_on == "output" else out
+    context = a @ v  # (B, T, D)
+    if dropout_on == "context":
+        context = torch.nn.functional.dropout(context, dropout)
+    out = context if value_only else linear("out_proj", context)  # (B, T, D)
+    if dropout_on in ("output", "weights and output"):
+        out = torch.nn.functional.dropout(out, dropout)
+    return out
 
 
 def _reference_self_attention(x, mask, weights, bias, dropout, training):
@@ -1188,10 +1193,22 @@ SELF_ATTENTION_MISTAKES = [
     Mistake("no output projection", "you returned A V without out_proj: the module ends with the "
             "output projection, as MultiHeadAttention does.",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, value_only=True)),
-    Mistake("dropout on the output", "you applied dropout to the output; the exercise (and "
-            "MultiHeadAttention) drop attention weights, A, before A V.",
+    Mistake("dropout on the output", "you applied dropout to the output, after out_proj; the "
+            "exercise (and MultiHeadAttention) drop attention weights, A, after the softmax and "
+            "before A V: a dropped link, not a dropped output feature.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and compare(got, _dropped("output")(*args), 1e-5, 1e-5) is None),
+    Mistake("dropout on A V", "you applied dropout to A V, the mix of values, before out_proj: "
+            "that drops features of the output, not links. The exercise (and MultiHeadAttention) "
+            "drop attention weights, A, after the softmax and before A V.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and compare(got, _dropped("context")(*args), 1e-5, 1e-5) is None),
+    Mistake("dropout on A and on the output", "you applied dropout twice: on A (right) and again "
+            "on the output. The exercise (and MultiHeadAttention) drop only A; dropout on a "
+            "layer's output belongs to the residual block around it (Chapter 5), not inside "
+            "attention.",
+            when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
+            and compare(got, _dropped("weights and output")(*args), 1e-5, 1e-5) is None),
     Mistake("dropout on V", "you applied dropout to the values V (or to v_proj's output); the exercise "
             "(and MultiHeadAttention) drop attention weights, A, after the softmax and before A V: "
             "a dropped link, not a dropped feature.",
