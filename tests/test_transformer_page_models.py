@@ -29,10 +29,10 @@ def test_smoke_run_writes_weights_whose_hash_the_json_records(tmp_path, script):
 
 def test_committed_page_model_is_the_recorded_run():
     result = load_result("transformer_page_model.json")
-    assert result["recipe"]["steps"] == 960 and result["recipe"]["seed"] == 0
+    assert result["recipe"]["steps"] == 1200 and result["recipe"]["seed"] == 0
     assert result["recipe"]["lr"] == 6e-3 and result["warmup"] == 100
     assert result["config"]["d_model"] == 64 and result["config"]["norm_first"] is True
-    assert len(result["losses"]) == 960 and result["test_words"] == 5825
+    assert len(result["losses"]) == 1200 and result["test_words"] == 5825
     path = resources.files("attnbook.results").joinpath(result["weights"])
     assert sha256_of(path) == result["sha256"]
 
