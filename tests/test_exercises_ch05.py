@@ -369,11 +369,11 @@ SMOOTHING_WRONG = [
     (loss_variant("pytorch no ignore"), "PyTorch's label_smoothing, padding counted"),
     (loss_variant("renormalise"), "excluded from the softmax"),
     (loss_variant("pad always excluded"), "pad excluded although not in excluded_ids"),  # the review's
-    (loss_variant("n over V"), "divided by n, summed over V"),
+    (loss_variant("n over V"), "divided by m, summed over V"),
     (loss_variant("n-1"), "epsilon over the wrong allowed tokens"),
     (loss_variant("V-1"), "epsilon over V-1"),
-    (loss_variant("eps over V"), "divided by V, not n"),
-    (loss_variant("eps not over n"), "epsilon not divided by n"),
+    (loss_variant("eps over V"), "divided by V, not m"),
+    (loss_variant("eps not over n"), "epsilon not divided by m"),
     (loss_variant("per batch"), "divided by the batch size"),
     (loss_variant("pad counted"), "padding counted"),
     (loss_variant("pad 0"), "ignores pad_id"),
@@ -384,7 +384,7 @@ SMOOTHING_WRONG = [
     (loss_variant("kl"), "KL divergence"),
     (loss_variant("mix probabilities"), "mix probabilities"),
     (loss_variant("no 1 - eps"), "no (1 - epsilon) weight"),
-    (loss_variant("scatter overwrites"), "right token's eps/n overwritten"),
+    (loss_variant("scatter overwrites"), "right token's eps/m overwritten"),
     (loss_variant("excluded to right"), "excluded mass on the right token"),  # the review's
     (not_done, ""),
 ]

@@ -219,13 +219,13 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
     logp_allowed = torch.where(allowed, logp, torch.zeros((), dtype=logp.dtype))  # 0 where excluded
     n = int(allowed.sum())
     nll = -logp.gather(-1, targets.clamp(0, V - 1)[..., None])[..., 0]  # (B, T)
-    if form == "mix probabilities":  # -log((1 - ε) p + ε / n): the mixture inside the log
+    if form == "mix probabilities":  # -log((1 - ε) p + ε / m): the mixture inside the log
         loss = -torch.log((1 - epsilon) * torch.exp(-nll) + epsilon / n)
     elif form == "no smoothing term":
         loss = (1 - epsilon) * nll
-    elif form == "no 1 - epsilon":  # the right token's term at full weight, ε/n added on top
+    elif form == "no 1 - epsilon":  # the right token's term at full weight, ε/m added on top
         loss = nll + epsilon * (-logp_allowed.sum(-1) / n)
-    elif spread == "allowed":  # the right answer: ε / n on each of the n allowed tokens
+    elif spread == "allowed":  # the right answer: ε / m on each of the m allowed tokens
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) / n)
         if form == "kl" and epsilon > 0:  # KL(q || p) = cross-entropy - H(q): the same gradient, lower
             q_right, q_other = 1 - epsilon + epsilon / n, epsilon / n
@@ -237,11 +237,11 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
     elif spread == "excluded to right":  # ε / V on each allowed token, the excluded share on the right
         k = V - n
         loss = (1 - epsilon + epsilon * k / V) * nll + epsilon * (-logp_allowed.sum(-1) / V)
-    elif spread == "all":  # ε (not ε / n) on every allowed class: the target sums to more than 1
+    elif spread == "all":  # ε (not ε / m) on every allowed class: the target sums to more than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1))
-    elif spread == "n over V":  # ε / n, but on all V classes: the target sums to more than 1
+    elif spread == "n over V":  # ε / m, but on all V classes: the target sums to more than 1
         loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1) / n)
-    elif spread == "right overwritten":  # scatter of 1 - ε replaced the right token's ε / n
+    elif spread == "right overwritten":  # scatter of 1 - ε replaced the right token's ε / m
         loss = (1 - epsilon) * nll + epsilon * (-logp_allowed.sum(-1) - nll) / n
     elif spread == "V-1":  # ε / (V - 1) on every wrong class
         loss = (1 - epsilon) * nll + epsilon * (-logp.sum(-1) - nll) / (V - 1)
@@ -262,25 +262,25 @@ def _smoothed(logits, targets, pad_id, epsilon, excluded=(), spread="allowed", i
 
 SMOOTHING_MISTAKES = [
     Mistake("excluded mass on the right token", "you gave each class ε / V and moved the excluded classes' "
-            "share to the right token: spread ε evenly over the n allowed classes (ε / n each), and give the "
-            "right token 1 - ε on top of its ε / n.",
+            "share to the right token: spread ε evenly over the m allowed classes (ε / m each), and give the "
+            "right token 1 - ε on top of its ε / m.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="excluded to right")),
     Mistake("ignores epsilon", "your loss is plain cross-entropy: mix (1 - ε) of it with ε times the "
             "cross-entropy against the uniform distribution over the allowed tokens.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, 0.0)),
     Mistake("PyTorch's label_smoothing", "your loss spreads ε over all V classes, the excluded ones too: "
             "that is what F.cross_entropy(..., label_smoothing=ε) computes, and it cannot leave tokens out. "
-            "Here the target puts ε / n on each of the n tokens NOT in excluded_ids, 0 on the excluded ones.",
+            "Here the target puts ε / m on each of the m tokens NOT in excluded_ids, 0 on the excluded ones.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V")),
     Mistake("PyTorch's label_smoothing, padding counted", "your loss is F.cross_entropy(..., "
             "label_smoothing=ε) without ignore_index: it spreads ε over all V classes (the excluded ones too) "
-            "and counts the padding positions. Write the target yourself: ε / n on each of the n tokens not in "
+            "and counts the padding positions. Write the target yourself: ε / m on each of the m tokens not in "
             "excluded_ids, and average over the positions whose target is not pad_id.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V", ignore_pad=False)),
     Mistake("smoothing mass on masked logits", "your loss is huge or infinite: a log-probability of "
             "about -1e9 (or -inf) enters it. Setting the excluded tokens' logits very low and then spreading "
             "ε over all V classes (as label_smoothing does) puts target mass on tokens of probability ~0. "
-            "Keep the logits as they are and give the excluded ids no TARGET mass (ε / n on the others).",
+            "Keep the logits as they are and give the excluded ids no TARGET mass (ε / m on the others).",
             when=lambda args, got: not math.isfinite(float(got)) or abs(float(got)) > 1e4),
     Mistake("excluded from the softmax", "you removed the excluded tokens from the softmax. The model still "
             "gives them probability (and must learn to give them none): keep the log-softmax over all V "
@@ -289,42 +289,42 @@ SMOOTHING_MISTAKES = [
     Mistake("pad excluded although not in excluded_ids", "your loss gives pad_id no smoothing mass "
             "although pad_id is not in excluded_ids: exclude exactly the ids in excluded_ids (this chapter's "
             "list happens to contain pad_id; the argument may not). pad_id decides only which POSITIONS "
-            "enter the average, not which TOKENS get ε / n.",
+            "enter the average, not which TOKENS get ε / m.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, list(x) + [p])),
-    Mistake("divided by n, summed over V", "you divided ε by the number n of allowed tokens but summed "
+    Mistake("divided by m, summed over V", "you divided ε by the number m of allowed tokens but summed "
             "-log p over all V classes: the target then sums to more than 1. Sum over the allowed tokens only.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="n over V")),
     Mistake("epsilon over the wrong allowed tokens", "you spread ε over the n - 1 allowed tokens other than "
-            "the right one; here ε / n goes on every allowed token, the right one included (as in PyTorch).",
+            "the right one; here ε / m goes on every allowed token, the right one included (as in PyTorch).",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="allowed-1")),
-    Mistake("divided by V, not n", "you put ε / V on each allowed token: with tokens excluded, the target "
-            "then sums to 1 - ε + n·ε/V, less than 1. Divide ε by n, the number of allowed tokens "
+    Mistake("divided by V, not m", "you put ε / V on each allowed token: with tokens excluded, the target "
+            "then sums to 1 - ε + m·ε/V, less than 1. Divide ε by m, the number of allowed tokens "
             "(V - len(excluded_ids)), not by V.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="V over allowed")),
     Mistake("epsilon over V-1", "you spread ε over the V - 1 wrong classes, excluded ones included; "
-            "spread it over the n allowed tokens (those not in excluded_ids), the right one included.",
+            "spread it over the m allowed tokens (those not in excluded_ids), the right one included.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, spread="V-1")),
-    Mistake("epsilon not divided by n", "you put ε itself on every allowed class: the smoothed target then "
-            "sums to 1 - ε + n·ε, not 1. Spread ε over the n allowed tokens, ε / n each.",
+    Mistake("epsilon not divided by m", "you put ε itself on every allowed class: the smoothed target then "
+            "sums to 1 - ε + m·ε, not 1. Spread ε over the m allowed tokens, ε / m each.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="all")),
     Mistake("KL divergence", "you computed the KL divergence from the smoothed target, which is the "
             "cross-entropy minus the target's own entropy H(q): the same gradients, but a loss lower by a "
             "constant. The loss asked for is the cross-entropy itself.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="kl")),
-    Mistake("mix probabilities", "you mixed the probabilities inside the log, -log((1 - ε)·p + ε/n); "
+    Mistake("mix probabilities", "you mixed the probabilities inside the log, -log((1 - ε)·p + ε/m); "
             "the loss is the cross-entropy against the mixed target, a mixture of log-losses: "
             "Σ_v q_v·(-log p_v).",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="mix probabilities")),
     Mistake("no smoothing term", "you scaled the log-loss of the right token by (1 - ε) but left out the "
-            "ε part: the target also puts ε/n on every allowed class, each with its own -log p.",
+            "ε part: the target also puts ε/m on every allowed class, each with its own -log p.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="no smoothing term")),
     Mistake("no (1 - epsilon) weight", "your right-token term -log p(right) has weight 1: the target puts "
-            "1 - ε + ε/n on the right token, so weigh its cross-entropy by (1 - ε) before adding ε times the "
+            "1 - ε + ε/m on the right token, so weigh its cross-entropy by (1 - ε) before adding ε times the "
             "mean -log p over the allowed tokens; with weight 1 the target sums to 1 + ε.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, form="no 1 - epsilon")),
-    Mistake("right token's eps/n overwritten", "your target gives the right token 1 - ε instead of "
-            "1 - ε + ε/n: a scatter_ of 1 - ε into the ε/n row REPLACES the right token's ε/n (the target sums "
-            "to 1 - ε/n). Add 1 - ε to it (scatter_add_, or += on the gathered entry) instead.",
+    Mistake("right token's eps/m overwritten", "your target gives the right token 1 - ε instead of "
+            "1 - ε + ε/m: a scatter_ of 1 - ε into the ε/m row REPLACES the right token's ε/m (the target sums "
+            "to 1 - ε/m). Add 1 - ε to it (scatter_add_, or += on the gathered entry) instead.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, p, e, x, spread="right overwritten")),
     Mistake("ignores pad_id", "use the pad_id argument: the padding id is not always 0.",
             gives=lambda lg, t, p, e, x: _smoothed(lg, t, 0, e, x)),
@@ -348,8 +348,8 @@ SMOOTHING_MISTAKES = [
 
 def check_label_smoothed_loss(fn: Callable) -> CheckResult:
     """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon, excluded_ids) -> float`` (or a
-    0-d tensor): the mean over non-padding positions of the cross-entropy against (1 - ε)·one-hot + ε / n on
-    each of the n tokens not in ``excluded_ids`` (0 on those)."""
+    0-d tensor): the mean over non-padding positions of the cross-entropy against (1 - ε)·one-hot + ε / m on
+    each of the m tokens not in ``excluded_ids`` (0 on those)."""
     cases = []
     for seed, (B, T, V, pad_id, epsilon, lengths, excluded) in enumerate([
         (2, 5, 7, 0, 0.1, [5, 2], [0, 1]), (3, 4, 10, 3, 0.3, [4, 4, 1], [3, 0, 9]),
@@ -366,11 +366,11 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
         n = V - len(excluded)
         cases.append(Case(
             f"B={B}, T={T}, V={V}, pad_id={pad_id}, epsilon={epsilon}, real lengths {lengths}, "
-            f"excluded_ids={excluded} (n = {n} allowed tokens)",
+            f"excluded_ids={excluded} (m = {n} allowed tokens)",
             (logits, targets, pad_id, epsilon, list(excluded)), expected, atol=1e-5, rtol=1e-5,
             hint="write the smoothed target distribution q of one position first (1 - ε on the right token, "
-                 "ε / n on each of the n tokens not in excluded_ids, 0 on the excluded ones) and check that it "
-                 "sums to 1 (ε / n each, with n = V - len(excluded_ids), not ε / V); the loss of a position "
+                 "ε / m on each of the m tokens not in excluded_ids, 0 on the excluded ones) and check that it "
+                 "sums to 1 (ε / m each, with m = V - len(excluded_ids), not ε / V); the loss of a position "
                  "is the cross-entropy Σ_v q_v·(-log p_v) with the model's "
                  "log-softmax over all V logits. Then decide which positions enter the average, and what it "
                  "divides by."))
