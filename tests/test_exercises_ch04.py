@@ -572,6 +572,13 @@ def _real_and_causal(lengths, T):
     return pos[None, :] >= (T - lengths)[:, None], pos[None, :] <= pos[:, None]
 
 
+def first_real_hidden_in_sequence_0(lengths, T, num_heads):  # its first real query sees nothing
+    padding, future = torch_masks_left_padded(lengths, T, num_heads)
+    padding = padding.clone()
+    padding[0, T - lengths[0]] = True
+    return padding, future
+
+
 TORCH_MASK_WRONG = [
     (lambda n, T, H: _real_and_causal(n, T), "inverted masks (the book's convention)"),
     (lambda n, T, H: (_real_and_causal(n, T)[0], ~_real_and_causal(n, T)[1]),
@@ -593,7 +600,20 @@ TORCH_MASK_WRONG = [
                       torch_masks_left_padded(n, T, H)[1]), "float mask"),
     (lambda n, T, H: torch_masks_left_padded(n, T, H)[0], ""),  # one mask, not a pair
     (lambda n, T, H: (torch.arange(T)[None, :] <= (T - n)[:, None],  # one key too many
-                      torch.ones(T, T, dtype=torch.bool).triu(1)), ""),
+                      torch.ones(T, T, dtype=torch.bool).triu(1)),
+     "padding boundary off by one (<=)"),
+    (lambda n, T, H: (torch.arange(T)[None, :] < (T - n - 1)[:, None],  # one key too few
+                      torch.ones(T, T, dtype=torch.bool).triu(1)),
+     "padding boundary off by one (one pad visible)"),
+    (lambda n, T, H: (None, masks_in_one(n, T, H)[1][::H].repeat(H, 1, 1)),  # sequence-major
+     "repeat, not repeat_interleave"),
+    (lambda n, T, H: (torch_masks_left_padded(n, T, H)[0],  # padding in both, repeat in one
+                      (torch_masks_left_padded(n, T, H)[0][:, None, :]
+                       | torch_masks_left_padded(n, T, H)[1]).repeat(H, 1, 1)),
+     "repeat, not repeat_interleave"),
+    (lambda n, T, H: (None, masks_in_one(n, T, H)[1] & ~torch.eye(T, dtype=torch.bool)
+                      .roll(1, 1).triu(1)), ""),  # key i + 1 visible: wrong but finite
+    (first_real_hidden_in_sequence_0, "NaN at a real query"),
 ]
 
 
@@ -622,3 +642,34 @@ def test_torch_masks_leave_the_random_state_alone():
 def test_torch_masks_in_the_exercise_table():
     from attnbook.exercises.ch04 import check_torch_masks_left_padded
     assert EXERCISES["torch_masks_left_padded"] is check_torch_masks_left_padded
+
+
+@pytest.mark.parametrize("wrong,where", [
+    (lambda n, T, H: (torch.arange(T)[None, :] <= (T - n)[:, None],
+                      torch.ones(T, T, dtype=torch.bool).triu(1)), "i=0 of sequence b=0"),
+    (first_real_hidden_in_sequence_0, "i=0 of sequence b=0"),
+])
+def test_torch_masks_say_where_the_nan_is(wrong, where, capsys):
+    """No bare "largest difference inf": the verdict names the real query that sees no key."""
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    out = assert_rejected(check_torch_masks_left_padded, wrong,
+                          check_torch_masks_left_padded(wrong).diagnosis, capsys)
+    assert "largest difference inf" not in out
+    assert f"NaN at real query {where}" in out and "no key" in out
+
+
+def test_torch_masks_repeat_message_names_the_order(capsys):
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    wrong = TORCH_MASK_WRONG[[d for _, d in TORCH_MASK_WRONG].index(
+        "repeat, not repeat_interleave")][0]
+    out = assert_rejected(check_torch_masks_left_padded, wrong, "repeat, not repeat_interleave",
+                          capsys)
+    assert "repeat_interleave(H, dim=0)" in out and "b·H + h" in out
+
+
+def test_every_torch_mask_diagnosis_is_triggered_by_a_wrong_answer():
+    import attnbook.exercises.ch04 as checkers
+    names = {m.name for m in checkers.TORCH_MASK_MISTAKES} | {
+        "float mask", "padding applied to the queries", "repeat, not repeat_interleave",
+        "NaN at a real query"}
+    assert names == {d for _, d in TORCH_MASK_WRONG} - {""}

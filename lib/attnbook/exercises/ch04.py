@@ -7,7 +7,9 @@ Legend: B batch, T new positions, P cached positions, D model width, H heads, Dh
 """
 from __future__ import annotations
 
+import contextlib
 import functools
+import io
 from collections.abc import Callable
 
 import torch
@@ -681,6 +683,8 @@ def _torch_masks(lengths: torch.Tensor, T: int, num_heads: int, kind: str = "rig
         "no padding mask": (None, ~causal),
         "no causal mask": (~real, None),
         "float 0/1": ((~real).float(), (~causal).float()),
+        "boundary <=": (positions[None, :] <= (T - lengths)[:, None], ~causal),
+        "boundary - 1": (positions[None, :] < (T - lengths - 1)[:, None], ~causal),
     }[kind]
 
 
@@ -751,6 +755,13 @@ TORCH_MASK_MISTAKES = [
                    "no padding mask"),
     _torch_mistake("causal mask missing", "queries see keys after them: add attn_mask (T, S), True "
                    "where j > i.", "no causal mask"),
+    _torch_mistake("padding boundary off by one (<=)", "your key_padding_mask also hides key "
+                   "T - lengths[b], the FIRST REAL token (j <= T - lengths[b]): that token's query "
+                   "then sees no key at all and PyTorch returns NaN there. The padding is "
+                   "j < T - lengths[b].", "boundary <="),
+    _torch_mistake("padding boundary off by one (one pad visible)", "your key_padding_mask leaves "
+                   "the last padding key, j = T - lengths[b] - 1, visible: the padding is every "
+                   "j < T - lengths[b].", "boundary - 1"),
 ]
 
 
@@ -787,6 +798,70 @@ def _fresh_args(args: tuple) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
+def _repeat_mistake(fn: Callable) -> Mistake:
+    """A (B*H, T, S) attn_mask built with ``repeat`` (sequence-major copies: row b*H + h holds
+    sequence (b*H + h) mod B) where PyTorch reads it batch-major, row b*H + h = head h of sequence
+    b; named when the same masks with ``repeat_interleave`` would pass."""
+    def matches(args: tuple, got: object) -> bool:
+        lengths, T, H = _fresh_args(args)
+        masks = fn(*_fresh_args(args))
+        key_padding_mask, attn_mask = masks
+        B = len(lengths)
+        if not (H > 1 and isinstance(attn_mask, torch.Tensor) and attn_mask.dim() == 3
+                and attn_mask.shape[0] == B * H):
+            return False
+        first = attn_mask[:B]
+        if not torch.equal(attn_mask, first.repeat(H, 1, 1)):
+            return False
+        fixed = (key_padding_mask, first.repeat_interleave(H, dim=0))
+        return compare(_through_torch(fixed, lengths, T, H), _book_outputs(lengths, T, H),
+                       1e-5, 1e-5) is None
+
+    return Mistake("repeat, not repeat_interleave", "your (B·H, T, S) attn_mask is built with "
+                   "repeat(H, 1, 1), which stacks whole copies of the batch: row b·H + h then holds "
+                   "sequence (b·H + h) mod B. nn.MultiheadAttention reads that axis batch-major, row "
+                   "b·H + h = head h of sequence b, so heads get another sequence's padding. Use "
+                   "mask.repeat_interleave(H, dim=0) (each sequence's mask H times in a row).",
+                   when=matches)
+
+
+def _nan_at_real_query(lengths: torch.Tensor, T: int, num_heads: int, masks: object):
+    """(b, i) of the first real query whose output is NaN with ``masks``, or None."""
+    out = _through_torch(masks, lengths, T, num_heads)  # padding queries already zeroed
+    where = out.isnan().any(-1).nonzero()
+    return None if len(where) == 0 else tuple(int(v) for v in where[0])
+
+
+def _nan_note(where: tuple[int, int], lengths: torch.Tensor, T: int) -> str:
+    b, i = where
+    return (f"NaN at real query i={i} of sequence b={b} (lengths[b]={int(lengths[b])}, T={T}): "
+            "your masks leave that query no key to see, so its softmax is 0/0")
+
+
+class _NanMistake:
+    """Named last: the outputs hold NaN at a real query (every key masked for it); the message
+    says which query."""
+
+    name = "NaN at a real query"
+
+    def __init__(self, fn: Callable):
+        self.fn = fn
+        self.message = ""
+
+    def matches(self, args: tuple, got: object, case: Case) -> bool:
+        try:
+            lengths, T, H = _fresh_args(args)
+            where = _nan_at_real_query(lengths, T, H, self.fn(*_fresh_args(args)))
+        except Exception:  # noqa: BLE001 - a mistake that cannot run on this case does not match
+            return False
+        if where is None:
+            return False
+        self.message = ("your masks block every key of a real query (where: the line below), "
+                        "so PyTorch returns NaN there. A real query must see at least itself: "
+                        "block keys j < T - lengths[b] (padding) and j > i (future), nothing else.")
+        return True
+
+
 def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
     """``torch_masks_left_padded(lengths (B,), T, num_heads) -> (key_padding_mask, attn_mask)``
     for ``nn.MultiheadAttention`` (True = ignore), left padding, causal. Judged by outputs: PyTorch's
@@ -802,11 +877,28 @@ def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
                        "is ignored.")
              for lengths, T, H in setups]
 
-    def outputs(lengths, T, num_heads):
-        return _through_torch(fn(lengths, T, num_heads), lengths, T, num_heads)
+    nan_seen = []  # (b, i, lengths, T) of the first real query with a NaN output
 
-    return run_cases("PyTorch masks, left padding", functools.wraps(fn)(outputs), cases,
-                     [_float_mistake(fn), _queries_mistake(fn), *TORCH_MASK_MISTAKES])
+    def outputs(lengths, T, num_heads):
+        out = _through_torch(fn(lengths, T, num_heads), lengths, T, num_heads)
+        where = out.isnan().any(-1).nonzero()
+        if len(where) and not nan_seen:
+            nan_seen.append(((int(where[0, 0]), int(where[0, 1])), lengths.clone(), T))
+        return out
+
+    mistakes = [_float_mistake(fn), _queries_mistake(fn), _repeat_mistake(fn),
+                *TORCH_MASK_MISTAKES, _NanMistake(fn)]
+    buffer = io.StringIO()
+    with contextlib.redirect_stdout(buffer):
+        result = run_cases("PyTorch masks, left padding", functools.wraps(fn)(outputs), cases,
+                           mistakes)
+    message = result.message
+    if not result and nan_seen:  # say what the "inf" is: NaN at a real query, and which
+        where, lengths, T = nan_seen[0]
+        message = message.replace("values differ (largest difference inf)",
+                                  _nan_note(where, lengths, T))
+    print(message)
+    return CheckResult(result.exercise, result.passed, message, result.diagnosis)
 
 
 EXERCISES = {
