@@ -37,4 +37,5 @@ def test_committed_results_hold_the_stem_cnn_on_all_training_digits():
     assert sorted(r["seed"] for r in stem) == [0, 1, 2]
     assert {r["train_images"] for r in result["runs"]} == {1251}
     assert result["recipe"]["steps"] == 2000 and result["recipe"]["shift"] == 0
+    assert sorted(r["seed"] for r in result["runs"] if r["model"] == "vit_local_noaug") == [0]
     assert "vit_untaught_controls.py" in result["command"]
