@@ -684,3 +684,32 @@ def test_layers_checker_rejects(name, capsys):
     result = ch07.check_layers_to_cross(fn)
     assert not result
     assert result.diagnosis == (diagnosis or "")
+
+
+# ----- Section 7.5's prediction: the ViT without positions ----------------------------------------
+
+@pytest.mark.parametrize("measured", [0.815, 0.70, 0.88])
+def test_position_free_prediction_near_the_measurement_passes(measured, capsys):
+    for guess in (measured, measured - 0.04, measured + 0.049):
+        assert ch07.grade_position_free_prediction(guess, measured)
+
+
+@pytest.mark.parametrize("guess, measured, diagnosis", [
+    (0.95, 0.815, "paper_three_points"),  # the paper's 3-point loss
+    (0.965, 0.70, "paper_three_points"),  # the ViT with positions
+    (0.10, 0.815, "chance"),  # a set of patches carries nothing
+    (0.0, 0.60, "chance"),
+    (0.90, 0.815, "too_high"),
+    (0.50, 0.815, "too_low"),
+    (81.5, 0.815, "percent"),  # a percentage, not a fraction
+    (-0.2, 0.815, "out_of_range"),
+    ("high", 0.815, "not_a_number"),
+])
+def test_position_free_prediction_names_the_misconception(guess, measured, diagnosis, capsys):
+    result = ch07.grade_position_free_prediction(guess, measured)
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_position_free_prediction_not_given_is_not_done(capsys):
+    result = ch07.grade_position_free_prediction(None, 0.815)
+    assert not result and "not done yet" in result.message

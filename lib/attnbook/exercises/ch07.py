@@ -240,6 +240,45 @@ def check_patch_halving_prediction(predicted: float | None, count_scores: Callab
     return _finish(name, False, f"you predicted x{guess:g}: {why}. {note}.", diagnosis)
 
 
+def grade_position_free_prediction(predicted: object, measured: float) -> CheckResult:
+    """Grade Section 7.5's prediction: the unshifted test accuracy of the ViT without position
+    embeddings, trained on the plain digits (``measured``, a fraction), and name the misconception
+    behind a prediction that is far off. Within 5 points passes."""
+    name = "predicting the ViT without positions"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write your prediction into predicted_accuracy, then "
+                       "run this cell again (the measurement is printed once you have committed to one).")
+    try:
+        guess = float(predicted)
+    except (TypeError, ValueError):
+        return _finish(name, False, f"predicted_accuracy must be a number, got {predicted!r}.", "not_a_number")
+    if not 0 <= guess <= 1:
+        hint = f" (did you mean {guess / 100:g}?)" if 1 < guess <= 100 else ""
+        return _finish(name, False, f"{guess:g} is not a fraction from 0 to 1{hint}: write 0.9, not 90.",
+                       "percent" if hint else "out_of_range")
+    gap = 100 * (guess - measured)
+    told = f"you predicted {100 * guess:.1f}%, measured {100 * measured:.1f}% ({gap:+.1f} points)"
+    if abs(gap) <= 5:
+        return _finish(name, True, f"{told}. A 2x2 patch is 4 numbers: without its position the encoder "
+                       "reads an unordered set of small pieces, which still tells many digits apart "
+                       "but not where each stroke sits.")
+    if guess >= 0.93:
+        why, diagnosis = ("you expected the paper's small loss (about 3 points). Its 16x16 patches hold 768 "
+                          "numbers, a recognisable piece of a digit; a 2x2 patch holds 4, so without its position "
+                          "the ViT knows which kinds of pieces a digit has, not where they are"), "paper_three_points"
+    elif guess <= 0.2:
+        why, diagnosis = ("you expected the ViT to be lost without positions, near chance (10%). An unordered set "
+                          "of patches still carries information: which kinds of 2x2 pieces (edges, corners, "
+                          "blank) a digit contains, and how many, already tells most digits apart"), "chance"
+    elif gap > 0:
+        why, diagnosis = ("the set of patches carries less than you thought: digits with the same kinds of "
+                          "pieces in other places (a 6 and a 9) cannot be told apart without positions"), "too_high"
+    else:
+        why, diagnosis = ("the set of patches carries more than you thought: counting which kinds of pieces a "
+                          "digit contains already separates most digits"), "too_low"
+    return _finish(name, False, f"{told}: {why}.", diagnosis)
+
+
 # ----- 3. patches back into an image (overlapping windows) ----------------------------------------
 
 def _windows(images: torch.Tensor, P: int, stride: int) -> torch.Tensor:
