@@ -12,8 +12,10 @@ DESC = (
     "table) reads the vector at each chosen position (here the [MASK] hiding B2) and predicts its original token. Right, transfer "
     "(BertForSequenceClassification): the same weights, copied, read one verse [CLS] w1 w2 ... [SEP]; a "
     "pooling (mean of the real tokens, the [CLS] vector, or the pooler) feeds a new linear layer with 8 "
-    "outputs, one per genre. In the frozen probe only that layer trains; in fine-tuning every weight trains."
+    "outputs, one per genre. In the frozen probe only that layer trains; in this page's fine-tuning the last "
+    "encoder block trains with it."
 )
+MASK_X = 30 + 54 + 50 + 50 + 54 + 50 + (70 - 5) / 2  # the centre of the [MASK] box
 BERT_FILL, HEAD_FILL, NEW_FILL, INK = "#E4ECF7", "#FBEFD9", "#E3F2E1", "#222222"
 
 
@@ -25,8 +27,11 @@ def draw() -> Figure:
     fig.text(243, 38, "1. Pretraining: unlabelled verse pairs", "title")
     fig.text(717, 38, "2. Transfer: a few labelled verses", "title")
     left = ["[CLS]", "A_{1}", "A_{2}", "[SEP]", "B_{1}", "[MASK]", "B_{3}", "[SEP]"]
-    for j, word in enumerate(left):
-        token(fig, 30 + 55 * j, 50, word)
+    x = 30
+    for word in left:  # [MASK] gets a wider box: its label must fit inside
+        w = 70 if word == "[MASK]" else 54 if word.startswith("[") else 50
+        token(fig, x, w, word)
+        x += w
     fig.rect(30, 250, 435, 100, fill=BERT_FILL, stroke=INK, rx=5)
     fig.text(247, 280, fig.code("Bert", f"{M}.Bert") + ": embeddings + L post-norm "
              + fig.code("EncoderBlock", "attnbook.layers.EncoderBlock") + "s", size=13)
@@ -37,20 +42,20 @@ def draw() -> Figure:
     head(fig, 30, 164, "NSP head", ["pooler tanh(W_{p} h + b_{p}),", "2-class softmax"])
     fig.line([(55, 123), (55, 90)], "stream")
     fig.text(35, 80, "IsNext / NotNext", "code", anchor="start", size=11)
-    fig.line([(330, 248), (330, 200)], "stream")
-    fig.text(336, 222, "vector at each", "note", anchor="start")
-    fig.text(336, 237, "chosen position", "note", anchor="start")
+    fig.line([(MASK_X, 248), (MASK_X, 200)], "stream")
+    fig.text(MASK_X + 6, 222, "vector at each", "note", anchor="start")
+    fig.text(MASK_X + 6, 237, "chosen position", "note", anchor="start")
     head(fig, 235, 190, fig.code("MaskedLMHead", f"{M}.MaskedLMHead"),
          ["dense, GELU, LayerNorm,", "scores vs token table"])
-    fig.line([(330, 123), (330, 90)], "stream")
-    fig.text(330, 80, "the hidden token, B_{2}", "code", size=11)
+    fig.line([(MASK_X, 123), (MASK_X, 90)], "stream")
+    fig.text(MASK_X, 80, "the hidden token, B_{2}", "code", size=11)
     fig.text(243, 62, "loss = MLM (chosen positions only) + NSP", "note")
     fig.text(243, 447, "MLM: 15% chosen; 80% [MASK], 10% random, 10% kept", "note")
     for j, word in enumerate(["[CLS]", "w_{1}", "w_{2}", "…", "[SEP]"]):
         token(fig, 520 + 80 * j, 60, word)
     fig.rect(505, 250, 435, 100, fill=BERT_FILL, stroke=INK, rx=5)
     fig.text(722, 280, "the same Bert, weights copied", size=13)
-    fig.text(722, 302, "frozen (probe) or trained (fine-tuning)", "note")
+    fig.text(722, 302, "frozen (probe), or last block trained (fine-tuning)", "note")
     fig.text(722, 326, "inside " + fig.code("BertForSequenceClassification", f"{M}.BertForSequenceClassification"),
              "code", size=10)
     fig.line([(467, 300), (503, 300)], "stream", dashed=True)
@@ -63,14 +68,14 @@ def draw() -> Figure:
     fig.text(722, 116, "new nn.Linear(D, 8)", "code", size=11)
     fig.line([(722, 90), (722, 68)], "stream")
     fig.text(722, 62, "genre (8 classes)", "code", size=11)
-    fig.text(717, 447, "probe: only the new layer trains; fine-tuning: every weight", "note")
+    fig.text(717, 447, "probe: only the new layer trains; fine-tuning: last block + new layer", "note")
     return fig
 
 
 def token(fig: Figure, x: float, w: float, word: str) -> None:
     """One input token in a box, with its arrow up into the encoder."""
     fig.rect(x, 400, w - 5, 30, "module", rx=5)
-    fig.text(x + (w - 5) / 2, 420, word, "code", size=8 if word == "[MASK]" else 10 if word.startswith("[") else 11)
+    fig.text(x + (w - 5) / 2, 420, word, "code", size=10 if word.startswith("[") else 11)
     fig.line([(x + (w - 5) / 2, 398), (x + (w - 5) / 2, 352)], "stream")
 
 
