@@ -25,6 +25,14 @@ length (1,040 strings; the same for every run) at 1/3, 2/3 and all of the steps,
 show whether the accuracy had stopped rising. Scores per length: per-symbol accuracy (position
 by position against the reference, an output of the wrong length counts its missing or extra
 positions as errors) and exact match.
+
+``--ed``: the same scores plus edit-distance scoring, which charges a dropped or extra symbol
+once rather than at every later position (the reason Chapter 1 scores G2P by edit distance).
+Per length: ``ed_score``, the mean of 1 - ED(output, reference) / L; ``wrong_length``, the share
+of outputs whose length is not L; and, once for the test set, ``ed_null``: the same score for
+random strings of the right length (10 draws per test string, a fixed generator), the level a
+decoder that kept nothing would reach. Seed 0, C and decoder both 16 or both 64 wide; writes
+``lib/attnbook/results/rnn_reverse_bottleneck_ed.json`` (``ED_COMMAND``, one process per arm).
 """
 from __future__ import annotations
 
@@ -56,6 +64,12 @@ COMMAND = ("for s in 0 1 2; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_b
            "benchmarks/rnn_reverse_bottleneck.py --merge lib/attnbook/results/"
            "rnn_reverse_bottleneck.json cross16.json cross64.json")
 
+ED_COMMAND = ("for w in 16 64; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
+              "--ed --width $w --seed 0 --out ed$w.json & done; wait; python "
+              "benchmarks/rnn_reverse_bottleneck.py --merge ed16.json ed64.json "
+              "--out lib/attnbook/results/rnn_reverse_bottleneck_ed.json")
+NULL_DRAWS = 10
+
 MAP_ENC, MAP_DEC = 32, 64
 MAP_COMMAND = ("for c in 16 64; do OMP_NUM_THREADS=1 python benchmarks/rnn_reverse_bottleneck.py "
                "--map --width $c --out map$c.json & done; wait; python "
@@ -73,9 +87,32 @@ def random_pairs(n: int, g: torch.Generator, lengths=None):
     return pairs
 
 
-def score(model, test, vocab):
-    model.eval()
+def edit_distance(a, b) -> int:
+    """Levenshtein distance: insertions, deletions and substitutions each cost 1."""
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i]
+        for j, y in enumerate(b, 1):
+            cur.append(min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y)))
+        prev = cur
+    return prev[-1]
+
+
+def ed_null(test, draws: int = NULL_DRAWS) -> dict:
+    """Mean 1 - ED/L per length for random strings of the reference's length."""
+    g = torch.Generator().manual_seed(777)
     by_len = {}
+    for _, ref in test:
+        for _ in range(draws):
+            guess = [LETTERS[i] for i in torch.randint(len(LETTERS), (len(ref),),
+                                                       generator=g).tolist()]
+            by_len.setdefault(len(ref), []).append(1 - edit_distance(guess, ref) / len(ref))
+    return {L: sum(v) / len(v) for L, v in sorted(by_len.items())}
+
+
+def score(model, test, vocab, ed: bool = False):
+    model.eval()
+    by_len, eds = {}, {}
     with torch.no_grad():
         for start in range(0, len(test), 260):
             chunk = test[start:start + 260]
@@ -89,13 +126,20 @@ def score(model, test, vocab):
                 row[1] += max(len(ref), len(pred))
                 row[2] += int(list(pred) == list(ref))
                 row[3] += 1
+                if ed:
+                    extra = eds.setdefault(len(ref), [0.0, 0])  # sum of 1 - ED/L, wrong length
+                    extra[0] += 1 - edit_distance(list(pred), ref) / len(ref)
+                    extra[1] += int(len(pred) != len(ref))
     model.train()
-    return {L: {"symbol_acc": r[0] / r[1], "exact": r[2] / r[3], "n": r[3]}
-            for L, r in sorted(by_len.items())}
+    out = {L: {"symbol_acc": r[0] / r[1], "exact": r[2] / r[3], "n": r[3]}
+           for L, r in sorted(by_len.items())}
+    for L, (total, wrong) in eds.items():
+        out[L].update(ed_score=total / out[L]["n"], wrong_length=wrong / out[L]["n"])
+    return out
 
 
 def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = None,
-        mapped: bool = False) -> dict:
+        mapped: bool = False, ed: bool = False) -> dict:
     torch.set_num_threads(1)
     dec_width = dec_width or width
     torch.manual_seed(seed)
@@ -122,7 +166,7 @@ def run(width: int, seed: int, steps: int, test, vocab, dec_width: int | None = 
         opt.step()
         losses.append(loss.item())
         if step in marks:
-            checkpoints[step] = score(model, test, vocab)
+            checkpoints[step] = score(model, test, vocab, ed)
     cpu = time.process_time() - t0
     result = {"width": width, "dec_width": dec_width, "enc_hidden": enc_hidden,
               "mapped": mapped, "seed": seed, "steps": steps,
@@ -144,6 +188,8 @@ def main() -> None:
                     help="the crossed arms only: C 16 with Hd 64 and C 64 with Hd 16")
     ap.add_argument("--map", action="store_true",
                     help="isolate C: encoder 32 per direction, C a linear map to --width numbers")
+    ap.add_argument("--ed", action="store_true",
+                    help="also score by edit distance, with a random-string null")
     ap.add_argument("--merge", type=Path, nargs="+", help="join the runs of partial results files")
     args = ap.parse_args()
     if args.merge:  # e.g. one process per seed, then --merge their files into --out
@@ -152,8 +198,9 @@ def main() -> None:
         merged["runs"] = sorted((r for p in parts for r in p["runs"]),
                                 key=lambda r: (r["width"], r.get("dec_width", r["width"]),
                                                r["seed"]))
-        merged["command"] = MAP_COMMAND if parts[0].get("mapped") else COMMAND
-        if not merged.get("mapped") and any(r.get("dec_width", r["width"]) != r["width"]
+        merged["command"] = (MAP_COMMAND if parts[0].get("mapped") else
+                             ED_COMMAND if parts[0].get("edit_distance") else COMMAND)
+        if not merged.get("mapped") and not merged.get("edit_distance") and any(r.get("dec_width", r["width"]) != r["width"]
                                             for r in merged["runs"]):
             merged["dec_widths"] = list(WIDTHS)
             merged["description"] = merged["description"].replace(
@@ -171,8 +218,19 @@ def main() -> None:
         arms = [(WIDTHS[0], WIDTHS[1]), (WIDTHS[1], WIDTHS[0])]
     else:
         arms = [(w, args.dec_width or w) for w in (args.width or WIDTHS)]
-    runs = [run(w, s, steps, test, vocab, d, args.map) for w, d in arms
+    runs = [run(w, s, steps, test, vocab, d, args.map, args.ed) for w, d in arms
             for s in (args.seed or SEEDS)]
+    if args.ed:
+        common.write_result(args.out, {
+            "description": "reverse random strings as rnn_reverse_bottleneck.json (C and decoder "
+                           "both 16 or both 64 wide, seed 0), scored by position and by edit "
+                           "distance (1 - ED/L), with a random-string null per length",
+            "edit_distance": True, "letters": LETTERS, "lengths": [MIN_LEN, MAX_LEN],
+            "widths_C": list(WIDTHS), "seeds": args.seed or [0], "steps": steps,
+            "batch": BATCH, "lr": LR, "clip": CLIP, "emb_dim": EMB, "test_per_length": per_len,
+            "null_draws": NULL_DRAWS, "ed_null": ed_null(test), "machine": common.machine(),
+            "command": ED_COMMAND, "runs": runs})
+        return
     if args.map:
         common.write_result(args.out, {
             "description": "reverse random strings, C isolated: encoder 32 GRU units per "

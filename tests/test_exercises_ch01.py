@@ -260,7 +260,36 @@ def shift_eos_into_input(targets, bos_id, eos_id, pad_id, at_last_token=False):
     return tgt_in, tgt_out
 
 
+def shift_sliced(targets, bos_id, eos_id, pad_id, eos=True):
+    """The slice shift: <bos> then targets[:, :-1], and the targets as the target, T wide."""
+    column = torch.full((len(targets), 1), bos_id, dtype=targets.dtype)
+    tgt_out = targets.clone()
+    if eos:  # <eos> where a row has room for it
+        lengths = (targets != pad_id).sum(-1)
+        room = lengths < targets.shape[1]
+        tgt_out[torch.arange(len(targets))[room], lengths[room]] = eos_id
+    return torch.cat([column, targets[:, :-1]], 1), tgt_out
+
+
+def shift_eos_late(targets, bos_id, eos_id, pad_id, clamp=False):
+    """<eos> written at length + 1, one pad after the last real token."""
+    B, T = targets.shape
+    lengths = (targets != pad_id).sum(-1)
+    pads = torch.full((B, 2), pad_id, dtype=targets.dtype)
+    tgt_out = torch.cat([targets, pads], dim=1)
+    tgt_out[torch.arange(B), lengths + 1] = eos_id
+    tgt_in = torch.cat([torch.full((B, 1), bos_id, dtype=targets.dtype), targets], dim=1)
+    if clamp:  # kept T + 1 wide: a full row's <eos> lands in the last column
+        tgt_out = tgt_out[:, :-1]
+        tgt_out[torch.arange(B), (lengths + 1).clamp(max=T)] = eos_id
+    return tgt_in, tgt_out
+
+
 SHIFT_WRONG = [
+    (shift_sliced, "dropped last column"),  # named by the narrower mistake first
+    (lambda *a: shift_sliced(*a, eos=False), "T wide"),
+    (shift_eos_late, "eos one step late"),
+    (lambda *a: shift_eos_late(*a, clamp=True), "eos one step late"),
     (lambda *a: shift_targets(*a, fixed=True), "hard-coded ids"),
     (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
     (lambda t, b, e, p: shift_zero_column(t, b, e, p), "new column filled with 0"),
@@ -300,6 +329,10 @@ GREEDY_WRONG = [
 
 
 NLL_WRONG = [
+    (lambda l, t, p: sequence_nll(l, t, p).mean().expand(len(t)), "batch mean broadcast"),
+    (lambda l, t, p: sequence_nll(l, t, p).mean() * torch.ones(len(t)), "batch mean broadcast"),
+    (lambda l, t, p: torch.nn.functional.cross_entropy(l.transpose(1, 2), t, ignore_index=p)
+     * (t != p).sum(-1), "token mean times length"),
     (lambda l, t, p: sequence_nll(l, t, p, mask=False), "pads counted"),
     (lambda l, t, p: sequence_nll(l, t, p, per_token=True), "mean per token"),
     (lambda l, t, p: sequence_nll(l, t, p, raw=True), "no log_softmax"),

@@ -216,6 +216,26 @@ def _eos_in_input(targets, bos_id, eos_id, pad_id):
     return torch.cat([first, tgt_out[:, :-1]], dim=1), tgt_out
 
 
+def _eos_late(args, got) -> bool:
+    """True if every row's <eos> in the target sits one column after its last real token."""
+    if not (isinstance(got, tuple) and len(got) == 2 and _is_tensor(got[1]) and got[1].dim() == 2):
+        return False
+    targets, _, eos_id, pad_id = args
+    out, lengths = got[1], (targets != pad_id).sum(-1)
+    if out.shape[0] != targets.shape[0]:
+        return False
+    late = 0
+    for row, n in zip(out, lengths.tolist()):
+        at = (row == eos_id).nonzero().flatten().tolist()
+        if at and at[0] == n + 1:
+            late += 1
+        elif at and at[0] == n == out.shape[1] - 1:  # a full row: no room to be late
+            continue
+        elif at:  # an <eos> anywhere else: some other mistake
+            return False
+    return late > 0
+
+
 SHIFT_MISTAKES = [
     Mistake("hard-coded ids", "use the bos_id, eos_id and pad_id arguments, not fixed numbers.",
             gives=lambda t, b, e, p: _shift(t, 1, 2, 0)),
@@ -244,6 +264,15 @@ SHIFT_MISTAKES = [
     Mistake("dropped last column", "both results must be T + 1 wide: the input keeps every real token "
             "(the last one is fed to predict <eos>) and the target has room for <eos>.",
             gives=lambda t, b, e, p: (_shift(t, b, e, p)[0][:, :-1], _shift(t, b, e, p)[1][:, :-1])),
+    Mistake("T wide", "your results are T wide, as from a slice shift (targets[:, :-1] after <bos>): "
+            "that drops each full row's last real token from the input and leaves no room for its "
+            "<eos>. Add a column instead: tgt_in = <bos> then all T targets, tgt_out = the T targets "
+            "then one pad_id column, with <eos> written after each row's last real token; both "
+            "(B, T + 1).", when=lambda args, got: isinstance(got, tuple) and len(got) == 2
+            and all(_is_tensor(x) and tuple(x.shape) == tuple(args[0].shape) for x in got)),
+    Mistake("eos one step late", "your <eos> comes one step late, after a pad: it goes at column "
+            "length (0-based), right after the row's last real token, where length = (targets != "
+            "pad_id).sum(-1); you wrote it at length + 1.", when=_eos_late),
     Mistake("rolled", "you made the target by rolling the input one step left (roll(-1)): roll wraps "
             "<bos> round to the last column, where a short row needs pad_id and a full row <eos>. Build "
             "the target as the targets plus one pad_id column, then write <eos> after each row's last "
@@ -343,6 +372,18 @@ NLL_MISTAKES = [
     Mistake("one number for the batch", "return one cost per word, shape (B,), not the batch's "
             "token mean spread over it (that is the training loss).",
             gives=lambda l, t, p: _nll_variant(l, t, p, batch_mean=True)),
+    Mistake("batch mean broadcast", "every word gets the same cost: you spread one number for the "
+            "batch (a mean of the words' costs) over the B rows. Return each word's own sum of -log p "
+            "over its real tokens: a longer or less likely word costs more.",
+            when=lambda args, got: _is_tensor(got) and got.shape == args[1].shape[:1]
+            and len(got) > 1 and torch.allclose(got, got.mean().expand(len(got)), atol=1e-6)
+            and not torch.allclose(_nll_variant(*args), got, atol=1e-5)),
+    Mistake("token mean times length", "you took the batch's mean cost per token (the training loss) "
+            "and multiplied it by each word's length: every word then costs the same per token. Sum "
+            "each word's own -log p over its real tokens instead.",
+            when=lambda args, got: _is_tensor(got) and got.shape == args[1].shape[:1]
+            and torch.allclose(got, _nll_variant(*args, batch_mean=True)
+                               * (args[1] != args[2]).sum(-1), atol=1e-5)),
     Mistake("eos left out", "you left out the <eos> term: the last real token (<eos>) is part of the "
             "answer, and its -log p counts too (the model must learn where to stop).",
             gives=lambda l, t, p: _nll_variant(l, t, p, drop_eos=True)),
