@@ -213,7 +213,7 @@ LUONG_MISTAKES = [
     Mistake("attends with previous hidden", "you attended with the previous hidden state h_{t-1}, as Bahdanau "
             "does; Luong first runs the GRU step and attends with the new h_t.",
             gives=lambda *a: _luong(*a, query="old")),
-    Mistake("scaled", "Luong's dot score is unscaled, h_tᵀ h̄_s: do not divide by √D here.",
+    Mistake("scaled", "Luong's dot score is unscaled, h_tᵀ h̄_s: do not divide by √Hd here.",
             gives=lambda *a: _luong(*a, scale=True)),
     Mistake("scaled by source length", "you divided the scores by √S, the padded source length: Luong's dot "
             "score is h_tᵀ h̄_s as it stands (and S counts padding, so it would not even be the word's length).",
@@ -253,7 +253,7 @@ LUONG_MISTAKES = [
             "sum to 1 and each ignores the other letters' scores: a = softmax(e) over the real source "
             "positions (padding's scores -inf first).", gives=lambda *a: _luong(*a, sigmoid=True)),
     Mistake("h tilde without h_t", "your h̃_t is built from the context c_t alone: it is tanh(W_c [c_t; h_t]), "
-            "the context joined with this step's state h_t (W_c is (D, 2D) and multiplies both).",
+            "the context joined with this step's state h_t (W_c is (Hd, 2 Hd) and multiplies both).",
             gives=lambda *a: _luong(*a, joined="none")),
     Mistake("mean-pooled context", "your context is the plain average of the real source states: the "
             "weights must come from the scores h_tᵀ h̄_s, not be equal.",
@@ -279,8 +279,8 @@ LUONG_MISTAKES = [
 
 
 def check_luong_step(fn: Callable) -> CheckResult:
-    """``luong_step(cell, W_c (D, 2D), x (B, E), hidden (B, D), memory (B, S, D), src_tokens (B, S))
-    -> (h_tilde (B, D), new_hidden (B, D), weights (B, S))``: one step of a Luong decoder."""
+    """``luong_step(cell, W_c (Hd, 2 Hd), x (B, E), hidden (B, Hd), memory (B, S, Hd),
+    src_tokens (B, S)) -> (h_tilde (B, Hd), new_hidden (B, Hd), weights (B, S))``: one step of a Luong decoder."""
     cases = []
     for seed, (B, S, D, E, lengths) in enumerate([
         (1, 3, 4, 3, [3]), (3, 5, 8, 5, [5, 2, 1]), (2, 1, 6, 2, [1, 1]), (4, 6, 4, 7, [6, 6, 3, 4]),
