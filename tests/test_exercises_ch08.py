@@ -690,7 +690,8 @@ def test_window_ranges_hold_the_stored_result():
 def test_every_function_exercise_is_on_the_command_line():
     from attnbook.exercises.ch08 import EXERCISES
     assert set(EXERCISES) == {"perplexity_of", "bpe_merges", "top_p", "greedy_cached",
-                              "lm_loss", "padded_loss", "attention_pairs", "measure_invented"}
+                              "lm_loss", "padded_loss", "attention_pairs", "measure_invented",
+                              "measure_window"}
 
 
 # --- answers that hand the work to the library the chapter imports ---

@@ -1,6 +1,7 @@
 """Chapter 8: the next-token shift, one window giving T (context, target) pairs (``gpt_shift.svg``)."""
 from __future__ import annotations
 
+from .ch03_positions import keep_spaces
 from .svg import Figure
 
 LM = "attnbook.tasks.language_modeling.next_token_loss"
@@ -49,4 +50,4 @@ def draw() -> Figure:
     fig.legend(30, 360, ["stream", "query", "value", "mask"],
                meanings={"stream": "window token", "query": "input position t",
                          "value": "its target x_{t+1}", "mask": "what the last position reads"})
-    return fig
+    return keep_spaces(fig)  # rsvg would otherwise run "x_{t}" and "and" together

@@ -1207,6 +1207,7 @@ EXERCISES = {
     # predict, then measure: the command line passes the file's prediction_measure_invented;
     # the file's measure_invented samples from a trained model (the chapter's, in the notebook)
     "measure_invented": check_invented_prediction,
-    # check_window_prediction stays importable, out of the chapter: Section 8.4 now prints
-    # the 16-window result it asked learners to predict
+    # the same for the file's prediction_measure_window: the 16-window run is stored, and the
+    # file's measure_window scores the chapter's model (in the notebook)
+    "measure_window": check_window_prediction,
 }
