@@ -390,6 +390,12 @@ def corrupt_paper_figure(tokens, mask, sentinel, eos_id):
     return inputs, target[:-1] + [sentinel(sum(1 for t in target if t not in tokens and t != eos_id)), eos_id]
 
 
+def corrupt_closing_first_sentinel(tokens, mask, sentinel, eos_id):
+    """The paper's closing sentinel, numbered as if it were the first (a plausible slip)."""
+    inputs, target = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs, target[:-1] + [sentinel(0), eos_id]
+
+
 def corrupt_no_eos(tokens, mask, sentinel, eos_id):
     inputs, target = corrupt(tokens, mask, sentinel, eos_id)
     return inputs[:-1], target[:-1]
@@ -446,6 +452,7 @@ def corrupt_in_place(tokens, mask, sentinel, eos_id):
     (corrupt_bare_target, "target without sentinels"),
     (corrupt_keeps_hidden, "hidden tokens kept in the input"),
     (corrupt_paper_figure, "final sentinel"),
+    (corrupt_closing_first_sentinel, "final sentinel"),
     (corrupt_no_eos, "no eos"),
     (corrupt_no_target_eos, "target without eos"),
     (corrupt_no_input_eos, "input without eos"),

@@ -608,6 +608,19 @@ def _final_sentinel(tokens, mask, sentinel, eos_id):
     return inputs, target[:-1] + [sentinel(spans), eos_id]
 
 
+def _closing_token(args, got) -> bool:
+    """The paper's figure, however its closing sentinel is numbered: the right target with one
+    more token (a sentinel) before </s>; the input is not looked at."""
+    tokens, mask, sentinel, eos_id = args
+    _, target = _final_sentinel(tokens, mask, sentinel, eos_id)
+    try:
+        got_target = list(got[1])
+    except (TypeError, IndexError):
+        return False
+    return (len(got_target) == len(target) and got_target[:-2] == target[:-2]
+            and got_target[-1] == eos_id and got_target[-2] != eos_id)
+
+
 def _no_eos(tokens, mask, sentinel, eos_id):
     inputs, target = corrupt(tokens, mask, sentinel, eos_id)
     return inputs[:-1], target[:-1]
@@ -773,7 +786,7 @@ def check_corrupt(fn: Callable) -> CheckResult:
         Mistake("last span dropped", "a span that runs to the end of the tokens is still a span: write it to "
                 "the target (no kept token comes to close it).", gives=_last_span_dropped),
         Mistake("final sentinel", "that is the layout of the paper's figure; T5's code (and the library) writes "
-                "no closing sentinel, the target ends with the last span and </s>.", gives=_final_sentinel),
+                "no closing sentinel, the target ends with the last span and </s>.", when=_closing_token),
         Mistake("no eos", "both sequences end with eos_id.", gives=_no_eos),
         Mistake("target without eos", "the input is right, but the target must end with eos_id too: it is "
                 "how the decoder learns to stop after the last span.", when=_no_target_eos),
