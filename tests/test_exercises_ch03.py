@@ -719,6 +719,8 @@ class SelfAttention(nn.Module):
             scores = scores * mask  # a mistake: blocked scores 0, not -inf
         elif mask is not None and self.use_mask and not self.mask_after:
             scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
+        if self.dropout_on == "masked scores":  # a mistake: dropout after the mask fill
+            scores = self.drop(scores) if on else scores
         a = torch.softmax(scores, dim=self.dim)
         if mask is not None and self.mask_after:  # a mistake: zeroed after the softmax
             a = a * mask
@@ -776,6 +778,7 @@ SELF_ATTENTION_WRONG = [
     (self_attention(eval_dropout=True), "dropout in eval mode"),
     (self_attention(multiply_mask=True), "mask multiplied"),
     (self_attention(dropout_on="scores"), "dropout on the scores"),
+    (self_attention(dropout_on="masked scores"), "dropout on the scores"),
     (self_attention(dropout_on="renormalised"), "rows renormalised after dropout"),
     (self_attention(dropout_on="unscaled"), "dropout without the rescale"),
     (self_attention(mask_after=True), "mask applied after the softmax"),

@@ -1104,7 +1104,8 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
             dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False,
             mask_after=False, swap_qk=False):
     """Self-attention written out from a state dict; the keyword arguments make known mistakes
-    (``dropout_on``: "weights", the right place, or "scores", "renormalised", "unscaled", "value",
+    (``dropout_on``: "weights", the right place, or "scores" (before the mask), "masked scores"
+    (after it), "renormalised", "unscaled", "value",
     "context" (A V, before out_proj), "output", "weights and output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ)."""
     def linear(name, t):
         return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
@@ -1119,6 +1120,8 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
         scores = scores * mask  # (B, T, T): blocked scores become 0, not -inf
     elif mask is not None and use_mask and not mask_after:
         scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+    if dropout_on == "masked scores":  # dropout after the mask: a dropped -inf becomes nan
+        scores = torch.nn.functional.dropout(scores, dropout)
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
     if mask is not None and use_mask and mask_after:
         a = a * mask  # blocked weights zeroed after the softmax: rows no longer sum to 1
@@ -1222,7 +1225,8 @@ SELF_ATTENTION_MISTAKES = [
             "dropped score becomes 0, which still gets weight, and the softmax renormalises the "
             "row. Dropout belongs on A, after the softmax: a dropped link gets weight 0.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
-            and _same_with_nan(got, _dropped("scores")(*args))),
+            and (_same_with_nan(got, _dropped("scores")(*args))
+                 or _same_with_nan(got, _dropped("masked scores")(*args)))),
     Mistake("rows renormalised after dropout", "you divided the dropped A by its row sums: "
             "nn.Dropout already divides the kept weights by 1 - p, so the rows sum to 1 on average; "
             "renormalising every row undoes that (and gives 0 / 0 = nan where a row lost all its "
