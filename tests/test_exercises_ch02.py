@@ -597,6 +597,9 @@ LOCAL_P_WRONG = [
     (lambda *a: local_p_attention(*a, transpose=False), "untransposed"),
     (lambda *a: local_p_attention(*a, tanh=False), "no tanh"),
     (local_p_mask_off_by_one, "mask off by one"),
+    # unnamed before round r35: sigma ignored (a fixed width of 1, or no window at all)
+    (lambda s, l, q, W, v, sigma: local_p_attention(s, l, q, W, v, 1.0), "sigma ignored"),
+    (lambda s, l, q, W, v, sigma: local_p_attention(s, l, q, W, v, 1e9), "sigma ignored"),
     (local_p_one_sided, "one-sided window"),
     (lambda *a: local_p_attention(*a)[0], ""),  # forgets to return the centre
     (not_done, ""),

@@ -498,6 +498,9 @@ LOCAL_P_MISTAKES = [
             gives=lambda *a: _local_p(*a, two=False)),
     Mistake("sigma not squared", "the Gaussian divides by 2σ², the variance, not by 2σ.",
             gives=lambda *a: _local_p(*a, squared=False)),
+    *[Mistake("sigma ignored", "your window ignores the `sigma` argument (a fixed width, or none): the "
+              "Gaussian is exp(-(j - p)² / (2σ²)) with the σ passed in, which changes from call to call.",
+              gives=lambda *a, width=width: _local_p(*a[:5], width)) for width in (1.0, 1e9)],
     Mistake("untransposed", "W_p is (A, Dq): W_p q for a batch of row vectors is `query @ W_p.T`.",
             gives=lambda *a: _local_p(*a, transpose=False)),
     Mistake("no sigmoid", "your centre is (n - 1)·v_pᵀ tanh(W_p q), without the sigmoid: that can be "
