@@ -626,6 +626,13 @@ def test_masking_checker(wrong, diagnosis, capsys):
     assert result.diagnosis == diagnosis, result.message
 
 
+def test_masking_in_place_message_prints_no_rates(capsys):
+    result = check_masking(masking_in_place)
+    capsys.readouterr()
+    assert "changed in place" in result.message
+    assert "measured:" not in result.message and "% [MASK]" not in result.message
+
+
 def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
     from attnbook.exercises import ch06
     names = {name for name, _ in ch06._MASKING_DIAGNOSES.values()}

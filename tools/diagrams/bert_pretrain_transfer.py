@@ -4,16 +4,18 @@ from __future__ import annotations
 from .svg import Figure
 
 M = "attnbook.models.bert"
+T = "attnbook.tasks.text_classification"
 DESC = (
     "Left, pretraining on unlabelled verse pairs: the input [CLS] A1 A2 [SEP] B1 [MASK] B3 [SEP] goes "
     "through Bert, embeddings and a stack of L post-norm EncoderBlocks (BertForPreTraining). The NSP head "
     "(the pooler, tanh(W_p h + b_p) of the [CLS] vector h, then a two-class softmax) predicts IsNext or "
     "NotNext; the MLM head (MaskedLMHead: dense, GELU, LayerNorm, then scores against the tied token "
     "table) reads the vector at each chosen position (here the [MASK] hiding B2) and predicts its original token. Right, transfer "
-    "(BertForSequenceClassification): the same weights, copied, read one verse [CLS] w1 w2 ... [SEP]; a "
+    "as this page does it: the same weights, copied, read one verse [CLS] w1 w2 ... [SEP]; a "
     "pooling (mean of the real tokens, the [CLS] vector, or the pooler) feeds a new linear layer with 8 "
-    "outputs, one per genre. In the frozen probe only that layer trains; in this page's fine-tuning the last "
-    "encoder block trains with it."
+    "outputs, one per genre. The probe is a logistic regression (train_linear_probe) on features computed "
+    "once by the frozen encoder and cached; the fine-tuning (TopBlocksClassifier) trains a copy of the last "
+    "encoder block with the new layer, on the cached states below that block."
 )
 MASK_X = 30 + 54 + 50 + 50 + 54 + 50 + (70 - 5) / 2  # the centre of the [MASK] box
 BERT_FILL, HEAD_FILL, NEW_FILL, INK = "#E4ECF7", "#FBEFD9", "#E3F2E1", "#222222"
@@ -55,9 +57,11 @@ def draw() -> Figure:
         token(fig, 520 + 80 * j, 60, word)
     fig.rect(505, 250, 435, 100, fill=BERT_FILL, stroke=INK, rx=5)
     fig.text(722, 280, "the same Bert, weights copied", size=13)
-    fig.text(722, 302, "frozen (probe), or last block trained (fine-tuning)", "note")
-    fig.text(722, 326, "inside " + fig.code("BertForSequenceClassification", f"{M}.BertForSequenceClassification"),
+    fig.text(722, 300, "probe: logistic regression on features cached once", "note")
+    fig.text(722, 321, "probe: " + fig.code("train_linear_probe", f"{T}.train_linear_probe"),
              "code", size=10)
+    fig.text(722, 339, "fine-tune: " + fig.code("TopBlocksClassifier", f"{T}.TopBlocksClassifier")
+             + " (last block)", "code", size=10)
     fig.line([(467, 300), (503, 300)], "stream", dashed=True)
     fig.line([(722, 248), (722, 214)], "stream")
     fig.rect(592, 160, 260, 52, "module", rx=5)

@@ -701,7 +701,10 @@ def check_masking(fn: Callable) -> CheckResult:
         if failed:
             where = (f"failing case {n + 1} ({rows}x{cols} tokens, vocab_size {vocab_size}, mask_id {mask_id}): "
                      + "; ".join(failed) + ".")
-            if shares:
+            if failed[0] == "input_ids and maskable are left unchanged":
+                where += ("\n   input_ids was changed in place, so the rates of [MASK], "
+                          "random and unchanged tokens cannot be measured against it.")
+            elif shares:
                 where += (f"\n   measured: {shares['chosen']:.1%} of maskable tokens "
                           f"chosen; of them {shares['mask']:.1%} [MASK], "
                           f"{shares['random']:.1%} random, "
