@@ -272,7 +272,7 @@ def grade_position_free_prediction(predicted: object, measured: float) -> CheckR
                           "blank) a digit contains, and how many, already tells most digits apart"), "chance"
     elif gap > 0:
         why, diagnosis = ("the set of patches carries less than you thought: digits with the same kinds of "
-                          "pieces in other places (a 6 and a 9) cannot be told apart without positions"), "too_high"
+                          "pieces in other places are hard to tell apart without positions"), "too_high"
     else:
         why, diagnosis = ("the set of patches carries more than you thought: counting which kinds of pieces a "
                           "digit contains already separates most digits"), "too_low"
