@@ -97,12 +97,18 @@ def run_one(kind: str, recipe_name: str, seed: int, smoke: bool) -> dict:
     row = {"model": kind, "recipe": recipe_name, "steps": recipe.steps, "seed": seed,
            "train_images": len(train), "parameters": count_parameters(model),
            "train_seconds": round(seconds, 1),
-           "test_accuracy": round(accuracy(model, digits.test), 4)}
-    for pixels in SHIFTS:
-        row[f"test_accuracy_shift_{pixels}"] = round(
-            shifted_accuracy(model, digits.test, pixels, digits.background), 4)
+           **accuracy_and_shifts(model, digits)}
     print(json.dumps(row), flush=True)
     return row
+
+
+def accuracy_and_shifts(model: torch.nn.Module, digits) -> dict:
+    """Test accuracy, plain and with the test digits shifted by each of SHIFTS pixels."""
+    scores = {"test_accuracy": round(accuracy(model, digits.test), 4)}
+    for pixels in SHIFTS:
+        scores[f"test_accuracy_shift_{pixels}"] = round(
+            shifted_accuracy(model, digits.test, pixels, digits.background), 4)
+    return scores
 
 
 def main() -> None:

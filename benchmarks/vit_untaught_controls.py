@@ -33,13 +33,12 @@ from attnbook.checks import count_parameters
 from attnbook.data.digits import load_digits_splits
 from attnbook.models.cnn import CNNConfig
 from attnbook.models.vit import ViTConfig
-from attnbook.tasks.image_classification import ImageRecipe, accuracy, shifted_accuracy, train_classifier
+from attnbook.tasks.image_classification import ImageRecipe, train_classifier
 from vit_data_efficiency import NO_AUGMENTATION, LocalViT
-from vit_patch_grid import StemCNN
+from vit_patch_grid import SHIFTS, StemCNN, accuracy_and_shifts
 
 SEEDS = (0, 1, 2)
 LOCAL_SEEDS = (0,)  # a local-attention run costs about 8 stem-CNN runs
-SHIFTS = (1, 2)
 MODELS = ("cnn_stem_noaug", "vit_local_noaug")
 
 
@@ -62,10 +61,7 @@ def run_one(kind: str, seed: int, recipe: ImageRecipe, smoke: bool) -> dict:
     row = {"model": kind, "fraction": 1.0, "train_images": len(digits.train), "seed": seed,
            "parameters": count_parameters(model),
            "train_cpu_seconds": round(time.process_time() - start, 1),
-           "test_accuracy": round(accuracy(model, digits.test), 4)}
-    for pixels in SHIFTS:
-        row[f"test_accuracy_shift_{pixels}"] = round(
-            shifted_accuracy(model, digits.test, pixels, digits.background), 4)
+           **accuracy_and_shifts(model, digits)}
     print(json.dumps(row), flush=True)
     return row
 
