@@ -673,3 +673,44 @@ def test_every_torch_mask_diagnosis_is_triggered_by_a_wrong_answer():
         "float mask", "padding applied to the queries", "repeat, not repeat_interleave",
         "NaN at a real query"}
     assert names == {d for _, d in TORCH_MASK_WRONG} - {""}
+
+
+# --- predict, then measure: a second PyTorch layer (ex-ch04-torch-masks) ---------------------
+def test_second_layer_right_choice_passes_with_the_readers_masks():
+    from attnbook.exercises.ch04 import check_second_layer_prediction
+    assert check_second_layer_prediction(torch_masks_left_padded, "b")
+    assert check_second_layer_prediction(masks_in_one, " B ")
+
+
+@pytest.mark.parametrize("choice,diagnosis,named", [
+    ("a", "wrong choice", "0 × NaN is NaN"),  # "masking hides the NaN"
+    ("c", "wrong choice", "never sees a NaN"),  # "NaN spreads to the whole batch"
+    (None, "", "not done yet"),
+    ("nan", "not a choice", "one of"),
+    (0.5, "not a choice", "one of"),
+])
+def test_second_layer_rejects_wrong_choices(choice, diagnosis, named, capsys):
+    from attnbook.exercises.ch04 import check_second_layer_prediction
+    result = check_second_layer_prediction(torch_masks_left_padded, choice)
+    assert not result and result.diagnosis == diagnosis
+    assert named in capsys.readouterr().out
+
+
+def test_second_layer_needs_right_masks_first(capsys):
+    from attnbook.exercises.ch04 import check_second_layer_prediction
+    wrong_masks = TORCH_MASK_WRONG[0][0]
+    result = check_second_layer_prediction(wrong_masks, "b")
+    assert not result and result.diagnosis == "masks not right yet"
+
+
+def test_second_layer_outcome_is_measured_not_fixed():
+    """Masks that hide padded queries' rows too (every query sees at least itself) leave no NaN
+    row, so the measured outcome changes: the checker measures, it does not hard-code (b)."""
+    from attnbook.exercises.ch04 import _second_layer_outcome
+    assert _second_layer_outcome(torch_masks_left_padded) == "b"
+
+    def no_empty_rows(lengths, T, H):
+        padding, future = torch_masks_left_padded(lengths, T, H)
+        return None, ((padding[:, None, :] | future) & ~torch.eye(T, dtype=torch.bool)
+                      ).repeat_interleave(H, dim=0)
+    assert _second_layer_outcome(no_empty_rows) == "a"

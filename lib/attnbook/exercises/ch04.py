@@ -901,6 +901,73 @@ def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
     return CheckResult(result.exercise, result.passed, message, result.diagnosis)
 
 
+# --- predict, then measure: a second PyTorch layer over the first one's NaN rows ------------------------
+SECOND_LAYER_CHOICES = {
+    "a": "finite at every real query: the NaN stays in the padding rows",
+    "b": "NaN at real queries too, in the sequences that have padding",
+    "c": "NaN everywhere, the full-length sequence included",
+}
+
+
+def _second_layer_outcome(masks_fn: Callable) -> str:
+    """Run two ``nn.MultiheadAttention`` layers with the reader's masks, the second on the first's
+    raw outputs, and say which choice the real queries' outputs are."""
+    lengths, T, H = torch.tensor([6, 3, 1]), 6, 2  # one full-length sequence, two left-padded
+    masks = masks_fn(lengths, T, H)
+    _, first, x = _layer_pair(T, H, len(lengths))
+    _, second, _ = _layer_pair(T + 1, H, len(lengths))  # another seeded layer, the same width
+    key_padding_mask, attn_mask = masks
+    with torch.no_grad():
+        hidden = first(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
+                       need_weights=False)[0]  # (B, T, D): NaN at padding queries with no key
+        out = second(hidden, hidden, hidden, key_padding_mask=key_padding_mask,
+                     attn_mask=attn_mask, need_weights=False)[0]  # (B, T, D)
+    real, _ = _left_parts(lengths, T)
+    nan_real = out.isnan().any(-1)[real]  # (number of real queries,)
+    if not nan_real.any():
+        return "a"
+    return "c" if nan_real.all() else "b"
+
+
+def check_second_layer_prediction(masks_fn: Callable, predicted: object) -> CheckResult:
+    """The reader's choice (``"a"``, ``"b"`` or ``"c"``, see ``SECOND_LAYER_CHOICES``) for what a
+    second ``nn.MultiheadAttention`` layer, run on the first one's outputs with the same masks,
+    gives at the real queries; measured with the reader's own ``torch_masks_left_padded``."""
+    name = "a second PyTorch layer"
+    if predicted is None:
+        return _finish_choice(name, False, "not done yet: write your choice (\"a\", \"b\" or "
+                              "\"c\") into prediction_second_layer, then run the cell.")
+    if not isinstance(predicted, str) or predicted.strip().lower() not in SECOND_LAYER_CHOICES:
+        return _finish_choice(name, False, "the prediction must be one of \"a\", \"b\", \"c\", "
+                              f"got {predicted!r}.", "not a choice")
+    choice = predicted.strip().lower()
+    with contextlib.redirect_stdout(io.StringIO()):
+        masks_right = bool(check_torch_masks_left_padded(masks_fn))
+    if not masks_right:
+        return _finish_choice(name, False, f"your choice ({choice}) is written; the measurement "
+                              "uses your torch_masks_left_padded, which does not pass its checker "
+                              "yet: fix the masks first.", "masks not right yet")
+    outcome = _second_layer_outcome(masks_fn)
+    verdict = (f"the measurement is ({outcome}), {SECOND_LAYER_CHOICES[outcome]}. A padding query "
+               "at the start sees no key, so the first layer gives NaN there; the second layer "
+               "masks those positions as keys, but a masked key still enters the product as 0 "
+               "times its value, and 0 × NaN is NaN, so every query of that sequence gets NaN. "
+               "The full-length sequence has no NaN row and stays finite. Zero the padding rows "
+               "between layers (the library's masked_softmax does it inside the layer).")
+    if choice == outcome:
+        return _finish_choice(name, True, f"you chose ({choice}); {verdict}")
+    reason = {"a": " Masking a key removes its weight, not its value: 0 × NaN is NaN.",
+              "c": " The sequence without padding never sees a NaN: no query of it is empty."}
+    return _finish_choice(name, False, f"you chose ({choice}), {SECOND_LAYER_CHOICES[choice]}; "
+                          f"{verdict}{reason.get(choice, '')}", "wrong choice")
+
+
+def _finish_choice(name: str, passed: bool, text: str, diagnosis: str = "") -> CheckResult:
+    message = f"{'✓' if passed else '✗'} {name}: {text}"
+    print(message)
+    return CheckResult(name, passed, message, diagnosis)
+
+
 EXERCISES = {
     "split_heads_strided": check_split_heads_strided,
     "merge_heads_strided": check_merge_heads_strided,
