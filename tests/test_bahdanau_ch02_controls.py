@@ -65,5 +65,12 @@ def test_budget_table_prints_the_four_budgets(capsys):
     from attnbook.tasks.g2p_budgets import budget_table
     shipped = budget_table(SimpleNamespace(wer=0.6, per=0.2), SimpleNamespace(wer=0.5, per=0.1))
     out = capsys.readouterr().out
-    assert "fixed band" in out and "8,000, 0.003" in out and "count tables" in out
-    assert shipped["table"]["attention"][0] == (0.5, 0.1) and len(shipped["table"]["fixed band"]) == 4
+    assert "fixed band" in out and "8,000 steps" in out and "count table, 9 letters" in out
+    table = shipped["table"]
+    assert set(table) == {"no attention", "fixed band", "learned attention"}
+    assert all(len(row) == 5 for row in table.values())
+    # this page's constant recipe at 1,200 steps (seed 0): attention 41.4%, above the 9-letter table
+    assert table["learned attention"][1] == (0.4136, 0.107, 1)
+    assert table["learned attention"][1][0] > shipped["count_table"]["chosen"]["test_wer"]
+    assert table["fixed band"][1] is None and table["fixed band"][4] is None
+    assert "seed 0 is this page's pair of models: False" in out  # the fake page models above
