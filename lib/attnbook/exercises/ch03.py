@@ -662,17 +662,17 @@ SIMILARITY_MISTAKES = [
             "pairs, not the mean.", gives=lambda k, d: _similarity(k, d, pairs=2.0 / d)),
     Mistake("base 1000", "the base of the frequencies is 10000: ω_i = 10000^(-2i/d_model).",
             gives=lambda k, d: _similarity(k, d, base=1000.0)),
-    Mistake("zero for negative offsets", "a negative offset is as alike as a positive one: cos(-kω) = "
-            "cos(kω), so PE[p] · PE[p - k] = PE[p] · PE[p + k], not 0.",
+    Mistake("zero for negative offsets", "a negative offset is as alike as a positive one: cos(-δω) = "
+            "cos(δω), so PE[p] · PE[p - δ] = PE[p] · PE[p + δ], not 0.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
             and bool((args[0] < 0).any()) and bool((got[args[0] < 0] == 0).all())
             and torch.allclose(got[args[0] >= 0].float(), _expected_similarity(args[0], args[1])[args[0] >= 0],
                                atol=1e-4, rtol=1e-4)),
-    Mistake("sine plus cosine", "you added sin(kω_i) and cos(kω_i): in sin(a) sin(b) + cos(a) cos(b) the sines "
-            "of the two positions multiply, and the pair comes to cos(a - b) = cos(kω_i) alone.",
+    Mistake("sine plus cosine", "you added sin(δω_i) and cos(δω_i): in sin(a) sin(b) + cos(a) cos(b) the sines "
+            "of the two positions multiply, and the pair comes to cos(a - b) = cos(δω_i) alone.",
             gives=lambda k, d: _similarity(k, d) + _similarity(k, d, func=torch.sin)),
-    Mistake("cosine terms only", "that looks like cos(pω_i) cos((p + k)ω_i) alone, at one position p: add the "
-            "sine term sin(pω_i) sin((p + k)ω_i) of each pair, and p drops out.",
+    Mistake("cosine terms only", "that looks like cos(pω_i) cos((p + δ)ω_i) alone, at one position p: add the "
+            "sine term sin(pω_i) sin((p + δ)ω_i) of each pair, and p drops out.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == args[0].shape
             and any(torch.allclose(got.float(), _cos_terms(args[0], args[1], p), atol=1e-4, rtol=1e-4)
                     for p in range(4))),
@@ -694,11 +694,11 @@ FAR_OUTCOME = Outcome(
     below="Distant positions are not unalike: the slowest pairs barely turn in 100 positions (the "
           "slowest 13 of the 32 by less than 0.45 radians, so each still gives cos > 0.9), while "
           "the fast pairs' cosines point every way and nearly cancel. The similarity stays at "
-          "about half its maximum, and is even higher than at k = 50 (0.49): it does not fall "
+          "about half its maximum, and is even higher than at δ = 50 (0.49): it does not fall "
           "steadily with the distance.",
     inside="The slow pairs (the slowest 13 of 32 turn by less than 0.45 radians in 100 "
            "positions) keep about half the similarity while the fast pairs' cosines nearly "
-           "cancel. It does not fall steadily: at k = 50 it is 0.49, lower than at k = 100.",
+           "cancel. It does not fall steadily: at δ = 50 it is 0.49, lower than at δ = 100.",
     above="The fast pairs do not stay aligned: a pair with ω_i = 1 turns about 16 full circles in "
           "100 positions, and the fast pairs' cosines point every way and nearly cancel; only the "
           "slow pairs (the slowest 13 of 32 turn by less than 0.45 radians) keep the similarity, "
@@ -717,7 +717,7 @@ def _far_measurement(fn: Callable) -> float | None:
 
 
 def check_pe_similarity(fn: Callable, prediction: object = _NOT_ASKED) -> CheckResult:
-    """``pe_similarity(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + k]`` for each offset k,
+    """``pe_similarity(offsets (K,) long, d_model) -> (K,)`` float: ``PE[p] · PE[p + δ]`` for each offset δ,
     which is the same for every position p. Given a ``prediction`` (PE(p)·PE(p+100) as a fraction of
     PE(p)·PE(p), d_model = 64), the checker then measures it with ``fn`` (``FAR_OUTCOME``)."""
     result = _check_similarity_cases(fn)
@@ -734,7 +734,7 @@ def _check_similarity_cases(fn: Callable) -> CheckResult:
         cases.append(Case(f"offsets {offsets.tolist()}, d_model={d}", (offsets, d),
                           _expected_similarity(offsets, d), atol=1e-4, rtol=1e-4,
                           hint="write out one (sin, cos) pair of frequency ω_i = 10000^(-2i/d): what is "
-                               "sin(pω)sin((p+k)ω) + cos(pω)cos((p+k)ω)? The answer has no p in it."))
+                               "sin(pω)sin((p+δ)ω) + cos(pω)cos((p+δ)ω)? The answer has no p in it."))
     return run_cases("positional-encoding similarity", _without_table(fn), cases, SIMILARITY_MISTAKES)
 
 
