@@ -764,6 +764,8 @@ def test_parallel_layer_file_needs_a_right_layer(capsys):
     ((0.91, 0.99), False, "above the smoothing optimum"),
     (0.5, False, "too unsure"),
     ((0.40, 0.60), False, "too unsure"),
+    ((0.50, 0.70), False, "too unsure"),     # overlaps 0.70-0.84 but misses 0.77: the notebook's rule
+    ((0.78, 0.95), False, "too confident"),  # overlaps too, and fails in the notebook as well
     ((0.60, 0.90), False, "range too wide"),
     ((0.85, 0.69), False, "low <= high"),
     (1.5, False, "between 0 and 1"),
@@ -776,6 +778,17 @@ def test_confidence_file_checks_the_prediction(prediction, passes, says, capsys)
     out = capsys.readouterr().out
     assert bool(result) is passes
     assert says in out or result.diagnosis == says
+
+
+@pytest.mark.parametrize("prediction", [0.90, (0.86, 0.90)])
+def test_confidence_feedback_names_the_page_models_1200_steps(prediction, capsys):
+    """The page's model trained 1,200 steps (transformer_page_model.json), not 960."""
+    from attnbook.exercises.ch05 import check_confidence_file
+    notebook = check_confidence_prediction(prediction, right_token_probability, lambda fn: 0.77)
+    file = check_confidence_file(right_token_probability, prediction=prediction)
+    out = capsys.readouterr().out
+    assert not notebook and not file
+    assert out.count("after only 1,200 steps") == 2 and "960" not in out
 
 
 def test_confidence_file_needs_a_right_function(capsys):
