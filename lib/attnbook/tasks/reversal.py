@@ -36,12 +36,14 @@ def train_reversal(width: int, steps: int, lo: int, hi: int, seed: int = 0, batc
                    lr: float = 3e-3, emb: int = 16) -> RNNSeq2Seq:
     """Chapter 1's RNNSeq2Seq with C of ``width`` numbers (``width // 2`` GRU units per
     direction) and a decoder ``width`` wide, trained on fresh random strings; the strings
-    depend only on ``seed``, so two widths see the same batches."""
+    depend only on ``seed``, so two widths see the same batches. The global random state is
+    left as it was."""
     vocab = reversal_vocab()
-    torch.manual_seed(seed)
-    config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=emb, enc_hidden=width // 2,
-                              dec_hidden=width)
-    model = RNNSeq2Seq(config)
+    with torch.random.fork_rng():  # leave the caller's random state as it was
+        torch.manual_seed(seed)
+        config = RNNSeq2SeqConfig(len(vocab), len(vocab), emb_dim=emb, enc_hidden=width // 2,
+                                  dec_hidden=width)
+        model = RNNSeq2Seq(config)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     g = torch.Generator().manual_seed(1000 + seed)
     for _ in range(steps):
