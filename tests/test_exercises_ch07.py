@@ -297,6 +297,15 @@ def _no_identity(maps, residuals):
     return out
 
 
+def _columns_renormalised(maps, residuals, each_layer):  # sum(dim=-2) where rows sum to 1
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = (1 - r) * layer.mean(1) + r * torch.eye(T)
+        out = (mixed / mixed.sum(-2, keepdim=True) if each_layer else mixed) @ out
+    return out if each_layer else out / out.sum(-2, keepdim=True)
+
+
 ROLLOUT_WRONG = {
     "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
     "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
@@ -317,6 +326,10 @@ ROLLOUT_WRONG = {
     "plain product, residuals ignored": (lambda maps, rs: rollout_reference(maps, [0.0] * len(maps)),
                                          "residuals_ignored"),
     "last layer only": (lambda maps, rs: rollout_reference(maps[-1:], rs[-1:]), "last_layer_only"),
+    "each layer's columns renormalised": (lambda maps, rs: _columns_renormalised(maps, rs, True),
+                                          "columns_renormalised"),
+    "the product's columns renormalised": (lambda maps, rs: _columns_renormalised(maps, rs, False),
+                                           "columns_renormalised"),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
 }
 
@@ -355,6 +368,9 @@ MEAN_POOL_WRONG = {
         run_blocks(m.blocks, m.embeddings(x)).hidden[:, 1:]).mean(1)), "class_token_not_pooled"),
     "sum pooling": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).sum(1)), "sum_pool"),
+    "sum divided by N + 1": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).sum(1)
+        / (_patches(m, x).shape[1] + 1)), "divided_by_n_plus_one"),
     "class token's position on every patch": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[0]).hidden).mean(1)),
         "class_position_everywhere"),
@@ -521,8 +537,15 @@ def _inverted_rows(g, r):  # every patch's row negated: True = blocked, the clas
     return mask
 
 
+def _no_self(g, r):  # the neighbourhood with the patch itself left out
+    mask = local_mask_reference(g, r).clone()
+    mask[1:, 1:] &= ~torch.eye(g * g, dtype=torch.bool)
+    return mask
+
+
 LOCAL_MASK_WRONG = {
     "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
+    "a patch may not read itself": (_no_self, "self_excluded"),
     "patch block inverted (True = too far)": (_inverted_block, "inverted_patches"),
     "patch rows inverted (True = blocked below row 0)": (_inverted_rows, "inverted_patches"),
     "a diamond (Manhattan distance)": (_manhattan, "manhattan"),
@@ -713,3 +736,31 @@ def test_position_free_prediction_names_the_misconception(guess, measured, diagn
 def test_position_free_prediction_not_given_is_not_done(capsys):
     result = ch07.grade_position_free_prediction(None, 0.815)
     assert not result and "not done yet" in result.message
+
+
+# ----- Section 7.5's second guess: does the augmentation help the ViT without positions? ----------
+
+@pytest.mark.parametrize("plain, augmented, guess", [(0.815, 0.61, False), (0.70, 0.75, True)])
+def test_augmentation_guess_in_the_measured_direction_passes(plain, augmented, guess, capsys):
+    assert ch07.grade_augmentation_guess(guess, plain, augmented)
+
+
+@pytest.mark.parametrize("guess, plain, augmented, diagnosis", [
+    (True, 0.815, 0.61, "wrong_direction"),  # the chapter's measurement: it hurts
+    (False, 0.70, 0.75, "wrong_direction"),
+    ("yes", 0.815, 0.61, "not_a_bool"),
+    (1, 0.815, 0.61, "not_a_bool"),
+])
+def test_augmentation_guess_rejects(guess, plain, augmented, diagnosis, capsys):
+    result = ch07.grade_augmentation_guess(guess, plain, augmented)
+    assert not result and result.diagnosis == diagnosis
+
+
+def test_augmentation_guess_not_given_is_not_done(capsys):
+    result = ch07.grade_augmentation_guess(None, 0.815, 0.61)
+    assert not result and "not done yet" in result.message
+
+
+def test_too_high_position_free_guess_names_the_measured_confusion(capsys):
+    result = ch07.grade_position_free_prediction(0.90, 0.815)
+    assert not result and "2 with 5" in result.message and "6" not in result.message.split("points)")[1]

@@ -35,7 +35,6 @@ def draw() -> Figure:
             sub=fig.code("PatchTokens", f"{L}.patches.PatchTokens") + " + "
             + fig.code("LearnedPositionalEmbedding", f"{L}.LearnedPositionalEmbedding"), size=12)
     fig.text(SX - 185, 566, "(1)", "math", anchor="end")
-    fig.text(SX - 185, 582, "Figure 7.1", "note", anchor="end")
     fig.shape(SX + 6, 530, "z_{0} (B, 1 + N, D)")
     y, pluses = TOP - 10, []
     for norm, sub, sub_label, eq in SUBLAYERS:

@@ -272,11 +272,37 @@ def grade_position_free_prediction(predicted: object, measured: float) -> CheckR
                           "blank) a digit contains, and how many, already tells most digits apart"), "chance"
     elif gap > 0:
         why, diagnosis = ("the set of patches carries less than you thought: digits with the same kinds of "
-                          "pieces in other places are hard to tell apart without positions"), "too_high"
+                          "pieces in other places are hard to tell apart without positions (the chapter's "
+                          "position-free bag of patches confuses 2 with 5 most often, then 3 with 7)"), "too_high"
     else:
         why, diagnosis = ("the set of patches carries more than you thought: counting which kinds of pieces a "
                           "digit contains already separates most digits"), "too_low"
     return _finish(name, False, f"{told}: {why}.", diagnosis)
+
+
+def grade_augmentation_guess(predicted: object, plain: float, augmented: float) -> CheckResult:
+    """Grade Section 7.5's second guess: does the recipe's augmentation raise the unshifted test
+    accuracy of the ViT without positions? ``predicted`` is True (it helps) or False; ``plain`` and
+    ``augmented`` are the measured accuracies (fractions) without and with the augmentation."""
+    name = "does the augmentation help the ViT without positions?"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write True (it helps) or False into "
+                       "predicted_augmentation_helps, then run this cell again.")
+    if not isinstance(predicted, bool):
+        return _finish(name, False, f"predicted_augmentation_helps must be True or False, got {predicted!r}.",
+                       "not_a_bool")
+    helps = augmented > plain
+    told = (f"you guessed that it {'helps' if predicted else 'does not help'}; measured "
+            f"{100 * plain:.1f}% without it, {100 * augmented:.1f}% with it "
+            f"({100 * (augmented - plain):+.1f} points)")
+    if predicted == helps:
+        return _finish(name, True, f"{told}.")
+    why = ("the augmentation lowered it. A move of one pixel cuts a digit into a different set of 2x2 "
+           "patches, so a model that reads only the set sees each training digit as many different sets"
+           if not helps else
+           "the augmentation raised it: the moved copies gave the position-free model more sets of "
+           "patches per digit to learn from")
+    return _finish(name, False, f"{told}: {why}.", "wrong_direction")
 
 
 # ----- 3. patches back into an image (overlapping windows) ----------------------------------------
@@ -535,6 +561,15 @@ def _rollout_added_and_renormalised(maps, residuals):
     return out
 
 
+def _rollout_columns_renormalised(maps, residuals, each_layer=True):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        mixed = (1 - r) * layer.mean(1) + r * torch.eye(T)
+        out = (mixed / mixed.sum(-2, keepdim=True) if each_layer else mixed) @ out
+    return out if each_layer else out / out.sum(-2, keepdim=True)
+
+
 def _rollout_max_heads(maps, residuals, renormalise=True):
     T = maps[0].shape[-1]
     out = torch.eye(T).expand(maps[0].shape[0], T, T)
@@ -580,6 +615,16 @@ ROLLOUT_MISTAKES = (
             "the identity was added with weight r and the rows renormalised, (A + rI) / (1 + r); the "
             "exercise mixes them, (1 - r) A + r I (the two agree only at r = 0)",
             gives=_rollout_added_and_renormalised),
+    Mistake("columns_renormalised",
+            "the columns were renormalised to sum to 1 (a division by sum(dim=-2)); attention's rows "
+            "are what sum to 1 (each query's weights over the keys), and (1 - r) A + r I keeps them so: "
+            "no renormalising is needed",
+            gives=_rollout_columns_renormalised),
+    Mistake("columns_renormalised",
+            "the product's columns were renormalised to sum to 1 (a division by sum(dim=-2)); its rows "
+            "already sum to 1, because every (1 - r) A + r I has rows summing to 1: return the product as "
+            "it is",
+            gives=lambda maps, residuals: _rollout_columns_renormalised(maps, residuals, each_layer=False)),
     Mistake("max_over_heads",
             "the heads were combined with a maximum; average them (mean over the head dimension)",
             gives=_rollout_max_heads),
@@ -693,6 +738,12 @@ def _sum_pool(model, images):
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).sum(dim=1))
 
 
+def _sum_over_n_plus_one(model, images):  # the class token's slot still counted in the mean
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    hidden = model.final_norm(run_blocks(model.blocks, x).hidden)  # (B, N, D)
+    return model.readout(hidden.sum(dim=1) / (hidden.shape[1] + 1))
+
+
 def _class_position_everywhere(model, images):
     x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[0]
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
@@ -720,6 +771,10 @@ MEAN_POOL_MISTAKES = (
     Mistake("sum_pool",
             "the patches' outputs were summed; take their mean (divide by N)",
             gives=_sum_pool),
+    Mistake("divided_by_n_plus_one",
+            "the sum of the N patches' outputs was divided by N + 1, as if the class token were still "
+            "counted; this model has no class token, so divide by N (or take .mean(dim=1))",
+            gives=_sum_over_n_plus_one),
     Mistake("class_position_everywhere",
             "every patch got the class token's position (row 0); patch i gets row 1 + i, "
             "position_embeddings[1:]",
@@ -852,7 +907,18 @@ def _local_mask_edit(**changes):
     return wrong
 
 
+def _local_mask_no_self(grid_size, radius):  # the neighbourhood without the patch itself
+    mask = _local_mask(grid_size, radius)
+    mask[1:, 1:] &= ~torch.eye(grid_size * grid_size, dtype=torch.bool)
+    return mask
+
+
 LOCAL_MASK_MISTAKES = (
+    Mistake("self_excluded",
+            "each patch may not attend to itself here (the diagonal of the patch block is False); a "
+            "convolution's 3x3 kernel includes its centre pixel, and the neighbourhood includes the "
+            "patch itself (radius 0 keeps only it)",
+            gives=_local_mask_no_self),
     Mistake("inverted",
             "True and False are swapped: in this book True means 'may attend' (the opposite of "
             "nn.MultiheadAttention's attn_mask)",
