@@ -589,6 +589,11 @@ def masking_chosen_where_changed(input_ids, maskable, mask_id, vocab_size, gener
     return out, out != input_ids  # the unchanged 10% drop out of `chosen`
 
 
+def masking_chosen_at_mask(input_ids, maskable, mask_id, vocab_size, generator):
+    out, _ = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    return out, out == mask_id  # review r36-06: the random and unchanged 20% drop out
+
+
 def masking_by_library(input_ids, maskable, mask_id, vocab_size, generator):  # the reviewer's one-liner
     m = masked_lm.mask_tokens(input_ids, maskable, mask_id, vocab_size, generator)
     return m.input_ids, m.chosen
@@ -612,6 +617,7 @@ MASKING_WRONG = [
     (masking_reseeds, "global RNG reseeded"),
     (masking_reseeds_from_generator, "global RNG reseeded"),
     (masking_chosen_where_changed, "chosen only where changed"),
+    (masking_chosen_at_mask, "chosen only at [MASK]"),
     (masking_by_library, "library function"), (masking_by_library_renamed, "library function"),
     (masking_exact_count, "fixed count per row"),
 ]

@@ -633,6 +633,14 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
 # Known mistakes that a failed share tells apart: property -> (name, message, test on the
 # shares and the case's maskable positions); checked before the property's own diagnosis.
 _MASKING_PATTERNS = {
+    "positions not chosen keep their token": [(
+        "chosen only at [MASK]",
+        "your `chosen` marks only the positions that became [MASK] (corrupted == mask_id), so "
+        "the 10% made random and the 10% left unchanged are missing from it (100% [MASK], about "
+        "12% chosen). `chosen` is every selected position, whatever it became: the loss must "
+        "score the random and unchanged ones too.",
+        lambda shares, maskable: shares["mask"] > 0.99
+        and abs(shares["chosen"] - SELECT * MASK) < SELECT_TOL)],
     "about 15% of maskable tokens are chosen": [(
         "chosen only where changed",
         "your `chosen` marks only the positions whose token changed (corrupted != input_ids), "
