@@ -614,6 +614,8 @@ TORCH_MASK_WRONG = [
     (lambda n, T, H: (None, masks_in_one(n, T, H)[1] & ~torch.eye(T, dtype=torch.bool)
                       .roll(1, 1).triu(1)), ""),  # key i + 1 visible: wrong but finite
     (first_real_hidden_in_sequence_0, "NaN at a real query"),
+    (lambda n, T, H: (None, masks_in_one(n, T, H)[1][::H]),  # (B, T, S): heads forgotten
+     "3-D attn_mask without the heads"),
 ]
 
 

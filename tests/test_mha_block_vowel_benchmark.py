@@ -30,3 +30,18 @@ def test_committed_results_match_the_chapter():
     assert all(two[s] > one[s] for s in one)  # two heads ahead in every seed
     assert 0.94 <= min(one.values()) and max(one.values()) <= 0.97  # "95.1% to 96.5%"
     assert 0.99 <= min(two.values())
+
+
+def test_committed_2400_step_results_match_the_chapter():
+    """Four times the steps: one head climbs, two heads stay ahead in every seed, by less."""
+    long_runs = load_result("mha_block_vowel_2400.json")["runs"]
+    short_runs = load_result("mha_block_vowel.json")["runs"]
+    assert {r["steps"] for r in long_runs} == {2400}
+
+    def gaps(runs):
+        share = {(r["heads"], r["seed"]): r["both_right"] for r in runs}
+        return [share[2, s] - share[1, s] for s in (0, 1, 2)]
+
+    assert all(g > 0 for g in gaps(long_runs))  # two heads ahead in every seed
+    assert all(long < short for long, short in zip(gaps(long_runs), gaps(short_runs)))
+    assert 0.97 <= min(r["both_right"] for r in long_runs if r["heads"] == 1) <= 0.98

@@ -794,6 +794,26 @@ def _queries_mistake(fn: Callable) -> Mistake:
     return Mistake(wrong.name, wrong.message, when=matches)
 
 
+def _heads_forgotten(masks: object, lengths: torch.Tensor, num_heads: int) -> bool:
+    """True for a 3-D attn_mask of shape (B, T, S) where PyTorch wants (B·H, T, S), H > 1."""
+    attn_mask = masks[1] if isinstance(masks, (tuple, list)) and len(masks) == 2 else None
+    return (num_heads > 1 and isinstance(attn_mask, torch.Tensor) and attn_mask.dim() == 3
+            and attn_mask.shape[0] == len(lengths))
+
+
+def _heads_mistake(fn: Callable) -> Mistake:
+    """Named when the attn_mask is (B, T, S): one mask per sequence, none per head."""
+    def matches(args: tuple, got: object) -> bool:
+        lengths, _, H = _fresh_args(args)
+        return _heads_forgotten(fn(*_fresh_args(args)), lengths, H)
+
+    return Mistake("3-D attn_mask without the heads", "your attn_mask is (B, T, S), one per "
+                   "sequence; a 3-D attn_mask for nn.MultiheadAttention is (B·H, T, S), one per "
+                   "head, row b·H + h = head h of sequence b (PyTorch refuses (B, T, S) when "
+                   "H > 1). Build it with mask.repeat_interleave(H, dim=0), or pass the padding "
+                   "as key_padding_mask (B, S) and a (T, S) causal attn_mask.", when=matches)
+
+
 def _fresh_args(args: tuple) -> tuple:
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
@@ -880,13 +900,16 @@ def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
     nan_seen = []  # (b, i, lengths, T) of the first real query with a NaN output
 
     def outputs(lengths, T, num_heads):
-        out = _through_torch(fn(lengths, T, num_heads), lengths, T, num_heads)
+        masks = fn(lengths, T, num_heads)
+        if _heads_forgotten(masks, lengths, num_heads):  # PyTorch would only raise: named below
+            return torch.full_like(_book_outputs(lengths, T, num_heads), float("nan"))
+        out = _through_torch(masks, lengths, T, num_heads)
         where = out.isnan().any(-1).nonzero()
         if len(where) and not nan_seen:
             nan_seen.append(((int(where[0, 0]), int(where[0, 1])), lengths.clone(), T))
         return out
 
-    mistakes = [_float_mistake(fn), _queries_mistake(fn), _repeat_mistake(fn),
+    mistakes = [_heads_mistake(fn), _float_mistake(fn), _queries_mistake(fn), _repeat_mistake(fn),
                 *TORCH_MASK_MISTAKES, _NanMistake(fn)]
     buffer = io.StringIO()
     with contextlib.redirect_stdout(buffer):
