@@ -489,24 +489,24 @@ def buckets_left_only(config, src_length, tgt_length):
     (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), "every row counted"),
 ])
 def test_trained_buckets_rejects(wrong, diagnosis):
-    result = check_trained_buckets(wrong, prediction=27)
+    result = check_trained_buckets(wrong, prediction=23)
     assert not result and result.diagnosis == diagnosis
 
 
 def test_trained_buckets_by_formula_is_rejected():
     """Reachable buckets computed from the lengths are not a measurement: a stack with one key per
     query gets no gradient, which only running the model shows."""
-    result = check_trained_buckets(buckets_by_formula, prediction=27)
+    result = check_trained_buckets(buckets_by_formula, prediction=23)
     assert not result and result.diagnosis == "computed, not measured"
 
 
 def test_trained_buckets_names_swapped_lengths():
-    result = check_trained_buckets(lambda c, s, t: trained_buckets(c, t, s), prediction=27)
+    result = check_trained_buckets(lambda c, s, t: trained_buckets(c, t, s), prediction=23)
     assert not result and result.diagnosis == "lengths swapped"
 
 
 @pytest.mark.parametrize("prediction, phrase", [
-    (27, "was right"), (28, "the pretraining trains 27"), (None, "no prediction given"),
+    (23, "was right"), (27, "the pretraining trains 23"), (None, "no prediction given"),
 ])
 def test_trained_buckets_explains_the_prediction(prediction, phrase, capsys):
     assert check_trained_buckets(trained_buckets, prediction=prediction)
@@ -602,6 +602,52 @@ def bucket_no_halving(bucket, bidirectional, num_buckets, max_distance):
 def test_bucket_range_names_no_halving():
     result = check_bucket_range(bucket_no_halving)
     assert not result and result.diagnosis == "no per-side halving"
+
+
+def _reader_bucket_range(bucket, bidirectional, num_buckets, max_distance, inclusive=False,
+                         floored=False):
+    """A reader's formula solution, with the review's two slips as switches."""
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_side // 2
+    side, b = divmod(bucket, per_side) if bidirectional else (0, bucket)
+
+    def index(d):
+        return exact + int(math.log(d / exact) / math.log(max_distance / exact) * (per_side - exact))
+
+    def first_distance(k):
+        real = exact * (max_distance / exact) ** ((k - exact) / (per_side - exact))
+        if floored:  # the inverse floored, no correction
+            return max(exact, math.floor(real))
+        d = max(exact, math.ceil(real))
+        while d > exact and index(d - 1) >= k:
+            d -= 1
+        while index(d) < k:
+            d += 1
+        return d
+
+    if b < exact or (inclusive and b == exact):
+        low, high = b, b
+    else:
+        low = first_distance(b)
+        high = None if b == per_side - 1 else first_distance(b + 1) - 1
+    if side == 1:
+        return None if b == 0 else (low, high)
+    if bidirectional:
+        return (None if high is None else -high, -low)
+    return (None if high is None else -high, None if b == 0 else -low)
+
+
+def test_reader_bucket_range_without_slips_passes():
+    assert check_bucket_range(_reader_bucket_range)
+
+
+@pytest.mark.parametrize("slip, diagnosis", [
+    (dict(inclusive=True), "exact region one bucket too long"),
+    (dict(floored=True), "floored inverse"),
+])
+def test_bucket_range_names_the_exact_region_and_the_floored_inverse(slip, diagnosis, capsys):
+    result = check_bucket_range(lambda *args: _reader_bucket_range(*args, **slip))
+    assert not result and result.diagnosis == diagnosis
 
 
 def fill_only_sentinel_zero(inputs, target, eos_id):
@@ -759,7 +805,7 @@ def trained_decoder_bidirectional(config, src_length, tgt_length):
 
 
 def test_trained_buckets_names_decoder_bidirectional():
-    result = check_trained_buckets(trained_decoder_bidirectional, prediction=27)
+    result = check_trained_buckets(trained_decoder_bidirectional, prediction=23)
     assert not result and result.diagnosis == "decoder as bidirectional"
 
 
@@ -1027,7 +1073,7 @@ def _encoder_too_far(c, s, t):
     (_encoder_too_far, "encoder one offset too far", "a source of S tokens"),
 ])
 def test_trained_buckets_names_the_stack_one_offset_too_far(wrong, diagnosis, phrase, capsys):
-    result = check_trained_buckets(wrong, prediction=27)
+    result = check_trained_buckets(wrong, prediction=23)
     assert not result and result.diagnosis == diagnosis
     assert phrase in capsys.readouterr().out
 
@@ -1055,7 +1101,7 @@ def buckets_first_row_only(config, src_length, tgt_length):
     (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), "every row counted"),
 ])
 def test_trained_buckets_names_rev10b_mistakes(wrong, diagnosis):
-    result = check_trained_buckets(wrong, prediction=27)
+    result = check_trained_buckets(wrong, prediction=23)
     assert not result and result.diagnosis == diagnosis
 
 
@@ -1192,18 +1238,29 @@ def test_target_length_rejects(wrong, diagnosis):
         assert result.diagnosis == diagnosis
 
 
+def test_target_length_rejects_a_right_formula():
+    """The right lengths from the counts alone (no mask drawn): the exercise asks for a measurement."""
+    def by_formula(n, k, d, m):
+        hidden = max(1, min(n - 1, round(n * d)))
+        spans = max(1, min(hidden, n - hidden, round(hidden / m)))
+        return hidden + spans + 1
+
+    result = check_target_length(by_formula, 104)
+    assert not result and result.diagnosis == "computed, not measured"
+
+
 def test_target_length_accepts_an_int_and_a_tensor():
     assert check_target_length(lambda *a: int(target_length(*a)), 104)
     assert check_target_length(lambda *a: torch.tensor(target_length(*a)), 104)
 
 
 def test_trained_buckets_failure_does_not_give_away_the_prediction(capsys):
-    """The first case has the pretraining's lengths (58 and 14 tokens), whose encoder buckets are
+    """The first case has the pretraining's lengths (30 and 8 tokens), whose encoder buckets are
     the prediction's answer: a failure there shows what the reader returned, not the answer."""
-    result = check_trained_buckets(lambda c, s, t: (list(range(c.num_buckets)),) * 2, prediction=27)
+    result = check_trained_buckets(lambda c, s, t: (list(range(c.num_buckets)),) * 2, prediction=23)
     printed = capsys.readouterr().out
     assert not result and "failing case 1" in printed
     assert "expected:" not in printed and "not shown" in printed
-    shown = check_trained_buckets(lambda c, s, t: ([0], [0]) if s != 58 else trained_buckets(c, s, t),
-                                  prediction=27)
+    shown = check_trained_buckets(lambda c, s, t: ([0], [0]) if s != 30 else trained_buckets(c, s, t),
+                                  prediction=23)
     assert not shown and "expected:" in capsys.readouterr().out, "other cases still show the answer"

@@ -122,6 +122,36 @@ def _no_halving(bucket, bidirectional, num_buckets, max_distance):
     return _bucket_range(bucket, False, num_buckets, max_distance)
 
 
+def _exact_inclusive(bucket, bidirectional, num_buckets, max_distance):
+    """The exact region taken to include bucket max_exact (``b <= exact``): that bucket read as the
+    single distance max_exact, where it is the first log bucket (max_exact up to where the next starts)."""
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_side // 2
+    side = bucket // per_side if bidirectional else 0
+    if bucket - side * per_side != exact:
+        return _bucket_range(bucket, bidirectional, num_buckets, max_distance)
+    return (exact, exact) if side == 1 else (-exact, -exact)
+
+
+def _floored_inverse(bucket, bidirectional, num_buckets, max_distance):
+    """Each log bucket's start from the inverse of the log formula, floored and not corrected: the
+    largest integer at or below the real start, one distance short whenever that is not an integer."""
+    import math
+    per_side = num_buckets // 2 if bidirectional else num_buckets
+    exact = per_side // 2
+    side = bucket // per_side if bidirectional else 0
+    b = bucket - side * per_side
+    if b < exact or (bidirectional and side == 1 and b == 0):
+        return _bucket_range(bucket, bidirectional, num_buckets, max_distance)
+
+    def start(k):
+        return max(exact, math.floor(exact * (max_distance / exact) ** ((k - exact) / (per_side - exact))))
+    low, high = start(b), (None if b == per_side - 1 else start(b + 1) - 1)
+    if side == 1:
+        return (low, high)
+    return (None if high is None else -high, -low)
+
+
 def _reversed_pair(args, got) -> bool:
     """The right two ends in the wrong order: (high, low)."""
     expected = _bucket_range(*args)
@@ -170,7 +200,7 @@ def check_bucket_range(fn: Callable) -> CheckResult:
                        "Invert the formula instead: log bucket k starts at the smallest distance d with "
                        "d >= max_exact * (max_distance / max_exact) ** ((k - max_exact) / (per_side - max_exact)); "
                        "compute that, then step d by one only to correct the rounding.", "offsets scanned")
-    return run_cases("bucket range", fn, cases + far, mistakes)
+    return run_cases("bucket range", fn, cases + far, _order_exact_region(fn, mistakes))
 
 
 SCAN_FRACTION = 30  # a reader's function may take this fraction of a scan's time over the far cases
@@ -265,6 +295,10 @@ def _bucket_mistakes() -> list:
         Mistake("no per-side halving", "bidirectional: the buckets are split in two, num_buckets // 2 per "
                 "side, and the exact ones are half of *those*; a bucket number beyond the first half is a key "
                 "after the query.", gives=_no_halving),
+        Mistake("exact region one bucket too long", "the exact buckets are 0 to max_exact - 1 (b < max_exact, "
+                "max_exact = per_side // 2); bucket max_exact is the first log-spaced one, from distance max_exact "
+                "up to where the next bucket starts, not the single distance max_exact (b <= max_exact).",
+                gives=_exact_inclusive),
         Mistake("causal sign flipped", "offsets are key - query, and a causal decoder's keys come at or before "
                 "its query: its buckets hold offsets <= 0 (bucket 5 is offset -5, not +5).",
                 gives=_causal_sign_flipped),
@@ -273,6 +307,10 @@ def _bucket_mistakes() -> list:
                 gives=_causal_zero_closed),
         Mistake("rounded log", "the log-spaced index is truncated (.long()), not rounded: a bucket starts "
                 "where the floor first reaches it.", gives=_round_instead_of_floor),
+        Mistake("floored inverse", "inverting the log formula gives a real distance; the bucket starts at the "
+                "smallest *integer* distance whose truncated index reaches it: take the ceiling, not the floor, "
+                "then check index(d - 1) < k <= index(d) and step d by one where float rounding put it off.",
+                gives=_floored_inverse),
         Mistake("one past the end", "a log bucket ends one offset *before* the next bucket starts: its far end "
                 "is (start of the next bucket) - 1.", gives=_one_past_the_end),
         Mistake("last bucket bounded", "every offset at or beyond max_distance shares the last bucket of its "
@@ -284,6 +322,21 @@ def _bucket_mistakes() -> list:
                 "bucket k starts at the smallest d with max_exact + floor(...) >= k.",
                 when=lambda a, got: a[3] > 1000),
     ]
+
+
+def _order_exact_region(fn: Callable, mistakes: list) -> list:
+    """Bidirectional bucket 8 of 32 reads (-8, -8) under both an inclusive exact region and no
+    per-side halving; bucket 24 (keys after the query) tells them apart: (8, 8) only when the exact
+    region is inclusive. Name that mistake first when the reader's function gives it."""
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            probe = fn(24, True, 32, 128)
+    except Exception:  # noqa: BLE001 - run_cases reports the reader's errors
+        return mistakes
+    if not (isinstance(probe, (tuple, list)) and tuple(probe) == (8, 8)):
+        return mistakes
+    first = [m for m in mistakes if m.name == "exact region one bucket too long"]
+    return first + [m for m in mistakes if m.name != "exact region one bucket too long"]
 
 
 def _is_bucket_function(value: object) -> bool:
@@ -801,9 +854,10 @@ def check_corrupt(fn: Callable) -> CheckResult:
 
 # --- 4. predict, then measure: which position buckets does pretraining train? -------------------
 
-# the first study's Bible pretraining (benchmarks/t5_pretraining.py): 64-byte windows, 10 bytes hidden in 3 spans: every input is 58 tokens
-# (54 kept + 3 sentinels + </s>), every target 14 (10 + 3 sentinels + </s>)
-PRETRAIN_SRC, PRETRAIN_TGT = 58, 14
+# the chapter's chosen pretraining (benchmarks/t5_low_label.py, the committed checkpoint): 32-byte windows,
+# 5 bytes hidden in 2 spans: every input is 30 tokens (27 kept + 2 sentinels + </s>), every target 8
+# (5 + 2 sentinels + </s>)
+PRETRAIN_SRC, PRETRAIN_TGT = 30, 8
 
 
 def _reachable(num_buckets: int, max_distance: int, src_length: int, tgt_length: int,
@@ -904,13 +958,13 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
     """``fn(config, src_length, tgt_length) -> (encoder_buckets, decoder_buckets)``: the sorted
     bucket ids of each stack's bias table that get a non-zero gradient from one loss on a batch
     of sources of ``src_length`` and targets of ``tgt_length`` tokens; ``prediction``, written
-    before measuring: how many of the 32 encoder buckets the first study's Bible pretraining (58-token inputs) ever
-    trains."""
+    before measuring: how many of the 32 encoder buckets the chapter's chosen pretraining (30-token inputs)
+    ever trains."""
     configs = [T5Config(40, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1),
                T5Config(40, d_model=16, num_heads=2, d_ff=24, num_buckets=8, max_distance=20),
                T5Config(300, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1)]
     cases = []
-    for config, src_length, tgt_length in ((configs[0], 58, 14), (configs[0], 9, 3), (configs[1], 30, 12),
+    for config, src_length, tgt_length in ((configs[0], PRETRAIN_SRC, PRETRAIN_TGT), (configs[0], 58, 14), (configs[0], 9, 3), (configs[1], 30, 12),
                                            (configs[2], 200, 60), (configs[1], 5, 2), (configs[0], 1, 6),
                                            (configs[1], 7, 1)):
         cases.append(Case(f"{config.num_buckets} buckets, max_distance {config.max_distance}, source "
@@ -1385,6 +1439,11 @@ def check_target_length(fn: Callable, prediction: float | None = None) -> CheckR
     ]
     name = "target length"
     result = run_cases(name, _as_float(fn), cases, mistakes)
+    if result.passed and not _calls(fn, lambda v: v is noise_mask, frozenset({"noise_mask"})):
+        return _finish(name, False, "your function gives the right lengths without drawing a single mask: "
+                       "it computes them from a formula. The exercise tests that formula: draw the masks with "
+                       "noise_mask, build each target with corrupt and average the lengths, then see whether "
+                       "the draws differ.", "computed, not measured")
     if result.passed:
         n, d, m = TARGET_ASKED
         hidden, spans = _target_parts(n, d, m)
