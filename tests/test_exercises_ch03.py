@@ -590,6 +590,14 @@ POSITION_WRONG = [
     (lambda m, tok: position_accuracy(m, tok).mean().item(), "one number"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).float().mean(1), "per sequence"),
     (lambda m, tok: position_accuracy(m, tok).mean().repeat(tok.shape[1]), "overall repeated"),
+    # the share of sequences right as a whole, broadcast to every position, or as one number
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).all(1).float().mean()
+     .expand(tok.shape[1]), "whole sequences"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).all(-1).float().mean()
+     * torch.ones(tok.shape[1]), "whole sequences"),
+    (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).all(1).float().mean().item(),
+     "whole sequences"),
+    (lambda m, tok: torch.zeros(tok.shape[1]), ""),  # not the whole-sequence share: named nothing
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok.flip(1)).float().mean()
      * torch.ones(tok.shape[1]), "overall repeated"),
     (lambda m, tok: (m(tok).argmax(-1)[..., 0] == tok).float().mean(0), "not reversed"),
@@ -641,7 +649,7 @@ def test_a_failing_case_shows_nothing_of_the_measurement(capsys):
     never the trained model's 1.00 0.00 ... at length 8, and the measurement is not printed."""
     assert not check_position_accuracy(lambda m, tok: position_accuracy(m, tok) + 0.01, 0.5)
     out = capsys.readouterr().out
-    assert "untrained model" in out and "accuracy at each position" not in out
+    assert "stand-in" in out and "accuracy at each position" not in out
     assert "1.0000, 0.0000" not in out and "0.9980" not in out
 
 
@@ -694,13 +702,14 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model, bias=True, dropout=0.0, *, scale=True, dim=-1, invert=False,
                  use_mask=True, out=True, dropout_on="weights", eval_dropout=False,
-                 multiply_mask=False, mask_after=False, swap_qk=False):
+                 multiply_mask=False, mask_after=False, swap_qk=False, fill_zero=False):
         super().__init__()
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
         self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
         self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
         self.multiply_mask, self.mask_after, self.swap_qk = multiply_mask, mask_after, swap_qk
+        self.fill_zero = fill_zero
         self.drop = nn.Dropout(dropout)  # the module form, as a reader would write it
 
     def forward(self, x, mask=None):
@@ -717,6 +726,8 @@ class SelfAttention(nn.Module):
             scores = F.dropout(scores, self.p, training=on)
         if mask is not None and self.use_mask and self.multiply_mask:
             scores = scores * mask  # a mistake: blocked scores 0, not -inf
+        elif mask is not None and self.use_mask and self.fill_zero:
+            scores = scores.masked_fill(~mask, 0.0)  # a mistake: blocked scores 0, not -inf
         elif mask is not None and self.use_mask and not self.mask_after:
             scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
         if self.dropout_on == "masked scores":  # a mistake: dropout after the mask fill
@@ -776,7 +787,8 @@ SELF_ATTENTION_WRONG = [
     (self_attention(dropout_on="weights and output"), "dropout on A and on the output"),
     (self_attention(dropout_on="value"), "dropout on V"),
     (self_attention(eval_dropout=True), "dropout in eval mode"),
-    (self_attention(multiply_mask=True), "mask multiplied"),
+    (self_attention(multiply_mask=True), "blocked scores set to 0"),
+    (self_attention(fill_zero=True), "blocked scores set to 0"),  # masked_fill(~mask, 0.0)
     (self_attention(dropout_on="scores"), "dropout on the scores"),
     (self_attention(dropout_on="masked scores"), "dropout on the scores"),
     (self_attention(dropout_on="renormalised"), "rows renormalised after dropout"),

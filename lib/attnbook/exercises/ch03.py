@@ -917,6 +917,34 @@ def _argmax_over(model, tokens, dim):
     return (answers == tokens.flip(1)).float().mean(0)
 
 
+def _whole_sequence_accuracy(model, tokens):
+    """The share of sequences answered right at every position at once (a scalar tensor)."""
+    return (_answers(model, tokens) == tokens.flip(1)).all(1).float().mean()
+
+
+def _is_whole_sequence(args, got) -> bool:
+    """Whether ``got`` is the whole-sequence accuracy, as one number or repeated T times."""
+    whole = _whole_sequence_accuracy(*args)
+    got = torch.as_tensor(got).float()
+    return got.numel() in (1, args[1].shape[1]) and bool(torch.allclose(got, whole.expand_as(got)))
+
+
+def _partly_right_case() -> tuple[torch.nn.Module, torch.Tensor]:
+    """A stand-in with fixed logits that answers most letters (about 88%) right, so that a
+    sequence is right as a whole often enough (about 60% at length 4) to tell the
+    whole-sequence accuracy from the per-position one. Elsewhere it answers a letter from a
+    random position of the same sequence, so that comparing with the wrong position (not
+    reversed, off by one) is right now and then, not never."""
+    tokens, _ = reversal_task(64, 4, 20, torch.Generator().manual_seed(31))  # (64, 4)
+    g = torch.Generator().manual_seed(32)
+    right = torch.rand(64, 4, generator=g) < 0.8  # (64, 4): where the right letter wins
+    elsewhere = tokens.gather(1, torch.randint(4, (64, 4), generator=g))  # (64, 4)
+    answer = torch.where(right, tokens.flip(1), elsewhere)  # (64, 4)
+    boost = torch.zeros(64, 4, 20).scatter(-1, answer[..., None], 10.0)  # (64, 4, V)
+    logits = torch.randn(64, 4, 1, 20, generator=g) + boost[:, :, None, :]
+    return _FixedLogits(logits), tokens
+
+
 def _right_probability(model, tokens):
     with evaluating(model), torch.no_grad():
         probabilities = model(tokens).softmax(-1)[..., 0, :]  # (B, T, V)
@@ -1020,6 +1048,11 @@ POSITION_MISTAKES = [
             "slot, an index that is not a letter.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
             and any(compare(got, _argmax_over(*args, d), 1e-5, 1e-5) is None for d in (1, 2))),
+    Mistake("whole sequences", "that is the share of whole sequences answered right (a sequence "
+            "counts only if all T answers are right), given as the same number at every position. "
+            "Compare answer by answer and average over the batch only (dim 0): position i gets the "
+            "share of sequences right at position i, whatever the other positions did.",
+            when=lambda args, got: isinstance(got, (torch.Tensor, float)) and _is_whole_sequence(args, got)),
     Mistake("one number", "that is the accuracy over all positions: keep one share per position, "
             "the mean over the batch only (dim 0), shape (T,).",
             when=lambda args, got: isinstance(got, (torch.Tensor, float)) and torch.as_tensor(got).numel() == 1
@@ -1070,7 +1103,11 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
     import copy
     model = chapter_model() if model is None else copy.deepcopy(model).cpu()  # cases are on the CPU
     standin = standin_model()  # untrained: its expected answers give nothing away
-    cases = []
+    partly, partly_tokens = _partly_right_case()  # first: where whole sequences stand apart
+    cases = [Case("a stand-in with fixed logits, mostly right, tokens (64, 4)",
+                  (partly, partly_tokens), _position_accuracy(partly, partly_tokens),
+                  hint="the answer at position i is the argmax of model(tokens)[:, i, 0]; "
+                       "compare it with tokens[:, T - 1 - i] and average over the batch.")]
     for n, (batch, length) in enumerate([(500, 8), (37, 10), (5, 4), (64, 6), (1, 2)]):
         tokens, _ = reversal_task(batch, length, 20, torch.Generator().manual_seed(7 + n))
         cases.append(Case(f"an untrained model, tokens ({batch}, {length})", (standin, tokens),
@@ -1217,9 +1254,10 @@ SELF_ATTENTION_MISTAKES = [
             "a dropped link, not a dropped feature.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and compare(got, _dropped("value")(*args), 1e-5, 1e-5) is None),
-    Mistake("mask multiplied", "you multiplied the scores by the mask: a blocked score becomes 0, "
-            "and exp(0) = 1 still gives that key weight. Set blocked scores to -inf before the "
-            "softmax: scores.masked_fill(~mask, float('-inf')).",
+    Mistake("blocked scores set to 0", "the blocked scores became 0, not -inf (what "
+            "scores.masked_fill(~mask, 0.0) does, and multiplying the scores by the mask too): "
+            "exp(0) = 1 still gives those keys weight, as much as a key that scores 0. Fill them "
+            "with -inf before the softmax: scores.masked_fill(~mask, float('-inf')).",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, multiply_mask=True)),
     Mistake("dropout on the scores", "you applied dropout to the scores, before the softmax: a "
             "dropped score becomes 0, which still gets weight, and the softmax renormalises the "
