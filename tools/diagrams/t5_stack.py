@@ -8,7 +8,7 @@ T5 = "attnbook.models.t5.T5"
 RPB = "attnbook.layers.relative_position.RelativePositionBias"
 DESC = (
     "The library's T5, pretrained by span corruption. Bottom left, the corrupted input text "
-    "'Thank you <X> me to your party <Y> week . </s>', ids (B, S), goes through the shared token "
+    "'Thank you <X> me to your party <Y> week. </s>', ids (B, S), goes through the shared token "
     "table (one nn.Embedding (V, D): no scale by sqrt(D), no position table) to (B, S, D), then L "
     "pre-norm EncoderBlocks: RMSNorm then self_attn (MultiHeadAttention with scale 1 and no "
     "biases), added back to the stream; RMSNorm then the gated-GELU feed-forward, added back. A "
@@ -34,7 +34,7 @@ def draw() -> Figure:
     fig.text(30, 28, fig.code("T5", T5) + ": pre-norm, RMSNorm, no 1/√Dh, relative position bias, one shared table",
              "title", anchor="start")
     enc_attn, top = stack(fig, EX, ("self_attn", "feed_forward"), f"{L}.EncoderBlock", "EncoderBlock")
-    embed(fig, EX, "Thank you <X> me to your party <Y> week . </s>", "(B, S)", "(B, S, D)")
+    embed(fig, EX, "Thank you <X> me to your party <Y> week. </s>", "(B, S)", "(B, S, D)")
     bias(fig, enc_attn, "bidirectional", "(1, H, S, S)")
     memory_y = final_norm(fig, EX, top)
     fig.tensor(EX - 25, memory_y - 58, "R", "stream", w=50)
