@@ -528,9 +528,9 @@ def test_attention_pairs_named_mistakes_elsewhere(capsys):
                     "", capsys)
 
 
-@pytest.mark.parametrize("half", [lambda L: L * L / 2, lambda L: L * L // 2])
+@pytest.mark.parametrize("half", [lambda m: m * m / 2, lambda m: m * m // 2])
 def test_attention_pairs_half_the_square(half, capsys):
-    def wrong(t0, n):  # L^2 / 2 per call, the slow way and the cache's start alike
+    def wrong(t0, n):  # m^2 / 2 per call, the slow way and the cache's start alike
         slow = sum(half(t0 + i) for i in range(n))
         fast = half(t0) + sum(t0 + i for i in range(1, n))
         return slow, fast
@@ -906,7 +906,7 @@ def test_lm_loss_names_a_sum_over_positions(capsys):
 # --- the review's (g) wrong answers that were rejected under a generic or wrong name ---
 
 def test_attention_pairs_names_the_missing_self_pair(capsys):
-    """L (L - 1) / 2 per call and t - 1 per step: the diagonal left out, named as such (the
+    """m (m - 1) / 2 per call and t - 1 per step: the diagonal left out, named as such (the
     review's answer got the message about the number of calls)."""
     def no_diagonal(t0, n):
         slow = sum((t0 + i) * (t0 + i - 1) // 2 for i in range(n))

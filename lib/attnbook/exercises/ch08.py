@@ -925,7 +925,7 @@ def _tri(k: int) -> int:
 
 
 def _slow(t0: int, n: int, per_call: Callable[[int], int] = _tri, calls: int | None = None) -> int:
-    """The slow way: one call over L = t0, t0 + 1, ... positions for each new token."""
+    """The slow way: one call over m = t0, t0 + 1, ... positions for each new token."""
     return sum(per_call(t0 + i) for i in range(n if calls is None else calls))
 
 
@@ -955,8 +955,8 @@ def _self_pair_left_out(args: tuple, got: object) -> bool:
         return False
     t0, n = args
     right = _right(t0, n)
-    bare = (_slow(t0, n, lambda L: L * (L - 1) // 2),
-            _fast(t0, n, start=lambda L: L * (L - 1) // 2, per_step=lambda length: length - 1))
+    bare = (_slow(t0, n, lambda m: m * (m - 1) // 2),
+            _fast(t0, n, start=lambda m: m * (m - 1) // 2, per_step=lambda length: length - 1))
     calls = ({_slow(t0, n, calls=n + 1), _slow(t0, n, calls=n - 1)},
              {_fast(t0, n, steps=n + 1), _fast(t0, n, steps=n - 1)})
     if tuple(got) == bare:
@@ -996,26 +996,26 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                 "each step's one query scores one pair per key it may see.",
                 when=_component(1, lambda t0, n: t0 + n - 1)),
         Mistake("positions, not pairs (recomputed)", "that counts position-passes, not "
-                "query-key pairs: a call over L positions scores L (L + 1) / 2 pairs (query j "
-                "sees keys 1 .. j).", when=_component(0, lambda t0, n: _slow(t0, n, lambda L: L))),
-        Mistake("masked pairs counted", "you counted the whole score matrix, L x L: the causal "
-                "mask leaves a query only itself and the keys before it, L (L + 1) / 2 pairs "
+                "query-key pairs: a call over m positions scores m (m + 1) / 2 pairs (query j "
+                "sees keys 1 .. j).", when=_component(0, lambda t0, n: _slow(t0, n, lambda m: m))),
+        Mistake("masked pairs counted", "you counted the whole score matrix, m x m: the causal "
+                "mask leaves a query only itself and the keys before it, m (m + 1) / 2 pairs "
                 "per call (the masked scores never reach the softmax).",
                 when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
-                    got[0] == _slow(*args, lambda L: L * L)
-                    or got[1] == _fast(*args, start=lambda L: L * L))
-                and _slow(*args, lambda L: L * L) != _right(*args)[0]),
-        Mistake("half the square", "a call over L positions scores L (L + 1) / 2 pairs, "
-                "not L^2 / 2: the causal mask keeps the diagonal (each query scores its own "
+                    got[0] == _slow(*args, lambda m: m * m)
+                    or got[1] == _fast(*args, start=lambda m: m * m))
+                and _slow(*args, lambda m: m * m) != _right(*args)[0]),
+        Mistake("half the square", "a call over m positions scores m (m + 1) / 2 pairs, "
+                "not m^2 / 2: the causal mask keeps the diagonal (each query scores its own "
                 "key) as well as the pairs below it.",
                 when=lambda args, got: isinstance(got, (tuple, list)) and len(got) == 2 and (
-                    got[0] in (_slow(*args, lambda L: L * L / 2), _slow(*args, lambda L: L * L // 2))
-                    or got[1] in (_fast(*args, start=lambda L: L * L / 2),
-                                  _fast(*args, start=lambda L: L * L // 2)))
+                    got[0] in (_slow(*args, lambda m: m * m / 2), _slow(*args, lambda m: m * m // 2))
+                    or got[1] in (_fast(*args, start=lambda m: m * m / 2),
+                                  _fast(*args, start=lambda m: m * m // 2)))
                 and got[0] != _right(*args)[0]),
         Mistake("self-pair left out", "each query also scores its own key: under the "
-                "causal mask query j sees keys 1 .. j, itself included, so a call over L "
-                "positions scores L (L + 1) / 2 pairs, not L (L - 1) / 2, and a cached step's "
+                "causal mask query j sees keys 1 .. j, itself included, so a call over m "
+                "positions scores m (m + 1) / 2 pairs, not m (m - 1) / 2, and a cached step's "
                 "query at position t scores t pairs, not t - 1.",
                 when=_self_pair_left_out),
         Mistake("one call too many", "the last token chosen is never read by the model: "
