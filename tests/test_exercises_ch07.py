@@ -756,6 +756,13 @@ def test_augmentation_guess_rejects(guess, plain, augmented, diagnosis, capsys):
     assert not result and result.diagnosis == diagnosis
 
 
+@pytest.mark.parametrize("guess, plain, augmented", [(True, 0.815, 0.61), (False, 0.70, 0.75)])
+def test_augmentation_guess_offers_the_cause_as_untested(guess, plain, augmented, capsys):
+    # the chapter does not test why the augmentation moves the position-free ViT
+    result = ch07.grade_augmentation_guess(guess, plain, augmented)
+    assert not result and "not tested" in result.message and "candidate" in result.message
+
+
 def test_augmentation_guess_not_given_is_not_done(capsys):
     result = ch07.grade_augmentation_guess(None, 0.815, 0.61)
     assert not result and "not done yet" in result.message

@@ -297,11 +297,13 @@ def grade_augmentation_guess(predicted: object, plain: float, augmented: float) 
             f"({100 * (augmented - plain):+.1f} points)")
     if predicted == helps:
         return _finish(name, True, f"{told}.")
-    why = ("the augmentation lowered it. A move of one pixel cuts a digit into a different set of 2x2 "
-           "patches, so a model that reads only the set sees each training digit as many different sets"
+    # the chapter does not test why: the reason is offered as a candidate, not as a fact
+    why = ("the augmentation lowered it. Why is not tested; one candidate: a move of one pixel cuts a "
+           "digit into a different set of 2x2 patches, so a model that reads only the set sees each "
+           "training digit as many different sets"
            if not helps else
-           "the augmentation raised it: the moved copies gave the position-free model more sets of "
-           "patches per digit to learn from")
+           "the augmentation raised it. Why is not tested; one candidate: the moved copies gave the "
+           "position-free model more sets of patches per digit to learn from")
     return _finish(name, False, f"{told}: {why}.", "wrong_direction")
 
 
