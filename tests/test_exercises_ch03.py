@@ -686,6 +686,10 @@ def test_length_prediction_is_on_the_command_line(tmp_path, capsys):
     lambda q, k, v: (q @ k.mT / math.sqrt(q.shape[-1])).softmax(-1) @ v,
     lambda q, k, v: F.scaled_dot_product_attention(q, k, v),
     lambda q, k, v: scaled_dot_product_attention(q, k, v)[0],
+    lambda q, k, v: torch.special.softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1) @ v,
+    lambda q, k, v: torch.log_softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1).exp() @ v,
+    lambda q, k, v: F.log_softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1).exp() @ v,
+    lambda q, k, v: (q @ k.mT / math.sqrt(q.shape[-1])).log_softmax(-1).exp() @ v,
 ])
 def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
     """The exercise asks for the reader's own softmax: each of PyTorch's (and the library's
@@ -695,6 +699,8 @@ def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
     x = torch.randn(2, 3)
     assert torch.allclose(torch.softmax(x, -1), x.softmax(-1))
     assert torch.allclose(F.softmax(x, -1), own_softmax(x))
+    assert torch.allclose(torch.log_softmax(x, -1).exp(), x.log_softmax(-1).exp())
+    assert torch.allclose(torch.special.softmax(x, -1), own_softmax(x))
 
 
 class SelfAttention(nn.Module):

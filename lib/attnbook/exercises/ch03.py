@@ -273,25 +273,30 @@ def _without_softmax(fn: Callable) -> Callable:
 
     def refuse(*args, **kwargs):
         raise _LibrarySoftmax("the exercise asks for your own softmax: torch.softmax, F.softmax, "
-                              "Tensor.softmax and ready-made attention are off limits here; "
+                              "torch.special.softmax, log_softmax (then .exp()), Tensor.softmax "
+                              "and ready-made attention are off limits here; "
                               "subtract each row's largest score, exponentiate, divide by the sum.")
-    hidden = _hiding(fn, {torch.softmax, F.softmax, F.scaled_dot_product_attention,
-                          attention.scaled_dot_product_attention},
-                     [vars(torch), vars(F), vars(attention), vars(layers)], refuse)
+    hidden = _hiding(fn, {torch.softmax, F.softmax, torch.special.softmax, torch.log_softmax,
+                          F.log_softmax, torch.special.log_softmax,
+                          F.scaled_dot_product_attention, attention.scaled_dot_product_attention},
+                     [vars(torch), vars(F), vars(torch.special), vars(attention), vars(layers)],
+                     refuse)
     if not callable(fn):
         return fn
 
     def wrapped(*args, **kwargs):
-        had_own = "softmax" in vars(torch.Tensor)
-        saved = vars(torch.Tensor).get("softmax")
-        torch.Tensor.softmax = refuse  # the method form, x.softmax(-1)
+        methods = ("softmax", "log_softmax")  # the method forms, x.softmax(-1), x.log_softmax(-1)
+        saved = {name: vars(torch.Tensor).get(name) for name in methods}
+        for name in methods:
+            setattr(torch.Tensor, name, refuse)
         try:
             return hidden(*args, **kwargs)
         finally:
-            if had_own:
-                torch.Tensor.softmax = saved
-            else:
-                del torch.Tensor.softmax
+            for name, value in saved.items():
+                if value is not None:
+                    setattr(torch.Tensor, name, value)
+                else:
+                    delattr(torch.Tensor, name)
 
     wrapped.__wrapped__ = fn
     return wrapped
