@@ -7,8 +7,8 @@ from .svg import ROLES, Figure, softmax_rows
 DEC = "attnbook.decoding"
 ATT = "attnbook.layers.attention"
 DESC = (
-    "One decoding step of a decoder block's self-attention, after P = 3 tokens (<bos>, y1, y2) have "
-    "been decoded and y3 is fed in at position 3. Left, without a cache (greedy_decode_uncached): the "
+    "One decoding step of a decoder block's self-attention, after P = 3 positions (<bos>, y1, y2) "
+    "are cached and y3 is fed in at position 3. Left, without a cache (greedy_decode_uncached): the "
     "whole prefix <bos> y1 y2 y3 goes through the model again, queries, keys and values of all P + 1 = 4 "
     "positions are computed and a 4 by 4 score matrix under the causal mask (masked cells hatched) is "
     "formed, of which only the last row, outlined, is new: rows 0 to 2 repeat the earlier steps' work, "
@@ -29,7 +29,7 @@ SCORES = [[0.0, 1.2, 0.3, 0.8], [0.9, 0.2, 1.5, 0.1], [0.4, 1.1, 0.2, 1.4], [1.3
 def draw() -> Figure:
     fig = Figure("ch05_kv_cache", W, H, "Chapter 5: one decoding step without and with a key-value cache",
                  DESC)
-    fig.text(20, 28, "One greedy step of a decoder block's self-attention: P = 3 tokens decoded, y3 is new",
+    fig.text(20, 28, "One greedy step of a decoder block's self-attention: P = 3 positions cached, y3 is new",
              "title", anchor="start")
     uncached(fig, 20)
     cached(fig, 520)
