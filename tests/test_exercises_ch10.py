@@ -1264,3 +1264,40 @@ def test_trained_buckets_failure_does_not_give_away_the_prediction(capsys):
     shown = check_trained_buckets(lambda c, s, t: ([0], [0]) if s != 30 else trained_buckets(c, s, t),
                                   prediction=23)
     assert not shown and "expected:" in capsys.readouterr().out, "other cases still show the answer"
+
+
+def test_target_length_formula_gets_one_verdict(capsys):
+    """A formula that passes every case is refused once, not passed and then refused."""
+    def by_formula(n, k, d, m):
+        hidden = max(1, min(n - 1, round(n * d)))
+        return hidden + max(1, min(hidden, n - hidden, round(hidden / m))) + 1
+
+    result = check_target_length(by_formula, 104)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == "computed, not measured"
+    assert "✓" not in out and "all 7 cases pass" not in out
+
+
+def bernoulli_target_length(length, sequences, noise_density, mean_span_length):
+    """Masks drawn token by token: about the right number hidden, in many short runs."""
+    g = torch.Generator().manual_seed(0)
+    sizes = []
+    for _ in range(sequences):
+        mask = torch.rand(length, generator=g) < noise_density
+        sizes.append(len(library_corrupt(list(range(length)), mask, lambda i: -1 - i, -100)[1]))
+    return statistics.mean(sizes)
+
+
+def test_target_length_names_a_bernoulli_mask():
+    result = check_target_length(bernoulli_target_length, 104)
+    assert not result and result.diagnosis == "Bernoulli mask"
+
+
+def test_trained_buckets_names_offset_zero_in_both_halves():
+    """Bucket num_buckets // 2 added to the encoder's: offset 0 counted in the upper half too."""
+    def wrong(c, s, t):
+        enc, dec = trained_buckets(c, s, t)
+        return (sorted(set(enc) | {c.num_buckets // 2}) if enc else enc), dec
+
+    result = check_trained_buckets(wrong, prediction=23)
+    assert not result and result.diagnosis == "offset 0 in both halves"

@@ -931,6 +931,12 @@ def _decoder_bidirectional(config, src_length, tgt_length):
             sorted(set(relative_position_bucket(dec, True, config.num_buckets, config.max_distance).tolist())))
 
 
+def _zero_in_both_halves(config, src_length, tgt_length):
+    """The encoder's upper half counted from offset 0, not +1: bucket num_buckets // 2 added."""
+    enc, dec = _trained_buckets(config, src_length, tgt_length)
+    return (sorted(set(enc) | {config.num_buckets // 2}) if enc else enc), dec
+
+
 def _every_row(config, src_length, tgt_length):
     """Every row of each table, whether or not it got a gradient (``grad is not None`` is true for
     the whole table at once)."""
@@ -979,6 +985,11 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                 "the exercise measures which get a gradient. A stack with one position has one key per query: "
                 "softmax gives it weight 1 whatever the bias, so its table gets no gradient at all (run the "
                 "model, backward, and read the .grad rows).", gives=_by_formula),
+        Mistake("offset 0 in both halves", "your encoder list holds bucket num_buckets // 2 (16 of 32), the "
+                "upper half's first bucket. Offset 0 belongs to the lower half (bucket 0); the upper half "
+                "starts at offset +1, so that bucket is never used. Did you compute the buckets from the "
+                "offsets, counting 0 on both sides, instead of reading the gradient?",
+                gives=_zero_in_both_halves),
         Mistake("stacks swapped", "return the encoder's buckets first, then the decoder's.", gives=_stacks_swapped),
         Mistake("every row counted", "that is every row of each table: `grad is not None` (or the table's "
                 "size) is true for the whole table at once. Keep only the rows whose gradient is not all zero: "
@@ -1385,6 +1396,16 @@ def _target_parts_gives(extra: Callable[[int, int, int], float]) -> Callable:
     return gives
 
 
+def _bernoulli_length(args, got) -> bool:
+    """Within 10% of the mean target length of token-by-token (Bernoulli) masks, n x d hidden
+    tokens and d + (n - 1) d (1 - d) runs, where that mean is over 10% from the right length."""
+    n, _, d, m = args
+    expected = n * d + d + (n - 1) * d * (1 - d) + 1
+    right = _target_length(n, 1, d, m)
+    return (isinstance(got, float) and abs(expected - right) > 0.1 * right
+            and abs(got - expected) < 0.1 * expected)
+
+
 def _as_float(fn: Callable) -> Callable:
     """The reader's mean length as a float (a tensor or an int is accepted)."""
     if not callable(fn):
@@ -1433,17 +1454,27 @@ def check_target_length(fn: Callable, prediction: float | None = None) -> CheckR
         Mistake("the whole text", "that is a target that rebuilds the text (every token and </s>); span "
                 "corruption's target holds only the hidden spans, each after its sentinel.",
                 gives=_target_parts_gives(lambda n, h, s: n + 1)),
+        Mistake("Bernoulli mask", "that is about what a mask drawn token by token gives (torch.rand(n) < "
+                "noise_density): about n x density hidden tokens in many short runs, so far more sentinels. "
+                "noise_mask draws a fixed number of hidden tokens in a fixed number of spans: use it.",
+                when=_bernoulli_length),
         Mistake("density times length", "that is length x noise_density, unrounded, with nothing added; "
                 "noise_mask rounds the hidden count, and the target adds a sentinel per span and </s>: "
                 "measure it.", gives=lambda n, k, d, m: n * d),
     ]
     name = "target length"
-    result = run_cases(name, _as_float(fn), cases, mistakes)
-    if result.passed and not _calls(fn, lambda v: v is noise_mask, frozenset({"noise_mask"})):
-        return _finish(name, False, "your function gives the right lengths without drawing a single mask: "
-                       "it computes them from a formula. The exercise tests that formula: draw the masks with "
-                       "noise_mask, build each target with corrupt and average the lengths, then see whether "
-                       "the draws differ.", "computed, not measured")
+    measures = not callable(fn) or _calls(fn, lambda v: v is noise_mask, frozenset({"noise_mask"}))
+    if measures:
+        result = run_cases(name, _as_float(fn), cases, mistakes)
+    else:  # one verdict only: a formula that passes every case is refused, not passed then refused
+        with contextlib.redirect_stdout(io.StringIO()) as quiet:
+            result = run_cases(name, _as_float(fn), cases, mistakes)
+        if result.passed:
+            return _finish(name, False, "your function gives the right lengths without drawing a single mask: "
+                           "it computes them from a formula. The exercise tests that formula: draw the masks "
+                           "with noise_mask, build each target with corrupt and average the lengths, then see "
+                           "whether the draws differ.", "computed, not measured")
+        print(quiet.getvalue(), end="")
     if result.passed:
         n, d, m = TARGET_ASKED
         hidden, spans = _target_parts(n, d, m)
