@@ -19,7 +19,7 @@ from attnbook.models.t5 import T5, T5Config
 from attnbook.models.tagger import SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.tasks import g2p, g2p_search, image_classification, induction, language_modeling, masked_lm
-from attnbook.tasks import tagging, text_classification, text_to_text, token_stream
+from attnbook.tasks import reversal, tagging, text_classification, text_to_text, token_stream
 
 TASKS = Path(__file__).resolve().parents[2] / "lib" / "attnbook" / "tasks"
 LIBRARY = TASKS.parent
@@ -69,6 +69,9 @@ def _rnn() -> nn.Module:
 
 # name -> (make the model, call the helper on it). Each helper in tasks/ that evaluates a model.
 HELPERS = {
+    "reversal.score_reversal": (
+        lambda: reversal.train_reversal(8, 0, 3, 4), lambda m: reversal.score_reversal(
+            m, reversal.random_pairs(4, torch.Generator().manual_seed(0), 3, 5))),
     "g2p.predict": (_seq2seq, lambda m: g2p.predict(m, ["abc", "fed"], LETTERS, PHONEMES)),
     "g2p.evaluate_g2p": (
         _seq2seq, lambda m: g2p.evaluate_g2p(m, [("abc", "AB"), ("gf", "C")], LETTERS, PHONEMES)),

@@ -13,6 +13,7 @@ from attnbook.data.vocab import Vocab
 from attnbook.decoding import greedy_decode
 from attnbook.metrics import edit_distance
 from attnbook.models.rnn import RNNSeq2Seq, RNNSeq2SeqConfig
+from attnbook.train import evaluating
 
 LETTERS = "abcdefgh"
 
@@ -67,10 +68,10 @@ def ed_score(out, ref) -> float:
 def score_reversal(model, test) -> dict:
     """Per length: mean 1 - ED/L of greedy outputs, and the share exactly right."""
     vocab = reversal_vocab()
-    model.eval()
     b = make_batch(test, vocab, vocab)
-    outs = greedy_decode(model, b.src, b.src_lengths, vocab.bos_id, vocab.eos_id,
-                         max(len(r) for _, r in test) + 5)
+    with evaluating(model):  # eval mode while decoding, every submodule's mode restored after
+        outs = greedy_decode(model, b.src, b.src_lengths, vocab.bos_id, vocab.eos_id,
+                             max(len(r) for _, r in test) + 5)
     by_len = {}
     for (_, ref), out in zip(test, outs):
         out = vocab.decode(out)
@@ -78,7 +79,6 @@ def score_reversal(model, test) -> dict:
         row[0] += ed_score(out, ref)
         row[1] += int(list(out) == list(ref))
         row[2] += 1
-    model.train()
     return {L: {"ed_score": s / n, "exact": e / n, "n": n} for L, (s, e, n) in sorted(by_len.items())}
 
 
