@@ -774,6 +774,13 @@ def test_lm_loss_named_mistakes_from_the_review(capsys):
                     / x.shape[1], capsys, "T - 1 targets")
 
 
+def test_lm_loss_names_a_dropped_first_target(capsys):
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, :-1])[:, 1:], x[:, 2:]), capsys,
+                    "left out the first target")
+    expect_rejected(check_lm_loss, lambda m, x: ce(m(x[:, 1:-1]), x[:, 2:]), capsys,
+                    "must read from tokens[:, 0]")
+
+
 def test_top_p_named_mistakes_from_the_review(capsys):
     def ascending(logits, p):  # Hugging Face's top-p warper
         sorted_logits, order = logits.sort(-1, descending=False)

@@ -721,6 +721,15 @@ def check_lm_loss(fn: Callable) -> CheckResult:
                 "but the logits are not: logits[:, t] must be scored on tokens[:, t + 1], so "
                 "drop the *last* position's logits, not the first's.",
                 gives=lambda m, x: ce(m(x)[:, 1:], x[:, 1:])),
+        Mistake("first target dropped", "you left out the first target: tokens[:, 1], "
+                "predicted from tokens[:, 0] alone, is a target too. A row of T tokens gives "
+                "T - 1 targets: score all of model(tokens[:, :-1]) on tokens[:, 1:].",
+                gives=lambda m, x: ce(m(x[:, :-1])[:, 1:], x[:, 2:])),
+        Mistake("first token not read", "the model must read from tokens[:, 0]: you fed it "
+                "tokens[:, 1:-1], which drops the first target (tokens[:, 1]) and gives every "
+                "position one token less of context. Score model(tokens[:, :-1]) on "
+                "tokens[:, 1:].",
+                gives=lambda m, x: ce(m(x[:, 1:-1]), x[:, 2:])),
         Mistake("shifted backwards", "you predicted each token from the ones *after* it: "
                 "the model reads tokens[:, :-1] and is scored on tokens[:, 1:].",
                 gives=lambda m, x: ce(m(x[:, 1:]), x[:, :-1])),
