@@ -139,6 +139,11 @@ SIZES_WRONG = {
     "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), "class_token_one_parameter"),
     "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), "not_integers"),
     "projection D x D": (_sizes_with(i1=lambda s, p, c, d, n: d * d + d), "projection_d_by_d"),
+    "channels as tokens (589 for ViT-B/16)": (
+        lambda s, p, c, d: (c * (s // p) ** 2 + 1, p * p * d + d, d, (c * (s // p) ** 2 + 1) * d),
+        "channels_as_tokens"),
+    "channels as tokens, projection right": (
+        _sizes_with(i0=lambda s, p, c, d, n: c * n + 1), "channels_as_tokens"),
 }
 
 
@@ -237,6 +242,8 @@ UNPATCHIFY_WRONG = {
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
         / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).sqrt(), "sqrt_count"),
     "in-place transpose trick": (lambda x, P, s, H, W: unpatchify_fold(x.mul_(1.0).abs_(), P, s, H, W), MUTATION),
+    "output transposed": (lambda x, P, s, H, W: unpatchify_fold(x, P, s, H, W).transpose(-1, -2),
+                          "output_transposed"),
 }
 
 
@@ -331,6 +338,11 @@ ROLLOUT_WRONG = {
     "the product's columns renormalised": (lambda maps, rs: _columns_renormalised(maps, rs, False),
                                            "columns_renormalised"),
     "pops the list": (lambda maps, rs: rollout_reference([maps.pop(0)] + maps, rs), MUTATION),
+    "layers averaged, not multiplied": (
+        lambda maps, rs: torch.stack([(1 - r) * m.mean(1) + r * torch.eye(m.shape[-1])
+                                      for m, r in zip(maps, rs)]).mean(0), "layers_averaged"),
+    "head-averaged maps averaged over layers": (
+        lambda maps, rs: torch.stack([m.mean(1) for m in maps]).mean(0), "layers_averaged"),
 }
 
 
@@ -378,6 +390,9 @@ MEAN_POOL_WRONG = {
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden)[:, 0]), "first_patch"),
     "trains the model": (lambda m, x: [p.data.mul_(1.01) for p in m.parameters()] and mean_pool_reference(m, x),
                          MUTATION),
+    "median pooling": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden).median(1).values),
+        "median_pool"),
 }
 
 
@@ -698,6 +713,7 @@ LAYERS_WRONG = {
     "one per patch": (lambda g, r: g * g, "whole_grid"),
     "always three (the 4x4 answer)": (lambda g, r: 3, None),
     "diagonal in Manhattan steps": (lambda g, r: -(-2 * (g - 1) // r), "both_directions"),
+    "2 * radius per layer": (lambda g, r: -(-(g - 1) // (2 * r)), "two_radius_per_layer"),
 }
 
 

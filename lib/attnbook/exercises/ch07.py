@@ -53,11 +53,22 @@ def _class_token_forgotten(args: tuple, got: object) -> bool:
     return isinstance(got, (tuple, list)) and len(got) == 4 and (got[0], got[2], got[3]) == (n, 0, n * d)
 
 
+def _channels_as_tokens(args: tuple, got: object) -> bool:
+    s, p, c, d = args
+    return (c > 1 and isinstance(got, (tuple, list)) and len(got) == 4
+            and got[0] == c * (s // p) ** 2 + 1)
+
+
 SIZE_MISTAKES = (
     Mistake("wrong_shape",
             "return four numbers: (tokens, projection parameters, class-token parameters, "
             "position parameters)",
             when=lambda args, got: not (isinstance(got, (tuple, list)) and len(got) == 4)),
+    Mistake("channels_as_tokens",
+            "each channel of each patch was made a token of its own (C * N + 1 tokens: 589 for "
+            "ViT-B/16 on RGB images); a patch's C channels are flattened together into one token "
+            "of C * P * P numbers, so the sequence is N + 1 tokens and E has C * P * P * D weights",
+            when=_channels_as_tokens),
     Mistake("class_token_forgotten",
             "the class token is forgotten everywhere: the sequence is 1 + N tokens (the class token "
             "first), the class token is D learned numbers, and it has a learned position too",
@@ -431,6 +442,13 @@ def _crashed(overlap_on_square: bool) -> Callable[[tuple, object], bool]:
     return when
 
 
+def _unpatchify_output_transposed(args: tuple, got: object) -> bool:
+    patches, P, stride, H, W = args
+    flipped = _unpatchify(patches, P, stride, H, W).transpose(-1, -2)  # (B, C, W, H)
+    return (isinstance(got, torch.Tensor) and got.shape == flipped.shape
+            and torch.allclose(got.detach().double(), flipped.double(), atol=1e-5))
+
+
 UNPATCHIFY_MISTAKES = (
     Mistake("grid_without_overlap",
             "your function raised an error on the first windows that overlap (it passed the windows that "
@@ -466,6 +484,11 @@ UNPATCHIFY_MISTAKES = (
             "each patch was put back transposed (its rows as columns): a flattened patch is (C, P, P) "
             "with the row index before the column index, as F.unfold flattens it",
             gives=_unpatchify_patch_transposed),
+    Mistake("output_transposed",
+            "the image came back transposed (its rows as columns, (B, C, W, H) or .transpose(-1, -2) "
+            "at the end): window n = row * cols + col starts at pixel row row * stride (the height) "
+            "and column col * stride (the width)",
+            when=_unpatchify_output_transposed),
     Mistake("channel_last",
             "each patch was read channel-last (P, P, C); the patches are channel-first (C, P, P), the "
             "layout of F.unfold and of a Conv2d weight",
@@ -600,7 +623,26 @@ def _rollout_last_layer_only(maps, residuals):
     return _rollout(maps[-1:], residuals[-1:])
 
 
+def _rollout_layers_averaged(maps, residuals):
+    T = maps[0].shape[-1]
+    eye = torch.eye(T)
+    return torch.stack([(1 - r) * m.mean(1) + r * eye for m, r in zip(maps, residuals)]).mean(0)
+
+
+def _rollout_raw_layers_averaged(maps, residuals):
+    return torch.stack([m.mean(1) for m in maps]).mean(0)
+
+
 ROLLOUT_MISTAKES = (
+    Mistake("layers_averaged",
+            "the layers were averaged, not multiplied: rollout follows attention through the "
+            "layers, so layer l's mixed map acts on what the layers below passed up, "
+            "R = Â_L @ ... @ Â_1",
+            gives=_rollout_layers_averaged),
+    Mistake("layers_averaged",
+            "the layers' head-averaged maps were averaged, not multiplied (and without the identity): "
+            "R = Â_L @ ... @ Â_1 with Â = (1 - r) A + r I",
+            gives=_rollout_raw_layers_averaged),
     Mistake("last_layer_only",
             "only the last layer's map was used; rollout multiplies every layer's (r I + (1 - r) A), "
             "first layer on the right",
@@ -756,6 +798,11 @@ def _max_pool(model, images):
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).amax(dim=1))
 
 
+def _median_pool(model, images):
+    x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).median(dim=1).values)
+
+
 def _first_patch(model, images):
     x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden)[:, 0])
@@ -770,6 +817,9 @@ MEAN_POOL_MISTAKES = (
     Mistake("max_pool",
             "the patches' outputs were max-pooled; take their mean",
             gives=_max_pool),
+    Mistake("median_pool",
+            "the patches' outputs were pooled with a median; take their mean (.mean(dim=1))",
+            gives=_median_pool),
     Mistake("sum_pool",
             "the patches' outputs were summed; take their mean (divide by N)",
             gives=_sum_pool),
@@ -1051,6 +1101,12 @@ LAYERS_MISTAKES = (
             "rounded down: a remainder still needs one more layer, ceil((grid_size - 1) / radius)",
             when=lambda args, got: got != _layers_to_cross(*args)
             and got == (args[0] - 1) // args[1]),
+    Mistake("two_radius_per_layer",
+            "each layer was counted as moving information 2 * radius patches (the width of the "
+            "square's growth); a patch's information travels radius patches per layer towards the "
+            "far corner, grid_size - 1 patches away: ceil((grid_size - 1) / radius)",
+            when=lambda args, got: got != _layers_to_cross(*args)
+            and got == -(-(args[0] - 1) // (2 * args[1]))),
     Mistake("both_directions",
             "counted as the trip there and back (or across twice); one pass of grid_size - 1 "
             "patches in each direction at once is enough, since the square grows on every side",
