@@ -672,8 +672,8 @@ def test_torch_masks_repeat_message_names_the_order(capsys):
 def test_every_torch_mask_diagnosis_is_triggered_by_a_wrong_answer():
     import attnbook.exercises.ch04 as checkers
     names = {m.name for m in checkers.TORCH_MASK_MISTAKES} | {
-        "float mask", "padding applied to the queries", "repeat, not repeat_interleave",
-        "NaN at a real query"}
+        "3-D attn_mask without the heads", "float mask", "padding applied to the queries",
+        "repeat, not repeat_interleave", "NaN at a real query"}  # the ones built per answer
     assert names == {d for _, d in TORCH_MASK_WRONG} - {""}
 
 
