@@ -277,6 +277,11 @@ def probability_variant(kind):
         if kind == "log":
             right = torch.log_softmax(logits, -1).gather(-1, tgt_out[..., None])[..., 0]
         real = tgt_out != (0 if kind == "pad 0" else pad_id)
+        if kind == "no eos":  # the review's wrong answer: each word's last target (<eos>) left out
+            lengths = real.sum(-1)
+            real = real & (torch.arange(real.shape[1])[None, :] < (lengths - 1)[:, None])
+        if kind == "eos id 2":  # <eos> excluded by a fixed id
+            real = real & (tgt_out != 2)
         if kind == "pad counted":
             return right.mean().item()
         if kind == "rows":
@@ -292,6 +297,8 @@ CONFIDENCE_WRONG = [
     (probability_variant("rows"), "mean per word"),
     (probability_variant("tgt_in"), "tgt_in"),
     (probability_variant("geometric"), "geometric mean"),
+    (probability_variant("no eos"), "eos excluded"),
+    (probability_variant("eos id 2"), "eos id excluded"),
     (probability_variant("softmax over T"), ""),
     (probability_variant("pad 0"), "padding counted"),  # pad_id 0 never occurs: every position counts
     (not_done, ""),
@@ -420,7 +427,8 @@ SMOOTHING_WRONG = [
 
 
 def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_eos=False, shift=0,
-                   fixed_ids=False, caps="own", drop_all_eos=False, sample=False, uncut=False):
+                   fixed_ids=False, caps="own", drop_all_eos=False, sample=False, uncut=False,
+                   stop_first=False):
     def fn(model, src, src_lengths, bos_id, eos_id, extra):
         if fixed_ids:
             bos_id, eos_id = 1, 2
@@ -441,6 +449,8 @@ def greedy_variant(thread=True, feed_bos=False, stop_any=False, cut=True, keep_e
             out.append(tokens)
             ended |= tokens == eos_id
             if (ended | (torch.tensor(limit) <= n)).all() or (stop_any and ended.any()):
+                break
+            if stop_first and (ended | (torch.tensor(limit) <= n)).any():  # first row finished
                 break
         if uncut:  # every row as long as the loop ran: tokens after a row's <eos> kept, <eos> dropped
             return [[t for t in r if t != eos_id] if eos_id not in r else r[: r.index(eos_id)]
@@ -463,6 +473,7 @@ GREEDY_WRONG = [
     (greedy_variant(thread=False), "state not threaded"),
     (greedy_variant(feed_bos=True), "always feeds bos"),
     (greedy_variant(stop_any=True), "stops at the first eos"),
+    (greedy_variant(stop_first=True), "stops at the first eos"),  # first row finished, <eos> or cap
     (greedy_variant(cut=False), "not cut at eos"),
     (greedy_variant(drop_all_eos=True), "drops every eos"),
     (greedy_variant(uncut=True), "tokens kept after eos"),  # the review's loop: appends after <eos>

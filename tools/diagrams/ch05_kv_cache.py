@@ -13,14 +13,17 @@ DESC = (
     "positions are computed and a 4 by 4 score matrix under the causal mask (masked cells hatched) is "
     "formed, of which only the last row, outlined, is new: rows 0 to 2 repeat the earlier steps' work, "
     "and the encoder runs again too. Right, with a cache (greedy_decode, which calls step): only y3's "
-    "stream vector (B, 1, D) enters; project_kv gives its key k3 and value v3 (B, H, 1, Dh); "
+    "stream vector x (B, 1, D) enters; norm1 gives h (pre-norm); from h come the query q3 and, through "
+    "project_kv(h, h), the key k3 and value v3 (B, H, 1, Dh); "
     "past.extend(k3, v3) appends them to the KVCache of k0 to k2 and v0 to v2 (B, H, P, Dh), giving a "
     "new cache (B, H, P + 1, Dh) and leaving past unchanged; attend compares the one query q3 with the "
     "4 cached keys, one row of scores (B, H, 1, P + 1) with no mask (the cache holds only the past), and "
-    "returns the weighted sum of the 4 cached values, (B, 1, D). The cross-attention's keys and values "
-    "come from project_memory(R), computed once per source in start, not once per step."
+    "returns the weighted sum of the 4 cached values, out (B, 1, D). The residual adds it to x: "
+    "z1 = x + out; then z2 = z1 + cross_attn(norm2(z1)), whose keys and values come from "
+    "project_memory(R), computed once per source in start, not once per step; the block's output is "
+    "z2 + feed_forward(norm3(z2))."
 )
-W, H = 1000, 450
+W, H = 1000, 530
 CELL = 30
 TOKENS = ("<bos>", "y1", "y2", "y3")
 SCORES = [[0.0, 1.2, 0.3, 0.8], [0.9, 0.2, 1.5, 0.1], [0.4, 1.1, 0.2, 1.4], [1.3, 0.3, 0.6, 1.9]]
@@ -33,9 +36,9 @@ def draw() -> Figure:
              "title", anchor="start")
     uncached(fig, 20)
     cached(fig, 520)
-    fig.rect(499, 50, 1.5, 370, fill="#BBBBBB")  # a divider between the panels
-    fig.legend(20, 436, ["query", "key", "value", "stream", "weights"])
-    fig.text(800, 440, "hatched: masked scores", "note", anchor="start")
+    fig.rect(499, 50, 1.5, 440, fill="#BBBBBB")  # a divider between the panels
+    fig.legend(20, 514, ["query", "key", "value", "stream", "weights"])
+    fig.text(800, 518, "hatched: masked scores", "note", anchor="start")
     return fig
 
 
@@ -80,12 +83,20 @@ def cached(fig: Figure, x0: float) -> None:
              weight="bold")
     fig.text(x0, 84, "only the new position is computed (the encoder ran once, in start)", "note",
              anchor="start")
-    fig.box(x0 + 10, 96, 56, 28, "y3", size=12)
-    fig.shape(x0 + 72, 115, "(B, 1, D)")
-    fig.line([(x0 + 38, 124), (x0 + 38, 144)], "stream")
+    # the new position's stream x -> norm1 -> h (pre-norm)
+    fig.box(x0 + 10, 96, 70, 28, "x (y3)", size=12)
+    fig.line([(x0 + 80, 110), (x0 + 104, 110)], "stream")
+    fig.box(x0 + 106, 96, 62, 28, "norm1", size=12)
+    fig.line([(x0 + 168, 110), (x0 + 192, 110)], "stream")
+    fig.box(x0 + 194, 96, 36, 28, "h", size=12)
+    fig.shape(x0 + 238, 115, "x, h: (B, 1, D)")
+    # from h: the query q3, and the new key and value k3, v3
+    fig.line([(x0 + 205, 124), (x0 + 205, 136), (x0 + 45, 136), (x0 + 45, 146)], "query")
+    fig.box(x0 + 10, 148, 70, 28, "q3", role="query", size=12)
+    fig.line([(x0 + 218, 124), (x0 + 218, 146)], "stream")
     pkv = fig.code("project_kv(h, h)", f"{ATT}.MultiHeadAttention.project_kv")
-    fig.box(x0 + 10, 146, 150, 30, pkv, size=12)
-    fig.text(x0 + 168, 166, "k3, v3: (B, H, 1, Dh)", "shape", anchor="start")
+    fig.box(x0 + 143, 148, 150, 28, pkv, size=12)
+    fig.text(x0 + 300, 166, "k3, v3: (B, H, 1, Dh)", "shape", anchor="start")
     # the cache: three past keys and values, then the new ones appended
     cx, ky, vy = x0 + 110, 214, 252
     tx = cx + 4 * CELL + 14  # where the notes on the right start
@@ -97,7 +108,7 @@ def cached(fig: Figure, x0: float) -> None:
         fig.text(cx - 8, row_y + 20, "K" if role == "key" else "V", "math", anchor="end")
     fig.rect(cx + 3 * CELL - 2, ky - 2, CELL + 4, 2 * CELL + 12, fill="none", stroke=ROLES["query"][0],
              extra='stroke-width="2.5" stroke-dasharray="4 2"')
-    fig.line([(x0 + 140, 176), (x0 + 140, 196), (cx + 3.5 * CELL, 196), (cx + 3.5 * CELL, ky - 3)], "key")
+    fig.line([(x0 + 218, 176), (x0 + 218, 196), (cx + 3.5 * CELL, 196), (cx + 3.5 * CELL, ky - 3)], "key")
     cache = fig.code("KVCache", f"{ATT}.KVCache")
     fig.text(cx - 40, vy + CELL + 20, f"past = k0-k2, v0-v2: a {cache}", "code", anchor="start", size=11)
     fig.shape(cx - 40, vy + CELL + 38, "(B, H, P, Dh)")
@@ -107,13 +118,20 @@ def cached(fig: Figure, x0: float) -> None:
     fig.text(tx, ky + 49, "past itself is unchanged", "note", anchor="start")
     # the one query against the cache
     qy = 356
-    fig.box(x0 + 10, qy, 56, 28, "q3", role="query", size=12)
-    att = fig.code("attend(q, cache)", f"{ATT}.MultiHeadAttention.attend")
-    fig.text(x0 + 10, qy - 10, att, "code", anchor="start", size=11)
-    fig.line([(x0 + 66, qy + 14), (cx - 4, qy + 14)], "query")
+    att = fig.code("attend(q3, cache)", f"{ATT}.MultiHeadAttention.attend")
+    fig.text(x0 + 56, qy - 10, att, "code", anchor="start", size=11)
+    fig.line([(x0 + 45, 176), (x0 + 45, qy + 14), (cx - 4, qy + 14)], "query")
     fig.cells(cx, qy, softmax_rows([SCORES[3]]), CELL, "weights")
     fig.text(tx, qy + 2, "one row of scores (B, H, 1, P+1),", "note", anchor="start")
     fig.text(tx, qy + 20, "no mask (the cache holds only", "note", anchor="start")
     fig.text(tx, qy + 38, "the past); out: (B, 1, D)", "note", anchor="start")
+    # the residual around self-attention, then the block's two other sublayers
+    fig.line([(x0 + 10, 110), (x0 + 2, 110), (x0 + 2, 420), (x0 + 8, 420)], "stream")
     memory = fig.code("project_memory(R)", "attnbook.layers.DecoderBlock.project_memory")
-    fig.text(x0, 412, f"cross_attn: {memory}, once per source", "code", anchor="start", size=11)
+    fig.text(x0 + 10, 424, "z1 = x + out  (the residual)", "code", anchor="start", size=11)
+    fig.text(x0 + 10, 442, "z2 = z1 + cross_attn(norm2(z1), memory K, V)", "code", anchor="start",
+             size=11)
+    fig.text(x0 + 10, 460, "block output = z2 + feed_forward(norm3(z2))", "code", anchor="start",
+             size=11)
+    fig.text(x0 + 10, 478, f"memory K, V: {memory}, once per source", "code", anchor="start",
+             size=11)

@@ -181,9 +181,14 @@ def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
 
     def rel(a, b):
         return float((a - b).norm() / b.norm())
-    # each term of fn's output beside the pre-norm layer's: fn's attention term is what remains of
+
+    def unit(a):  # each position's vector normalised (LayerNorm without weights): scale drops out
+        return torch.nn.functional.layer_norm(a, a.shape[-1:])
+    # the layers' outputs compared after a LayerNorm: post-norm's output is a LayerNorm's, the
+    # others carry x's scale, and a scale difference alone must not decide which layer is closer.
+    # Each term of fn's output beside the pre-norm layer's: fn's attention term is what remains of of fn's output beside the pre-norm layer's: fn's attention term is what remains of
     # its output once x and the parallel feed-forward term are taken away
-    return {"to pre-norm": rel(parallel, pre), "to post-norm": rel(parallel, post),
+    return {"to pre-norm": rel(unit(parallel), unit(pre)), "to post-norm": rel(unit(parallel), unit(post)),
             "attention term": rel(parallel - x - ffn_parallel, attention),
             "feed-forward term": rel(ffn_parallel, ffn_sequential)}
 
@@ -191,7 +196,7 @@ def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
 def check_parallel_layer_prediction(predicted_closer: str | None, fn: Callable) -> CheckResult:
     """Check ``fn`` (``check_parallel_encoder_layer``), then measure it (``measure_parallel_layer``) and
     compare the reader's prediction: which sequential layer the parallel one is closer to
-    (``LAYER_CHOICES``). The sublayer terms are printed as the explanation, not predicted: which one the
+    (``LAYER_CHOICES``), each output normalised per position first (scale-invariant). The sublayer terms are printed as the explanation, not predicted: which one the
     parallel layer shares with the pre-norm layer follows from the definition."""
     name = "parallel layer prediction"
     if predicted_closer is None:
@@ -204,7 +209,8 @@ def check_parallel_layer_prediction(predicted_closer: str | None, fn: Callable) 
     m = measure_parallel_layer(fn)
     closer = "pre-norm" if m["to pre-norm"] < m["to post-norm"] else "post-norm"
     print(f"   relative distance of the parallel layer's output to the pre-norm layer's {m['to pre-norm']:.2f}, "
-          f"to the post-norm layer's {m['to post-norm']:.2f} (same modules, one layer, 8 sequences)")
+          f"to the post-norm layer's {m['to post-norm']:.2f} (each output LayerNorm'd per position first, "
+          "so scale alone decides nothing; same modules, one layer, 8 sequences)")
     print(f"   against the pre-norm layer: attention term differs by {m['attention term']:.2f}, "
           f"feed-forward term by {m['feed-forward term']:.2f} (relative)")
     if predicted_closer == closer:
@@ -214,8 +220,8 @@ def check_parallel_layer_prediction(predicted_closer: str | None, fn: Callable) 
     return _finish(name, False, "the parallel layer is closer to the PRE-norm layer: it keeps the stream x itself "
                    "and adds the sublayers to it, as pre-norm does, and its attention term MHA(LayerNorm1(x)) is "
                    "the pre-norm layer's exactly (only the feed-forward's input changes); the post-norm layer "
-                   "normalises the stream after each sum, so its output is a LayerNorm's, on another scale, and its "
-                   "attention reads x, not LN(x). Note what surprised you, then set the prediction to what was "
+                   "normalises the stream after each sum and its attention reads x, not LN(x); the distances are taken "
+                   "after a LayerNorm of each output, so the difference is not one of scale. Note what surprised you, then set the prediction to what was "
                    "measured to move on.", "closer: post-norm")
 
 
@@ -455,6 +461,22 @@ def _kept_after_eos(args, got):
     return False
 
 
+def _stopped_with_first(args, got):
+    """True if got is every row cut after the same number of steps n, fewer than the right loop ran:
+    the loop stopped all rows when the first row finished (at its <eos>, or at its cap)."""
+    if not isinstance(got, list):
+        return False
+    right = _capped_variant(*args)
+    eos, caps = args[4], (args[2] + args[5]).clamp(min=0).tolist()
+    full = _capped_variant(*args[:5], args[5] + 64, cut="none")  # every row as the loop goes on
+    for n in range(max(caps)):
+        rows = [r[: min(n, cap)] for r, cap in zip(full, caps)]
+        rows = [r[: r.index(eos)] if eos in r else r for r in rows]
+        if rows == got and rows != right:
+            return True
+    return False
+
+
 def _shifted(args, got, shift):
     return got == _capped_variant(*args, cap_shift=shift)
 
@@ -464,8 +486,9 @@ GREEDY_MISTAKES = [
             "`logits, state = model.step(tokens, state)`.", gives=lambda *a: _capped_variant(*a, thread=False)),
     Mistake("always feeds bos", "your loop feeds <bos> at every step: feed back the tokens just chosen.",
             gives=lambda *a: _capped_variant(*a, feed_bos=True)),
-    Mistake("stops at the first eos", "one row's <eos> must not stop the others: stop when every row has "
-            "produced <eos> or reached its own cap.", gives=lambda *a: _capped_variant(*a, stop_any=True)),
+    Mistake("stops at the first eos", "your loop stopped every row when the first row finished (at its "
+            "<eos>, or its cap): one row's <eos> must not stop the others; stop when every row has produced "
+            "<eos> or reached its own cap.", when=_stopped_with_first),
     Mistake("drops every eos", "you removed the <eos> tokens but kept what a row generated after its first "
             "<eos>: cut the row there (the loop goes on for the other rows, so a finished row's later "
             "tokens are noise).", gives=lambda *a: _capped_variant(*a, cut="all eos")),
@@ -731,6 +754,11 @@ def _target_probability(model, src, src_lengths, tgt_in, tgt_out, pad_id, kind="
     if kind == "log":
         p = p.log()
     real = tgt_out != pad_id if kind != "pad" else torch.ones_like(tgt_out, dtype=torch.bool)
+    if kind == "no last":  # the mistake: each row's last real target (its <eos>) left out
+        last = real.sum(-1, keepdim=True) - 1  # (B, 1)
+        real = real & (torch.arange(real.shape[1])[None, :] != last)
+    if kind == "no eos id":  # the mistake: the targets equal to id 2 (a hard-coded <eos>) left out
+        real = real & (tgt_out != 2)
     if kind == "rows":
         return float(((p * real).sum(-1) / real.sum(-1)).mean())
     if kind == "geometric":
@@ -751,6 +779,12 @@ CONFIDENCE_MISTAKES = [
     Mistake("geometric mean", "exp(-mean(-log p)) is the geometric mean of the probabilities (one over the "
             "perplexity); average the probabilities themselves.",
             gives=lambda *a: _target_probability(*a, kind="geometric")),
+    Mistake("eos excluded", "you left out each word's last target, <eos>: predicting where the word ends "
+            "is part of the output, so every position whose target is not pad_id counts, <eos> included.",
+            gives=lambda *a: _target_probability(*a, kind="no last")),
+    Mistake("eos id excluded", "you left out the targets equal to 2 (a fixed <eos> id?): <eos> is a target "
+            "like any phoneme; leave out only the positions whose target is pad_id.",
+            gives=lambda *a: _target_probability(*a, kind="no eos id")),
     Mistake("mean per word", "average over all real positions at once, not per word first.",
             gives=lambda *a: _target_probability(*a, kind="rows")),
 ]
