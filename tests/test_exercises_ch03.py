@@ -745,6 +745,9 @@ class SelfAttention(nn.Module):
             a = F.dropout(a, self.p, training=on)
         if self.dropout_on == "renormalised":  # a mistake: rows divided back to 1
             a = a / a.sum(-1, keepdim=True)
+        if self.dropout_on == "renormalised, eps":  # the same, guarded against 0 / 0
+            a = self.drop(a)
+            a = a / (a.sum(-1, keepdim=True) + 1e-9)
         if self.dropout_on == "unscaled":  # a mistake: kept weights not divided by 1 - p
             a = F.dropout(a, self.p, training=on) * (1 - self.p if on else 1.0)
         if self.dropout_on == "value":
@@ -798,6 +801,7 @@ SELF_ATTENTION_WRONG = [
     (self_attention(dropout_on="scores"), "dropout on the scores"),
     (self_attention(dropout_on="masked scores"), "dropout on the scores"),
     (self_attention(dropout_on="renormalised"), "rows renormalised after dropout"),
+    (self_attention(dropout_on="renormalised, eps"), "rows renormalised after dropout"),
     (self_attention(dropout_on="unscaled"), "dropout without the rescale"),
     (self_attention(mask_after=True), "mask applied after the softmax"),
     (self_attention(scale="d_k"), "scaled by d_k"),
@@ -830,9 +834,14 @@ def test_dropout_row_sums_measured_with_the_readers_module(capsys):
     result = check_dropout_row_sums(1.0, self_attention())
     out = capsys.readouterr().out
     assert result and "measured with your SelfAttention" in out and "mean row sum 1.0" in out
+    assert "not row by row: your rows range from 0.00 to 2.00" in out
     check_dropout_row_sums(1.0, self_attention(dropout_on="renormalised"))
     out = capsys.readouterr().out
-    assert "single rows from 1.00 to 1.00" in out or "nan" in out
+    assert "renormalising the rows after dropout" in out and "not row by row" not in out
+    for wrong in ("renormalised, eps", "scores"):  # rows of 1 (or 0) only
+        check_dropout_row_sums(1.0, self_attention(dropout_on=wrong))
+        out = capsys.readouterr().out
+        assert "renormalised after dropout" in out and "not row by row" not in out
     check_dropout_row_sums(1.0, SelfAttentionQKVFused)  # cannot be measured: the fallback
     assert "nn.Dropout's rule" in capsys.readouterr().out
 

@@ -1167,12 +1167,16 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
     if mask is not None and use_mask and mask_after:
         a = a * mask  # blocked weights zeroed after the softmax: rows no longer sum to 1
-    if dropout_on in ("weights", "renormalised", "unscaled", "weights and output"):
+    if dropout_on in ("weights", "renormalised", "renormalised, guarded", "unscaled",
+                      "weights and output"):
         a = torch.nn.functional.dropout(a, dropout)
     if dropout_on == "unscaled":
         a = a * (1 - dropout)  # the kept weights not divided by 1 - p
     if dropout_on == "renormalised":
         a = a / a.sum(-1, keepdim=True)  # rows back to 1 (0 / 0 where every weight dropped)
+    if dropout_on == "renormalised, guarded":  # the same, a row that lost every weight left 0
+        total = a.sum(-1, keepdim=True)
+        a = torch.where(total > 0, a / total.clamp_min(1e-30), torch.zeros_like(a))
     if dropout_on == "value":
         v = torch.nn.functional.dropout(v, dropout)
     context = a @ v  # (B, T, D)
@@ -1270,12 +1274,14 @@ SELF_ATTENTION_MISTAKES = [
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and (_same_with_nan(got, _dropped("scores")(*args))
                  or _same_with_nan(got, _dropped("masked scores")(*args)))),
-    Mistake("rows renormalised after dropout", "you divided the dropped A by its row sums: "
-            "nn.Dropout already divides the kept weights by 1 - p, so the rows sum to 1 on average; "
-            "renormalising every row undoes that (and gives 0 / 0 = nan where a row lost all its "
-            "weights). Use the dropped A as it is.",
+    Mistake("rows renormalised after dropout", "you divided the dropped A by its row sums "
+            "(renormalised after dropout): nn.Dropout already divides the kept weights by 1 - p, "
+            "so the rows sum to 1 on average; renormalising every row undoes that (and gives "
+            "0 / 0 = nan, or 0 with a guard, where a row lost all its weights). Use the dropped A "
+            "as it is.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
-            and _same_with_nan(got, _dropped("renormalised")(*args))),
+            and (_same_with_nan(got, _dropped("renormalised")(*args))
+                 or compare(got, _dropped("renormalised, guarded")(*args), 1e-4, 1e-4) is None)),
     Mistake("scaled by d_k", "you divided the scores by d_k; divide by its square root, √d_k "
             "(here √d_model): the variance of q · k is d_k, so √d_k brings it back to 1.",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, divisor=float(x.shape[-1]))),
@@ -1407,15 +1413,36 @@ def check_dropout_row_sums(prediction: object, module: Callable | None = None) -
     unscaled = _unscaled_dropout(module)
     if unscaled:  # the reader's module is wrong, whatever the prediction
         return verdict(False, f"{measured}.\n   ✗ {unscaled}", "dropout without the rescale")
+    rows = _describe_rows(sums, how)
     if abs(guess - 1.0) <= 0.05:
-        return verdict(True, f"right; {measured}. nn.Dropout divides the kept weights by 1 - p, "
-                             "so a row sums to 1 on average, but not row by row.")
+        return verdict(True, f"right; {measured}. {rows}")
     off = f"{measured}\n   ✗ {PREDICTION_OFF}: your prediction, {guess:g}, is not the measured mean. "
     if abs(guess - 0.5) <= 0.05:
         return verdict(True, off + "0.5 forgets that nn.Dropout divides the weights it keeps by "
                                    "1 - p = 0.5: half are zeroed, the rest doubled.", "no rescaling")
     return verdict(True, off + "Half the weights are zeroed and the rest doubled, so on average "
                                "nothing changes.", "wrong prediction")
+
+
+def _describe_rows(sums: torch.Tensor, how: str) -> str:
+    """What the measured row sums say about the module that gave them."""
+    if not torch.isfinite(sums).all():
+        return ("Some of your rows are nan: 0 / 0 where a row lost every weight, which is what "
+                "renormalising the rows after dropout gives. nn.Dropout on A needs no division: "
+                "it already rescales the kept weights by 1 / (1 - p).")
+    low, high = sums.min().item(), sums.max().item()
+    if low >= 0.99 and high <= 1.01:
+        return ("Every one of your rows sums to 1.00, so your module does not zero weights of A "
+                "after the softmax (dropout on the scores, or rows renormalised after dropout, "
+                "give this). nn.Dropout on A leaves single rows from about 0 to 2, summing to 1 "
+                "only on average.")
+    if high <= 1.01:
+        return (f"None of your rows sums to more than 1 (from {low:.2f} to {high:.2f}): the kept "
+                "weights were divided back to a row sum of 1 (rows renormalised after dropout?), "
+                "not rescaled by 1 / (1 - p). nn.Dropout on A leaves rows from about 0 to 2.")
+    who = "your rows" if how.startswith("your") else "the rows"
+    return (f"nn.Dropout divides the kept weights by 1 - p, so a row sums to 1 on average but "
+            f"not row by row: {who} range from {low:.2f} to {high:.2f}.")
 
 
 def check_row_sums_file(_function: object = None, prediction: object = None) -> CheckResult:
