@@ -1,4 +1,4 @@
-"""Chapter 2, section 2.9: where a training step with attention spends its extra time.
+"""Chapter 2, section 2.10: where a training step with attention spends its extra time.
 
 Usage: ``nice python benchmarks/bahdanau_step_cost.py`` writes
 ``lib/attnbook/results/bahdanau_step_cost.json`` (about 15 CPU-seconds, one thread);

@@ -69,8 +69,14 @@ def test_budget_table_prints_the_four_budgets(capsys):
     table = shipped["table"]
     assert set(table) == {"no attention", "fixed band", "learned attention"}
     assert all(len(row) == 5 for row in table.values())
-    # this page's constant recipe at 1,200 steps (seed 0): attention 41.4%, above the 9-letter table
-    assert table["learned attention"][1] == (0.4136, 0.107, 1)
-    assert table["learned attention"][1][0] > shipped["count_table"]["chosen"]["test_wer"]
+    # this page's own recipe (train_g2p, default Adam betas) at 1,200 steps: attention, 3 seeds
+    page = shipped["page_1200"]
+    assert [r["seed"] for r in page] == [0, 1, 2]
+    assert all(r["recipe"]["steps"] == 1200 and r["recipe"]["lr"] == 0.003
+               and r["recipe"]["label_smoothing"] == 0.0 for r in page)
+    mean = sum(r["test_wer"] for r in page) / 3
+    assert table["learned attention"][1][0] == mean and table["learned attention"][1][2] == 3
+    assert table["no attention"][1] is None
     assert table["fixed band"][1] is None and table["fixed band"][4] is None
+    assert "one recipe change at a time" in out and "warm-up + linear decay, smoothing 0.1" in out
     assert "seed 0 is this page's pair of models: False" in out  # the fake page models above
