@@ -193,6 +193,14 @@ def types_mask_without_chosen(predicted, targets, chosen, seen, mask_id):  # rev
     return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
 
 
+def types_random_includes_mask(predicted, targets, chosen, seen, mask_id):  # review r42-06
+    is_mask = chosen & (seen == mask_id)
+    random = chosen & (seen != targets)  # the [MASK] positions too: their input is not the target
+    unchanged = chosen & ~is_mask & (seen == targets)
+    right = predicted == targets
+    return torch.stack([(right & w).sum() / w.sum() for w in (is_mask, random, unchanged)]).float()
+
+
 def types_naive(predicted, targets, chosen, seen, mask_id):  # one naive accuracy for all three
     share = float((predicted == targets)[chosen].float().mean())
     return torch.tensor([share] * 3)
@@ -201,11 +209,12 @@ def types_naive(predicted, targets, chosen, seen, mask_id):  # one naive accurac
 TYPES_WRONG = [
     (types_counts, "count instead of share"), (types_all_chosen, "all-chosen denominator"),
     (types_unchosen_unchanged, "unchosen counted as unchanged"), (types_against_input, "scored against the input"),
-    (types_wrong_order, "order"), (types_random_by_inequality, ""), (types_naive, ""),
+    (types_wrong_order, "order"), (types_random_by_inequality, "random includes [MASK]"), (types_naive, ""),
     (types_by_library, "library function"), (types_all_positions, "all-positions denominator"),
     (types_random_includes_unchanged, "random overlaps unchanged"), (types_row_mean, "mean of per-row shares"),
     (types_float64, "dtype"), (types_unchanged_from_prediction, "unchanged read from the prediction"),
     (types_mask_without_chosen, "[MASK] found without chosen"),
+    (types_random_includes_mask, "random includes [MASK]"),
 ]
 
 
@@ -412,6 +421,12 @@ def wordpiece_bare_fallback(word, vocab, max_chars):  # review 06e: rejected but
     return pieces
 
 
+def wordpiece_bytes(word, vocab, max_chars):  # review r42-06: the length counted in UTF-8 bytes
+    if len(word.encode("utf-8")) > max_chars:
+        return ["[UNK]"]
+    return wordpiece_reference(word, vocab, 10 ** 6)
+
+
 def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a frozenset: this raises
     vocab.add("[UNK]")
     return wordpiece_reference(word, vocab, max_chars)
@@ -427,6 +442,7 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
     (wordpiece_by_library, "library function"), (wordpiece_by_library_keyword, "library function"),
     (wordpiece_by_tokenizer, "library function"), (wordpiece_backtracking, "backtracking"),
     (wordpiece_skips_unknown, "unknown character skipped"), (wordpiece_bare_fallback, "bare piece as fallback"),
+    (wordpiece_bytes, "length in bytes"),
 ])
 def test_wordpiece_checker(wrong, diagnosis, capsys):
     assert check_wordpiece(wordpiece_reference)
@@ -438,7 +454,8 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 
 def test_every_wordpiece_mistake_is_named_by_a_row():
     rows = {"## on the first piece", "shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
-            "## ignored in lookup", "backtracking", "unknown character skipped", "bare piece as fallback"}
+            "## ignored in lookup", "backtracking", "unknown character skipped", "bare piece as fallback",
+            "length in bytes"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
@@ -584,6 +601,13 @@ def masking_bad_random_ids(input_ids, maskable, mask_id, vocab_size, generator):
     return torch.where(chosen & (out != mask_id) & (out != input_ids), out + vocab_size, out), chosen
 
 
+def masking_random_low(input_ids, maskable, mask_id, vocab_size, generator):
+    # review r42-06: random ids from [5, V), as the library's random_low=5 draws them
+    out, chosen = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
+    low = chosen & (out != mask_id) & (out != input_ids) & (out < 5)
+    return torch.where(low, out + 5, out), chosen
+
+
 def masking_chosen_where_changed(input_ids, maskable, mask_id, vocab_size, generator):
     out, _ = masking_reference(input_ids, maskable, mask_id, vocab_size, generator)
     return out, out != input_ids  # the unchanged 10% drop out of `chosen`
@@ -620,6 +644,7 @@ MASKING_WRONG = [
     (masking_chosen_at_mask, "chosen only at [MASK]"),
     (masking_by_library, "library function"), (masking_by_library_renamed, "library function"),
     (masking_exact_count, "fixed count per row"),
+    (masking_random_low, "random ids skip the low ids"),
 ]
 
 
@@ -898,3 +923,35 @@ def test_sep_probe_prints_paired_differences_from_per_split_accuracies(monkeypat
     with pytest.raises(ValueError, match="per-split"):
         check_sep_probe(sep_reference, 35.0, encoder, Tokens(), ["a", "b"],
                         torch.tensor([0, 1]), mean_pooled[:3])
+
+
+def test_sep_probe_prints_no_tick_for_a_wrong_direction(monkeypatch, capsys):
+    # review r42-06: a right function with a prediction on the wrong side of mean pooling
+    # must not print ✓ (the function's verdict comes after the prediction's)
+    from types import SimpleNamespace
+
+    from attnbook.exercises import ch06
+    from attnbook.tasks import text_classification as tc
+
+    encoder = ch06._tiny_encoder(8, seed=0).eval()
+    ids, mask = ch06._batch(0, [3, 3], 4)
+    batch = SimpleNamespace(input_ids=ids, segment_ids=torch.zeros_like(ids), token_mask=mask)
+    batch.to = lambda device: batch
+
+    class Tokens:
+        def encode_batch(self, texts):
+            return batch
+
+    monkeypatch.setattr(tc, "probe_accuracies", lambda *a, **k: {"sep": [0.35] * 5})
+    for prediction, passed in ((45.0, False), (40.0, False), (34.0, True)):
+        result = check_sep_probe(sep_reference, prediction, encoder, Tokens(), ["a", "b"],
+                                 torch.tensor([0, 1]), 0.40)
+        out = capsys.readouterr().out
+        assert bool(result) is passed, out
+        assert ("✓" in out) is passed, out
+        assert out.rstrip().splitlines()[-1].startswith("✓" if passed else "✗")
+    # a wrong function still gets the function's own verdict, before any measurement
+    result = check_sep_probe(lambda m, i, s, t: m(i, s, t)[:, -1], 35.0, encoder, Tokens(),
+                             ["a", "b"], torch.tensor([0, 1]), 0.40)
+    assert not result and result.diagnosis == "last position"
+    assert "measured" not in capsys.readouterr().out

@@ -7,6 +7,8 @@ statistical (the function draws random numbers), so it checks rates and properti
 """
 from __future__ import annotations
 
+import contextlib
+import io
 import math
 import sys
 from collections.abc import Callable
@@ -216,6 +218,11 @@ TYPE_MISTAKES = (
                                          "random = chosen, not [MASK] and seen != target.",
             gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum() for w in (
                 c & (s == m), c & (s != m), c & (s != m) & (s == t))]).float()),
+    Mistake("random includes [MASK]", "your 'random' positions include the [MASK] ones (every chosen position "
+                                      "whose input differs from the target): the three types must not "
+                                      "overlap; random = chosen, not [MASK] and seen != target.",
+            gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum() for w in (
+                c & (s == m), c & (s != t), c & (s != m) & (s == t))]).float()),
     Mistake("unchosen counted as unchanged", "your 'unchanged' includes positions that were never chosen: only the "
                                              "chosen positions are scored.",
             gives=lambda p, t, c, s, m: torch.stack([((p == t) & w).sum() / w.sum()
@@ -285,6 +292,8 @@ def _reference_wordpiece(word: str, vocab: set[str], max_chars: int) -> list[str
 # "ffable" starts a word only: a split that ignores "##" in its lookups takes it after "una"
 _VOCAB_A = {"un", "una", "##aff", "##ffa", "##able", "##ble", "##a", "a", "##b", "b", "ffable"}
 _VOCAB_C = {"ab", "a", "##bc"}
+# "naïveté": 7 characters, 9 bytes in UTF-8; a length counted in bytes passes max_chars 8 wrongly
+_VOCAB_D = {"na", "##na", "##ïve", "##té", "##t", "##é"}
 _VOCAB_B = {"play", "##ing", "##er", "##s", "p", "##l", "##a", "##y", "pl", "##ay", "##in", "##g", "s", "##p"}
 
 
@@ -298,6 +307,7 @@ def _wordpiece_cases() -> list[Case]:
         # greedy takes "ab", then nothing matches "##c": the whole word is [UNK], although
         # "a" + "##bc" would cover it (a search that backtracks finds that split)
         ("abc", _VOCAB_C, 100),
+        ("naïveté", _VOCAB_D, 8),  # max_chars counts characters (7), not UTF-8 bytes (9)
     ]
     return [Case(f"word {w!r}, max_chars {m}", (w, frozenset(v), m), _reference_wordpiece(w, v, m),
                  hint="from the current start, try the longest remaining piece first and shorten it until it "
@@ -471,6 +481,9 @@ WORDPIECE_MISTAKES = (
                              "pieces so far plus '[UNK]'.", gives=_partial_unk),
     Mistake("max_chars off by one", _OFF_BY_ONE_HINT, gives=lambda w, v, m: _reference_wordpiece(w, v, m - 1)),
     Mistake("max_chars off by one", _OFF_BY_ONE_HINT, gives=lambda w, v, m: _reference_wordpiece(w, v, m + 1)),
+    Mistake("length in bytes", "max_chars counts characters (len(word)), not UTF-8 bytes: 'naïveté' has 7 "
+                               "characters but 9 bytes, so with max_chars 8 it is split, not ['[UNK]'].",
+            gives=lambda w, v, m: ["[UNK]"] if len(w.encode("utf-8")) > m else _reference_wordpiece(w, v, m)),
     Mistake("max_chars ignored", "a word longer than max_chars characters is ['[UNK]'] without trying to split it.",
             gives=_ignores_max_chars),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_ignored),
@@ -585,12 +598,26 @@ def masking_report(
             abs(shares["random"] - RANDOM) < SPLIT_TOL,
         "about 10% of chosen stay unchanged": abs(shares["keep"] - KEEP) < SPLIT_TOL,
         "random tokens are valid ids (0 <= id < vocab_size)": bool(((corrupted >= 0) & (corrupted < vocab_size)).all()),
+        "random tokens come from all of [0, vocab_size), low ids included": _low_ids_drawn(
+            corrupted, ids, chosen, mask_id, vocab_size),
         "the same generator seed gives the same result": torch.equal(corrupted, again) and torch.equal(chosen, chosen_again),
         "another generator seed gives another result":
             not (torch.equal(corrupted, other) and torch.equal(chosen, chosen_other)),
         "the global random state is left as it was": global_kept,
     }
     return report, shares
+
+
+def _low_ids_drawn(corrupted, ids, chosen, mask_id, vocab_size) -> bool:
+    """Random replacements uniform over [0, vocab_size) put about mask_id / vocab_size of
+    them below mask_id (the special ids, which the cases' own tokens never use). Tested only
+    where that expectation is at least 30 draws; a third of it is the bar (a draw from
+    [5, vocab_size), the library's ``random_low=5``, gives none)."""
+    changed = chosen & (corrupted != ids) & (corrupted != mask_id)
+    expected = int(changed.sum()) * mask_id / vocab_size
+    if expected < 30:
+        return True
+    return int((corrupted[changed] < mask_id).sum()) >= expected / 3
 
 
 _RESEEDED = "global RNG reseeded"
@@ -614,6 +641,12 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
         "random share", "10% of chosen positions must become a random token drawn uniformly from [0, vocab_size)."),
     "about 10% of chosen stay unchanged": (
         "unchanged share", "10% of chosen positions must keep their token (and still count in the loss)."),
+    "random tokens come from all of [0, vocab_size), low ids included": (
+        "random ids skip the low ids",
+        "your random tokens never (or too rarely) take the ids below mask_id: draw them from "
+        "all of [0, vocab_size) (torch.randint(0, vocab_size, ..., generator=generator)), as the "
+        "exercise asks. (The library's pretraining can skip the special ids with random_low; "
+        "this exercise keeps every id.)"),
     "the same generator seed gives the same result": (
         "generator unused", "draw every random number from the generator you are given "
                             "(torch.rand(..., generator=generator))."),
@@ -960,8 +993,14 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
                             f"it in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
         if mean_pooled is None:
             raise ValueError("give mean_pooled, the mean-pooled probe's accuracy, to judge the prediction by")
-    result = run_cases(exercise, no_grad(fn), _sep_cases(), SEP_MISTAKES)
-    if not result or model is None:
+    if model is None:
+        return run_cases(exercise, no_grad(fn), _sep_cases(), SEP_MISTAKES)
+    # the function's verdict is printed after the prediction's: a ✓ must not precede a
+    # prediction on the wrong side
+    with contextlib.redirect_stdout(io.StringIO()) as function_verdict:
+        result = run_cases(exercise, no_grad(fn), _sep_cases(), SEP_MISTAKES)
+    if not result:
+        print(function_verdict.getvalue(), end="")
         return result
     from attnbook.tasks import text_classification as tc
     from attnbook.train import evaluating
@@ -989,7 +1028,8 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
           f"(expected {100 * low:.1f}%–{100 * high:.1f}%, the range measured when this exercise was written)")
     print(f"   your prediction minus the measurement, in points: {prediction - 100 * measured:.1f}; "
           f"the mean-pooled features gave {100 * mean_pooled:.1f}%")
-    print("   verdict: " + judge_sep_prediction(prediction, 100 * measured, 100 * mean_pooled)[1])
+    verdict, sentence = judge_sep_prediction(prediction, 100 * measured, 100 * mean_pooled)
+    print("   verdict: " + sentence)
     if per_split is not None:
         gaps = [100 * (a - b) for a, b in zip(accuracies, per_split)]
         below = sum(g < 0 for g in gaps)
@@ -998,7 +1038,11 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
     print("   A likely reason (not tested here): all-MiniLM-L6-v2 was trained (contrastively) on the "
           "*mean* of its tokens; no objective asked its [SEP] vector to summarise the sentence, so a "
           "frozen probe reads only what attention happened to gather there.")
-    return result
+    cases = f"your function passes all {len(_sep_cases())} cases"
+    if verdict in ("close", "right direction, far"):
+        return _verdict(exercise, True, f"{cases}, and the prediction is on the right side.", verdict)
+    return _verdict(exercise, False, f"{cases}, but the prediction was not on the right side of "
+                    "mean pooling (the verdict above).", verdict)
 
 
 EXERCISES = {
