@@ -139,6 +139,8 @@ SIZES_WRONG = {
     "class token counted as 1 parameter": (_sizes_with(i2=lambda s, p, c, d, n: 1), "class_token_one_parameter"),
     "floats": (_sizes_with(i0=lambda s, p, c, d, n: n + 1.5), "not_integers"),
     "projection D x D": (_sizes_with(i1=lambda s, p, c, d, n: d * d + d), "projection_d_by_d"),
+    "bias counted once per patch": (_sizes_with(i1=lambda s, p, c, d, n: c * p * p * d + n * d),
+                                    "bias_per_patch"),
     "channels as tokens (589 for ViT-B/16)": (
         lambda s, p, c, d: (c * (s // p) ** 2 + 1, p * p * d + d, d, (c * (s // p) ** 2 + 1) * d),
         "channels_as_tokens"),
@@ -222,6 +224,18 @@ def _rows_from_width(patches, P, stride, H, W):
     return total / count.clamp(min=1)
 
 
+def _max_of_copies(patches, P, stride, H, W):  # every copy written, the largest kept
+    B, N, CPP = patches.shape
+    cols = (W - P) // stride + 1
+    out = torch.full((B, CPP // (P * P), H, W), -1e9)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        window = patches[:, n].reshape(B, -1, P, P)
+        view = out[..., r * stride:r * stride + P, c * stride:c * stride + P]
+        out[..., r * stride:r * stride + P, c * stride:c * stride + P] = torch.max(view, window)
+    return out
+
+
 UNPATCHIFY_WRONG = {
     "fold, not divided": (lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s), "summed"),
     "last copy wins": (_last_wins, "last_wins"),
@@ -244,6 +258,7 @@ UNPATCHIFY_WRONG = {
     "in-place transpose trick": (lambda x, P, s, H, W: unpatchify_fold(x.mul_(1.0).abs_(), P, s, H, W), MUTATION),
     "output transposed": (lambda x, P, s, H, W: unpatchify_fold(x, P, s, H, W).transpose(-1, -2),
                           "output_transposed"),
+    "max of the overlapping copies": (_max_of_copies, "max_of_copies"),
 }
 
 
@@ -410,7 +425,7 @@ def test_prediction_near_the_measurement_passes(prediction, capsys):
     assert "x14.6" in capsys.readouterr().out
 
 
-PREDICTION_WRONG = {4: "tokens_not_pairs", 3.82: "tokens_not_pairs", 2: "side_not_area", 0.0625: "upside_down",
+PREDICTION_WRONG = {256: "squared_twice", 4: "tokens_not_pairs", 3.82: "tokens_not_pairs", 2: "side_not_area", 0.0625: "upside_down",
                     64: "cubic", 8: "two_cubed", 10: "other", "sixteen": ""}
 
 
@@ -558,6 +573,12 @@ def _no_self(g, r):  # the neighbourhood with the patch itself left out
     return mask
 
 
+def _class_skips_itself(g, r):  # row 0: every patch, but not the class token itself
+    mask = local_mask_reference(g, r).clone()
+    mask[0, 0] = False
+    return mask
+
+
 LOCAL_MASK_WRONG = {
     "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
     "a patch may not read itself": (_no_self, "self_excluded"),
@@ -570,6 +591,7 @@ LOCAL_MASK_WRONG = {
     "1-D distance |n - m| <= r (g + 1)": (_flat_scaled, "flattened_distance"),
     "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),
     "class token reads only itself": (_edited(class_self=True), "class_reads_self_only"),
+    "class token does not read itself": (_class_skips_itself, "class_skips_itself"),
     "no class token": (lambda g, r: local_mask_reference(g, r)[1:, 1:], "no_class_token"),
     "radius fixed at 1": (lambda g, r: local_mask_reference(g, 1), "radius_fixed"),
     "grid fixed at 4x4": (lambda g, r: local_mask_reference(4, r), "grid_fixed"),
@@ -665,6 +687,12 @@ INTERPOLATE_WRONG = {
     "align_corners=True": (lambda p, G: _resize(p, G, mode="bilinear", align_corners=True), "align_corners"),
     "bicubic": (lambda p, G: _resize(p, G, mode="bicubic", align_corners=False), "bicubic"),
     "nearest": (lambda p, G: _resize(p, G, mode="nearest"), "nearest"),
+    "class row = mean of the patch rows": (lambda p, G: torch.cat(
+        [p[1:].mean(0, keepdim=True), interpolate_reference(p, G)[1:]]), "class_row_mean"),
+    "bicubic, align_corners=True": (lambda p, G: _resize(p, G, mode="bicubic", align_corners=True),
+                                    "bicubic_align_corners"),
+    "antialiased bilinear": (lambda p, G: _resize(p, G, mode="bilinear", align_corners=False,
+                                                  antialias=True), "antialiased"),
     "class row interpolated with the grid": (lambda p, G: interpolate_reference(
         torch.cat([p[1:2], p[1:]]), G), "class_row_from_grid"),
     "zeroes the class row in place": (lambda p, G: (p[0].zero_(), interpolate_reference(p, G))[1], MUTATION),

@@ -87,6 +87,10 @@ SIZE_MISTAKES = (
     Mistake("no_bias",
             "the projection's bias is missing: E has C * P * P * D weights and D biases",
             when=_size_part(1, lambda s, p, c, d: c * p * p * d)),
+    Mistake("bias_per_patch",
+            "the bias was counted once per patch (N * D); E is one shared matrix applied to every "
+            "patch, so it has C * P * P * D weights and one bias of D numbers",
+            when=_size_part(1, lambda s, p, c, d: c * p * p * d + (s // p) ** 2 * d)),
     Mistake("projection_d_by_d",
             "the projection was counted as D x D (+ D); E maps one flattened patch of C * P * P "
             "numbers to D, so it has C * P * P * D weights and D biases",
@@ -244,6 +248,9 @@ def check_patch_halving_prediction(predicted: float | None, count_scores: Callab
     elif abs(guess - 8) < 0.5:
         why, diagnosis = ("x8 = 2^3 counts neither the patches nor the pairs: halving P doubles the patches "
                           "along each side, so x4 patches, and the scores count pairs of tokens, about 4^2"), "two_cubed"
+    elif abs(guess - 256) < 16:
+        why, diagnosis = ("x256 = 16^2 squares the growth of the scores again: the patches grow x4, and "
+                          "the scores count pairs of tokens, so about x4^2 = x16, not x16^2"), "squared_twice"
     elif abs(guess - 64) < 4:
         why, diagnosis = "x64 would be cubic in the tokens; the scores are N x N, square", "cubic"
     else:
@@ -394,6 +401,21 @@ def _unpatchify_sqrt_count(patches, P, stride, H, W):
     return _unpatchify_sum(patches, P, stride, H, W) / count.sqrt()
 
 
+def _unpatchify_max(patches, P, stride, H, W):
+    """The largest of the overlapping copies of each pixel, not their mean."""
+    B, N, CPP = patches.shape
+    C = CPP // (P * P)
+    rows, cols = (H - P) // stride + 1, (W - P) // stride + 1
+    out = patches.new_full((B, C, H, W), float("-inf"))
+    windows = patches.reshape(B, rows, cols, C, P, P)
+    for r in range(rows):
+        for c in range(cols):
+            where = (slice(None), slice(None), slice(r * stride, r * stride + P),
+                     slice(c * stride, c * stride + P))
+            out[where] = torch.maximum(out[where], windows[:, r, c])
+    return out
+
+
 def _unpatchify_constant_overlap(patches, P, stride, H, W):
     return _unpatchify_sum(patches, P, stride, H, W) / (P / stride) ** 2
 
@@ -476,6 +498,10 @@ UNPATCHIFY_MISTAKES = (
     Mistake("first_wins",
             "only the first window's copy of each pixel was kept; average all the copies",
             gives=_unpatchify_first_wins),
+    Mistake("max_of_copies",
+            "each pixel kept the largest of its overlapping copies (a max, as in max-pooling); the "
+            "exercise asks for their mean: add the copies and divide by each pixel's count",
+            gives=_unpatchify_max),
     Mistake("sqrt_count",
             "each pixel's sum was divided by the square root of its count; the mean divides by the "
             "count itself",
@@ -955,6 +981,8 @@ def _local_mask_edit(**changes):
             mask[1:, 0] = True
         if "class_reads_self_only" in changes:
             mask[0, 1:] = False
+        if "class_skips_itself" in changes:
+            mask[0, 0] = False
         return mask
     return wrong
 
@@ -1001,6 +1029,10 @@ LOCAL_MASK_MISTAKES = (
             "row. Patch n sits at row n // grid_size, column n % grid_size; compare rows and "
             "columns separately",
             when=_banded_in_sequence),
+    Mistake("class_skips_itself",
+            "the class token does not read itself here (mask[0, 0] is False); row 0 is all True: "
+            "the class token reads every token, itself included",
+            gives=_local_mask_edit(class_skips_itself=True)),
     Mistake("patches_read_class",
             "the patches may read the class token here; in vit_local they attend only to patches "
             "(column 0 is False below row 0)",
@@ -1132,11 +1164,13 @@ def check_layers_to_cross(fn: Callable) -> CheckResult:
 # ----- 7. the position table interpolated in 2-D for a larger grid ---------------------------------
 
 def _interpolate(positions: torch.Tensor, new_grid: int, mode: str = "bilinear",
-                 align_corners: bool | None = False) -> torch.Tensor:
+                 align_corners: bool | None = False, antialias: bool = False) -> torch.Tensor:
     D = positions.shape[-1]
     g = round((positions.shape[0] - 1) ** 0.5)
     grid = positions[1:].reshape(g, g, D).permute(2, 0, 1)[None]  # (1, D, g, g)
     kwargs = {} if mode == "nearest" else {"align_corners": align_corners}
+    if antialias:
+        kwargs["antialias"] = True
     resized = F.interpolate(grid, size=(new_grid, new_grid), mode=mode, **kwargs)  # (1, D, G, G)
     return torch.cat([positions[:1], resized[0].permute(1, 2, 0).reshape(new_grid * new_grid, D)])
 
@@ -1188,6 +1222,12 @@ def _class_row_from_grid(positions, new_grid):
     return _interpolate(torch.cat([positions[1:2], positions[1:]]), new_grid)
 
 
+def _class_row_mean(positions, new_grid):
+    out = _interpolate(positions, new_grid).clone()
+    out[0] = positions[1:].mean(0)
+    return out
+
+
 def _class_row_reset(positions, new_grid):
     out = _interpolate(positions, new_grid).clone()
     out[0] = 0
@@ -1235,6 +1275,19 @@ INTERPOLATE_MISTAKES = (
     Mistake("bicubic",
             "this is bicubic interpolation (timm's choice); the exercise asks for mode='bilinear'",
             gives=lambda positions, new_grid: _interpolate(positions, new_grid, mode="bicubic")),
+    Mistake("class_row_mean",
+            "row 0 was replaced by the mean of the patch rows; the class token's position is its "
+            "own learned vector: copy row 0 unchanged",
+            gives=_class_row_mean),
+    Mistake("bicubic_align_corners",
+            "this is bicubic interpolation with align_corners=True: use mode='bilinear' with "
+            "align_corners=False",
+            gives=lambda positions, new_grid: _interpolate(positions, new_grid, mode="bicubic",
+                                                          align_corners=True)),
+    Mistake("antialiased",
+            "antialias=True smooths the grid before shrinking it (it changes only the grids that get "
+            "smaller); the exercise's bilinear resize uses the default antialias=False",
+            gives=lambda positions, new_grid: _interpolate(positions, new_grid, antialias=True)),
     Mistake("nearest",
             "this is nearest-neighbour resizing, which copies rows in blocks; use mode='bilinear'",
             gives=lambda positions, new_grid: _interpolate(positions, new_grid, mode="nearest")),
