@@ -471,7 +471,8 @@ def test_lm_loss_wrong_answers(capsys):
                     "*mean*")
     expect_rejected(check, lambda m, x: ce(m(x[:, :-1]).softmax(-1), x[:, 1:]), capsys,
                     "do not softmax")
-    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).item(), capsys)  # a float
+    expect_rejected(check, lambda m, x: ce(m(x[:, :-1]), x[:, 1:]).item(), capsys,
+                    "carries no gradient")
     expect_rejected(check, lambda m, x: ce(m(x[:, :-1])[:, :-1], x[:, 1:-1]), capsys)
     expect_rejected(check, lambda m, x: ce(m(x)[:, :-1], x[:, :-1]), capsys,
                     "the tokens the model has just read")

@@ -788,9 +788,16 @@ def check_lm_loss(fn: Callable) -> CheckResult:
         out = guarded(model, tokens)
         if isinstance(out, torch.Tensor) and out.grad_fn is None:
             return _Detached(out)
+        if isinstance(out, (float, int)) and not isinstance(out, bool):
+            return _Detached(torch.tensor(float(out)), was_number=True)
         return out
 
-    mistakes.insert(0, Mistake("no gradient", "the loss has no gradient (.detach(), .item(), "
+    mistakes.insert(0, Mistake("a number, not a tensor", "you returned a Python number "
+                               "(.item() or float()): it carries no gradient, so training "
+                               "cannot call .backward() on it. Return the 0-d tensor.",
+                               when=lambda args, got: isinstance(got, _Detached)
+                               and got.was_number))
+    mistakes.insert(1, Mistake("no gradient", "the loss has no gradient (.detach(), .item(), "
                                "torch.no_grad() or a new tensor): training calls "
                                ".backward() on it, so keep it attached to the model's output.",
                                when=lambda args, got: isinstance(got, _Detached)))
@@ -805,8 +812,9 @@ _LM_LOSS_LIBRARY = ("the exercise asks you to write the shift and the cross-entr
 class _Detached(_Unacceptable):
     """A loss returned without a gradient."""
 
-    def __init__(self, value: torch.Tensor) -> None:
-        super().__init__(value, "a tensor without a gradient")
+    def __init__(self, value: torch.Tensor, was_number: bool = False) -> None:
+        super().__init__(value, "a number" if was_number else "a tensor without a gradient")
+        self.was_number = was_number
 
 
 # --- 5b. the next-token loss of a right-padded batch ---------------------------------------------
