@@ -145,7 +145,7 @@ def t5_without_position_bias(config):
 @pytest.mark.parametrize("check, solution", [
     (check_bucket_range, bucket_range), (check_fill_spans, fill_spans),
     (check_corrupt, corrupt), (check_trained_buckets, trained_buckets),
-    (check_no_position_t5, t5_without_position_bias),
+    (lambda fn: check_no_position_t5(fn, "decoder"), t5_without_position_bias),
 ])
 def test_reference_passes(check, solution, capsys):
     assert check(solution)
@@ -551,17 +551,28 @@ def zero_modules(config):
 
 
 def test_no_position_t5_measures_the_decoder(capsys):
-    assert check_no_position_t5(t5_without_position_bias)
-    assert "the decoder is another matter" in capsys.readouterr().out.lower()
+    assert check_no_position_t5(t5_without_position_bias, "decoder")
+    out = capsys.readouterr().out
+    assert out.startswith("✓") and "the decoder is another matter" in out.lower()
 
 
-@pytest.mark.parametrize("prediction, phrase", [
-    ("decoder", "was right"), ("Encoder", "you predicted 'encoder'"), ("neither", "only the decoder"),
-    (None, "no prediction given"), (3, "not understood"),
+@pytest.mark.parametrize("prediction, phrase, diagnosis", [
+    ("Encoder", "you predicted 'encoder'", "wrong prediction"),
+    ("both", "only the decoder", "wrong prediction"),
+    ("neither", "only the decoder", "wrong prediction"),
+    (None, "not done yet", "no prediction"), (3, "not understood", "prediction not understood"),
 ])
-def test_no_position_t5_explains_the_prediction(prediction, phrase, capsys):
-    assert check_no_position_t5(t5_without_position_bias, prediction)
-    assert phrase in capsys.readouterr().out
+def test_no_position_t5_rejects_wrong_or_missing_predictions(prediction, phrase, diagnosis, capsys):
+    result = check_no_position_t5(t5_without_position_bias, prediction)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == diagnosis
+    assert out.startswith("✗") and phrase in out
+
+
+def test_no_position_t5_hides_the_answer_before_a_prediction(capsys):
+    check_no_position_t5(t5_without_position_bias, None)
+    out = capsys.readouterr().out.lower()
+    assert "decoder is another matter" not in out and "causal mask" not in out
 
 
 @pytest.mark.parametrize("wrong, diagnosis", [

@@ -1187,22 +1187,23 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
             return _finish(name, False, "the decoder now sees the future: keep the causal mask (only the "
                            "bias goes).")
         spread = max(spread, _decoder_position_spread(model))
-    result = _finish(name, True, f"all {len(configs)} configurations: no bias in either stack, and a shuffled "
-                     "source gives the same memory, shuffled. The decoder is another matter: fed the same "
-                     f"token at every position, its logits still change from one position to the next (by up "
-                     f"to {spread:.2f}), because position t averages over t + 1 values under the causal mask.")
+    measured = (f"all {len(configs)} configurations: no bias in either stack, and a shuffled source "
+                "gives the same memory, shuffled. The decoder is another matter: fed the same token at "
+                f"every position, its logits still change from one position to the next (by up to "
+                f"{spread:.2f}), because position t averages over t + 1 values under the causal mask.")
     guess = prediction.strip().lower() if isinstance(prediction, str) else None
-    if prediction is None:
-        print("(no prediction given: write yours into `prediction` before you measure)")
-    elif guess not in ("encoder", "decoder", "both", "neither"):
-        print(f"(prediction {prediction!r} not understood: write 'encoder', 'decoder', 'both' or 'neither')")
-    elif guess == NO_POSITION_ANSWER:
-        print("   your prediction, the decoder, was right: through its causal mask, not a position table.")
-    else:
-        print(f"   you predicted {guess!r}; measured: only the decoder still tells positions apart (the "
-              "spread above), through its causal mask; the encoder, with every key visible to every query "
-              "and no bias, treats its input as a set.")
-    return result
+    if prediction is None:  # no measurement shown before a prediction is written
+        return _finish(name, False, "not done yet: write your prediction into "
+                       "`prediction_t5_without_position_bias` before you measure.", "no prediction")
+    if guess not in ("encoder", "decoder", "both", "neither"):
+        return _finish(name, False, f"prediction {prediction!r} not understood: write 'encoder', "
+                       "'decoder', 'both' or 'neither'.", "prediction not understood")
+    if guess != NO_POSITION_ANSWER:
+        return _finish(name, False, f"you predicted {guess!r}; measured: only the decoder still tells "
+                       "positions apart, through its causal mask; the encoder, with every key visible to "
+                       f"every query and no bias, treats its input as a set. {measured}", "wrong prediction")
+    return _finish(name, True, f"your prediction, the decoder, was right: through its causal mask, not "
+                   f"a position table. {measured}")
 
 
 # --- 6. predict, then measure: how much do span lengths vary? ----------------------------------
