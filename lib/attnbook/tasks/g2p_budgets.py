@@ -90,8 +90,8 @@ def budget_table(page_gru, page_attn) -> dict:
               "(no network, no steps)")
     print("\nthis page's recipe, attention, 1,200 steps, test WER by seed: "
           + ", ".join(f"{r['seed']}: {r['test_wer']:.1%}" for r in page_1200))
-    print("1,200 steps, seed 0, Adam betas (0.9, 0.98): one recipe change at a time, test WER "
-          "no attention / attention")
+    print(f"1,200 steps, seed 0, Adam betas (0.9, 0.98), peak rate {compare['setup']['peak_lr']}: "
+          "one recipe change at a time, test WER no attention / attention")
     for recipe in ("constant", "constant, smoothing 0.1", "warm-up + linear decay",
                    "warm-up + linear decay, smoothing 0.1"):
         wers = [one_change[key, recipe]["test_wer"] for key in ("gru", "gru_attention")]
