@@ -47,6 +47,14 @@ def position_accuracy(model, tokens):
     return (answers == tokens.flip(1)).float().mean(0)  # (T,)
 
 
+def position_t_minus_i(model, tokens):  # tokens[:, T - i]: one off (position 0 kept right)
+    with torch.no_grad():
+        answers = model(tokens).argmax(-1)[..., 0]
+    T = tokens.shape[1]
+    return torch.stack([(answers[:, i] == tokens[:, T - i if i else T - 1]).float().mean()
+                        for i in range(T)])
+
+
 def position_both_flipped(model, tokens):  # tokens.flip(0, 1): the batch reversed as well
     model.eval()
     with torch.no_grad():
@@ -132,6 +140,12 @@ def sdpa_max_over_queries(q, k, v):  # each key's max over the queries
     return e / e.sum(-1, keepdim=True) @ v
 
 
+def sdpa_sum_over_queries(q, k, v):  # rows shifted by their own max, summed over the queries
+    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+    e = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    return (e / e.sum(-2, keepdim=True)) @ v
+
+
 def sdpa_shift_numerator_only(q, k, v):  # exp(s - max) / sum(exp(s))
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
     top = scores.max(dim=-1, keepdim=True).values
@@ -141,6 +155,7 @@ def sdpa_shift_numerator_only(q, k, v):  # exp(s - max) / sum(exp(s))
 SDPA_WRONG = [
     (sdpa_max_no_keepdim, "max without keepdim"),
     (sdpa_max_over_queries, "max over the queries"),
+    (sdpa_sum_over_queries, "sum over the queries"),
     (sdpa_shift_numerator_only, "shift in the numerator only"),
     (sdpa_global_max, "global max subtracted"),
     (sdpa_key_dot_t, "key.T"),
@@ -613,6 +628,7 @@ POSITION_WRONG = [
      "mean probability"),
     (lambda m, tok: position_accuracy(m, tok) * tok.shape[0], "counts"),
     (position_both_flipped, "both dimensions flipped"),
+    (position_t_minus_i, "mirror T - i"),
     (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
     (lambda m, tok: (m(tok).argmax(-2)[..., 0] == tok.flip(1)).float().mean(0),
      "argmax over the wrong axis"),  # over the one answer slot: every answer is letter 0
@@ -708,14 +724,15 @@ class SelfAttention(nn.Module):
 
     def __init__(self, d_model, bias=True, dropout=0.0, *, scale=True, dim=-1, invert=False,
                  use_mask=True, out=True, dropout_on="weights", eval_dropout=False,
-                 multiply_mask=False, mask_after=False, swap_qk=False, fill_zero=False):
+                 multiply_mask=False, mask_after=False, swap_qk=False, fill_zero=False,
+                 transpose_mask=False):
         super().__init__()
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
         self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
         self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
         self.multiply_mask, self.mask_after, self.swap_qk = multiply_mask, mask_after, swap_qk
-        self.fill_zero = fill_zero
+        self.fill_zero, self.transpose_mask = fill_zero, transpose_mask
         self.drop = nn.Dropout(dropout)  # the module form, as a reader would write it
 
     def forward(self, x, mask=None):
@@ -728,6 +745,8 @@ class SelfAttention(nn.Module):
         else:
             scores = q @ k.mT / (math.sqrt(width) if self.scale else 1.0)
         on = self.training or self.eval_dropout
+        if mask is not None and self.transpose_mask:  # a mistake: (keys, queries)
+            mask = mask.mT
         if self.dropout_on == "scores":  # a mistake: dropout before the softmax
             scores = F.dropout(scores, self.p, training=on)
         if mask is not None and self.use_mask and self.multiply_mask:
@@ -806,6 +825,7 @@ SELF_ATTENTION_WRONG = [
     (self_attention(mask_after=True), "mask applied after the softmax"),
     (self_attention(scale="d_k"), "scaled by d_k"),
     (self_attention(swap_qk=True), "queries and keys swapped"),
+    (self_attention(transpose_mask=True), "mask transposed"),
     (SelfAttentionNoBias, ""),
     (SelfAttentionQKVFused, ""),
 ]
@@ -1002,3 +1022,14 @@ def test_dropout_without_rescale_is_named(cls, capsys):
 def test_right_module_not_called_unscaled(capsys):
     assert check_self_attention_module(SelfAttention)
     assert check_dropout_row_sums(1.0, SelfAttention)
+
+
+@pytest.mark.parametrize("cls", [self_attention(dropout_on="scores"),
+                                 self_attention(transpose_mask=True)])
+def test_dropout_row_sums_no_right_after_a_failed_module(cls, capsys):
+    """A module that fails its own check gets no "✓ … right" from the row-sum checker, even with
+    the right prediction, 1."""
+    result = check_dropout_row_sums(1.0, cls)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == "module fails its check"
+    assert "right" not in out.split("\n")[0] and "fails check_self_attention_module" in out

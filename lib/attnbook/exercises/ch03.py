@@ -46,7 +46,8 @@ def _sdpa_global_max(q, k, v):
 def _sdpa_shifted(q, k, v, how):
     """Known slips in the row-max shift: ``how`` = "no keepdim" (a (..., T) max broadcast along
     the keys, which runs only when T = S), "query axis" (each key's max over the queries), or
-    "numerator only" (the shifted exponentials over the unshifted ones' sum)."""
+    "numerator only" (the shifted exponentials over the unshifted ones' sum), or "query sum" (the
+    shifted exponentials over their sum along the queries)."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
     if how == "no keepdim":
         return ((scores - scores.amax(dim=-1)).exp()
@@ -55,6 +56,8 @@ def _sdpa_shifted(q, k, v, how):
         e = (scores - scores.amax(dim=-2, keepdim=True)).exp()
         return (e / e.sum(-1, keepdim=True)) @ v
     shifted = (scores - scores.amax(dim=-1, keepdim=True)).exp()
+    if how == "query sum":  # each row shifted by its own max, divided by a sum over the queries
+        return (shifted / shifted.sum(-2, keepdim=True)) @ v
     return (shifted / scores.exp().sum(-1, keepdim=True)) @ v
 
 
@@ -178,6 +181,12 @@ SDPA_MISTAKES = [
             "so key j's scores are shifted by query j's maximum (it runs only when T = S, and then "
             "gives wrong weights). Keep the dimension: amax(dim=-1, keepdim=True).",
             gives=lambda q, k, v: _sdpa_shifted(q, k, v, "no keepdim")),
+    Mistake("sum over the queries", "you shifted each row by its own maximum but divided by a sum "
+            "over the QUERIES (sum(dim=-2)): each query's weights over the keys must sum to 1, so "
+            "divide by the sum over the last dimension, sum(-1, keepdim=True).",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == _sdpa(*args).shape
+            and bool(torch.isfinite(got).all())
+            and torch.allclose(got, _sdpa_shifted(*args, "query sum"), atol=1e-5, rtol=1e-5)),
     Mistake("max over the queries", "you subtracted each key's maximum over the queries "
             "(amax(dim=-2)): that shifts the scores of one row by different amounts, which changes "
             "its weights. Subtract each row's own maximum, amax(dim=-1, keepdim=True): one number "
@@ -1077,6 +1086,11 @@ POSITION_MISTAKES = [
             when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
             and any(torch.allclose(got.float(), _position_accuracy(*args, against=args[1].flip(1).roll(r, 1)))
                     for r in (1, -1))),  # the second looks like 'not reversed' on case 1
+    Mistake("mirror T - i", "the mirror of position i is T - 1 - i, not T - i: positions run from 0 "
+            "to T - 1, so tokens[:, T - i] is one place off (and T - 0 is out of range). "
+            "tokens.flip(1) gives every mirror at once.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1],)
+            and _is_t_minus_i(args, got)),
     Mistake("shifted, not reversed", "tokens.roll(1, 1) shifts every letter one place along the "
             "sequence, it does not reverse it: the answer at position i is the letter at T - 1 - i, "
             "tokens.flip(1).",
@@ -1133,6 +1147,17 @@ def check_position_accuracy(fn: Callable, prediction: object = None, model=None)
 _PROJECTIONS = ("q_proj", "k_proj", "v_proj", "out_proj")
 
 
+def _is_t_minus_i(args, got) -> bool:
+    """Position i compared with tokens[:, T - i] (position 0 with any letter of the sequence)."""
+    model, tokens = args
+    answers = _answers(model, tokens)  # (B, T)
+    T = tokens.shape[1]
+    rest = (answers[:, 1:] == tokens.flip(1)[:, :-1]).float().mean(0)  # T - i for i = 1 .. T-1
+    if not torch.allclose(got[1:].float(), rest, atol=1e-6):
+        return False
+    return not torch.allclose(got[1:].float(), _position_accuracy(model, tokens)[1:], atol=1e-6)
+
+
 def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
     """Fixed weights for the four projections (a state dict), so that every answer is comparable."""
     g = torch.Generator().manual_seed(seed)
@@ -1144,7 +1169,7 @@ def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
 
 def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_mask=True,
             dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False,
-            mask_after=False, swap_qk=False):
+            mask_after=False, swap_qk=False, transpose_mask=False):
     """Self-attention written out from a state dict; the keyword arguments make known mistakes
     (``dropout_on``: "weights", the right place, or "scores" (before the mask), "masked scores"
     (after it), "renormalised", "unscaled", "value",
@@ -1158,6 +1183,8 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     torch.manual_seed(0)
     if dropout_on == "scores":
         scores = torch.nn.functional.dropout(scores, dropout)
+    if mask is not None and transpose_mask:
+        mask = mask.mT  # a mistake: the mask read as (keys, queries)
     if mask is not None and use_mask and multiply_mask:
         scores = scores * mask  # (B, T, T): blocked scores become 0, not -inf
     elif mask is not None and use_mask and not mask_after:
@@ -1235,6 +1262,14 @@ SELF_ATTENTION_MISTAKES = [
     Mistake("mask inverted", "you blocked the positions where the mask is True; in this book True "
             "means may attend: fill the scores with -inf where the mask is False (~mask).",
             gives=lambda x, m, w, b, p, t: _attend(x, m, w, b, invert=True)),
+    Mistake("mask transposed", "you used the mask transposed (mask.mT, or mask.transpose(...)): entry "
+            "(i, j) says whether QUERY i may attend to KEY j, the same layout as the (B, T, T) "
+            "scores, so fill scores.masked_fill(~mask, -inf) without transposing. (A causal mask "
+            "transposed lets each position see only the future.)",
+            when=lambda args, got: args[1] is not None and isinstance(got, torch.Tensor)
+            and not torch.equal(args[1], args[1].mT)
+            and _same_with_nan(got, _attend(*args[:4], transpose_mask=True,
+                                            dropout=args[4] if args[5] else 0.0))),
     Mistake("mask ignored", "the mask changed nothing: set the scores where it is False to -inf "
             "before the softmax.", when=lambda args, got: args[1] is not None
             and isinstance(got, torch.Tensor)
@@ -1414,6 +1449,12 @@ def check_dropout_row_sums(prediction: object, module: Callable | None = None) -
     if unscaled:  # the reader's module is wrong, whatever the prediction
         return verdict(False, f"{measured}.\n   ✗ {unscaled}", "dropout without the rescale")
     rows = _describe_rows(sums, how)
+    failed = _module_failure(module)
+    if failed:  # the reader's module fails its own check: no "right", whatever the prediction
+        return verdict(False, f"{measured}. {rows}\n   ✗ your SelfAttention fails "
+                              f"check_self_attention_module ({failed}), so these row sums are "
+                              "not those of attention dropout: fix the module, then check the "
+                              "prediction again.", "module fails its check")
     if abs(guess - 1.0) <= 0.05:
         return verdict(True, f"right; {measured}. {rows}")
     off = f"{measured}\n   ✗ {PREDICTION_OFF}: your prediction, {guess:g}, is not the measured mean. "
@@ -1422,6 +1463,19 @@ def check_dropout_row_sums(prediction: object, module: Callable | None = None) -
                                    "1 - p = 0.5: half are zeroed, the rest doubled.", "no rescaling")
     return verdict(True, off + "Half the weights are zeroed and the rest doubled, so on average "
                                "nothing changes.", "wrong prediction")
+
+
+def _module_failure(cls: Callable | None) -> str:
+    """The reason the reader's module fails ``check_self_attention_module`` (its diagnosis, or
+    "wrong output"), found silently and without touching the caller's random numbers; "" when
+    no module is given or it passes."""
+    if cls is None:
+        return ""
+    import contextlib
+    import io
+    with torch.random.fork_rng(devices=[]), contextlib.redirect_stdout(io.StringIO()):
+        result = check_self_attention_module(cls)
+    return "" if result else (result.diagnosis or "wrong output")
 
 
 def _describe_rows(sums: torch.Tensor, how: str) -> str:
