@@ -546,6 +546,8 @@ MEASURED = {"usual": 0.16, "own": 0.74, "donor": 0.33, "ceiling": 0.857}  # what
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
     (0.74, True, ""), (0.66, True, ""), (0.83, True, ""),
     (0.16, False, "too optimistic"), (0.5, False, "too optimistic"), (0.6, False, "too optimistic"),
+    (0.33, False, "scored against the donor"), (0.30, False, "scored against the donor"),
+    (0.37, False, "scored against the donor"), (0.25, False, "too optimistic"),
     (0.9, False, "all the way"), (0.857, False, "all the way"), (0.95, False, "all the way"),
     (0.97, False, "above the ceiling"), (1.0, False, "above the ceiling"),
     (90, False, "percent"), ("0.9", False, "not a number"),
@@ -570,6 +572,14 @@ def test_swapped_context_prediction(predicted, passed, diagnosis, capsys):
 def test_swapped_context_rejects_a_wrong_measurement(measured, capsys):
     result = check_swapped_context(0.74, lambda: measured)
     assert not result and result.diagnosis == "measurement"
+
+
+def test_swapped_context_names_the_donor_reference(capsys):
+    """The reviewer's 0.285: the measured PER against the donor's pronunciation, not the word's own."""
+    measured = dict(MEASURED, donor=0.285)
+    result = check_swapped_context(0.285, lambda: measured)
+    assert not result and result.diagnosis == "scored against the donor"
+    assert "donor's pronunciation" in capsys.readouterr().out
 
 
 def test_swapped_context_not_done(capsys):

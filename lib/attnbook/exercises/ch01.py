@@ -878,6 +878,10 @@ def check_swapped_context(predicted: float | None, measure: Callable[[], dict]) 
     if abs(predicted - own) <= SWAP_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * SWAP_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
+    if abs(predicted - donor) <= SWAP_TOLERANCE / 2:
+        return _finish(name, False, f"{predicted:g} is near the PER scored against the donor's pronunciation "
+                       f"({_percent(donor)}), the word whose C was read; the exercise scores the outputs against "
+                       "each word's own pronunciation: " + meaning, "scored against the donor")
     if predicted < own:
         return _finish(name, False, "you expected the start state to carry more of the word than it does: "
                        + meaning, "too optimistic")
