@@ -1117,8 +1117,10 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
                f"time (always guessing the most common first letter: {_percent(floor[0])}), while the "
                f"backward half, which read it last, gives it back {_percent(backward[0])}; the forward half "
                f"gives back its own last letter {_percent(forward[-1])} and the fifth {_percent(forward[4])}. "
-               "Each half holds best the letters it read last: the whole C reads the first letter well only "
-               "because the backward half ends on it.")
+               "The halves divide the work: the backward half ends on the first letter and carries it, so "
+               "the forward half need not (a trained one-directional encoder keeps the first letter "
+               "almost always, section 1.10); the whole C reads the first letter well through the "
+               "backward half.")
     if abs(predicted - middle) <= MIDDLE_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * MIDDLE_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
