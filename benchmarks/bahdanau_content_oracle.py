@@ -14,19 +14,14 @@ About half a CPU-minute per run: three runs.
 """
 from __future__ import annotations
 
-import json
-import os
-import statistics
-
 import torch
 
 import common
-from attnbook.checks import count_parameters
 from attnbook.data import build_vocabs
 from attnbook.env import seed_everything
 from attnbook.models.rnn import RNNAttentionSeq2Seq
-from attnbook.tasks.g2p import G2PRecipe, evaluate_g2p, train_g2p
-from bahdanau_content import build, on_target, source_positions, task_split
+from bahdanau_content import build, source_positions, task_split
+from bahdanau_content_position import train_and_score
 from bahdanau_length import BAND_SIGMA
 from bahdanau_reversal import BATCH, SEEDS, STEPS, TEST_EVERY, WIDTH
 
@@ -90,19 +85,7 @@ def run_one(kind: str, seed: int, smoke: bool) -> dict:
     src_vocab, tgt_vocab = build_vocabs(task)
     seed_everything(seed)
     model = oracle_model(task, src_vocab, tgt_vocab, 8 if smoke else WIDTH)
-    recipe = G2PRecipe(steps=4 if smoke else STEPS, batch_size=BATCH, seed=seed)
-    seconds, history = common.timed(
-        lambda: train_g2p(model, task, src_vocab, tgt_vocab, recipe, progress=False), torch.device("cpu"))
-    test = task.test[::TEST_EVERY][:40 if smoke else None]
-    result = evaluate_g2p(model, test, src_vocab, tgt_vocab)
-    hit, _ = on_target(model, test, src_vocab, tgt_vocab)
-    row = {"model": kind, "seed": seed, "steps": recipe.steps, "parameters": count_parameters(model),
-           "test_words": len(test), "test_wer": round(result.wer, 4), "test_per": round(result.per, 4),
-           "strongest_on_copied_letter": round(hit, 4),
-           "final_loss": round(statistics.mean(history.losses[-20:]), 4), "train_seconds": round(seconds, 1),
-           "load_average": os.getloadavg()[0]}
-    print(json.dumps(row), flush=True)
-    return row
+    return train_and_score(kind, seed, smoke, model, task, src_vocab, tgt_vocab)
 
 
 def main() -> None:

@@ -72,6 +72,12 @@ def run_one(kind: str, seed: int, smoke: bool) -> dict:
     new = PositionAdditiveScore(old.query_dim, old.key_dim, old.W.out_features)
     new.load_state_dict(old.state_dict())  # the additive run's initial W, U, v
     model.decoder.score = new
+    return train_and_score(kind, seed, smoke, model, task, src_vocab, tgt_vocab)
+
+
+def train_and_score(kind: str, seed: int, smoke: bool, model, task, src_vocab, tgt_vocab) -> dict:
+    """Train ``model`` with the vowels-last recipe and score it on every 5th test word (shared
+    with ``bahdanau_content_oracle.py``)."""
     recipe = G2PRecipe(steps=4 if smoke else STEPS, batch_size=BATCH, seed=seed)
     seconds, history = common.timed(
         lambda: train_g2p(model, task, src_vocab, tgt_vocab, recipe, progress=False), torch.device("cpu"))
