@@ -579,7 +579,7 @@ def test_invented_prediction_off_passes_with_its_diagnosis(prediction, mistake, 
     result = check_invented_prediction(fake_measure(MEASURED), prediction)
     out = capsys.readouterr().out
     assert result and result.diagnosis == mistake
-    assert said in out and "prediction off" in out and out.startswith("✓")
+    assert said in out and out.startswith("✗ prediction off") and "✓" in out
 
 
 def test_invented_prediction_does_not_blame_the_tail_alone(capsys):
@@ -655,7 +655,7 @@ def test_window_prediction_off_passes_with_its_diagnosis(prediction, mistake, sa
     result = check_window_prediction(lambda: WINDOW_MEASURED, prediction)
     out = capsys.readouterr().out
     assert result and result.diagnosis == mistake
-    assert said in out and "prediction off" in out and out.startswith("✓")
+    assert said in out and out.startswith("✗ prediction off") and "✓" in out
 
 
 def test_window_prediction_close_has_no_diagnosis(capsys):

@@ -1147,12 +1147,15 @@ PREDICTION_OFF = "prediction off"
 
 
 def _prediction_off(name: str, said: str, why: str, diagnosis: str) -> CheckResult:
-    """A predict-then-measure verdict once the measurement has run: the exercise is done (✓,
-    the measurement is what it asks for), and the prediction's miss gets its own line, marked
-    ✗ and explained, so a wrong guess never looks right and there is no reason to edit it."""
+    """A predict-then-measure verdict once the measurement has run: the exercise is done (the
+    result is truthy), but the headline opens with ✗ and the prediction's miss, explained, so a
+    wrong guess never looks right and there is no reason to edit it."""
     why = why[0].upper() + why[1:]
-    return _finish(name, True, f"{said}.\n   ✗ {PREDICTION_OFF} ({diagnosis}): {why} (Keep "
-                   "your prediction as written, and note what surprised you.)", diagnosis)
+    # the headline starts with the miss, so that a reader skimming for ticks does not see one
+    message = (f"✗ {PREDICTION_OFF} ({diagnosis}); measurement done ✓ — {name}: {said}.\n"
+               f"   {why} (Keep your prediction as written, and note what surprised you.)")
+    print(message)
+    return CheckResult(name, True, message, diagnosis)
 
 
 # --- 8. predict, then measure: a window of 16 --------------------------------------------------
