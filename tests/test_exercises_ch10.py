@@ -144,7 +144,7 @@ def t5_without_position_bias(config):
 
 @pytest.mark.parametrize("check, solution", [
     (check_bucket_range, bucket_range), (check_fill_spans, fill_spans),
-    (check_corrupt, corrupt), (check_trained_buckets, trained_buckets),
+    (check_corrupt, corrupt), (lambda fn: check_trained_buckets(fn, 23), trained_buckets),
     (lambda fn: check_no_position_t5(fn, "decoder"), t5_without_position_bias),
 ])
 def test_reference_passes(check, solution, capsys):
@@ -505,12 +505,44 @@ def test_trained_buckets_names_swapped_lengths():
     assert not result and result.diagnosis == "lengths swapped"
 
 
-@pytest.mark.parametrize("prediction, phrase", [
-    (23, "was right"), (27, "the pretraining trains 23"), (None, "no prediction given"),
+def test_trained_buckets_right_prediction_passes(capsys):
+    assert check_trained_buckets(trained_buckets, prediction=23)
+    assert "was right" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("prediction, diagnosis, phrase", [
+    (27, "wrong prediction", "the pretraining trains 23"),
+    (32, "wrong prediction", "the pretraining trains 23"),
+    (None, "no prediction", "no prediction was given"),
+    (59, "prediction out of range", "not a count"),
+    (-1, "prediction out of range", "not a count"),
+    (22.5, "prediction out of range", "not a count"),
+    ({0, 1, 2}, "prediction not a number", "not a number"),
+    ([0, 1, 2], "prediction not a number", "not a number"),
+    ("23", "prediction not a number", "not a number"),
+    (True, "prediction not a number", "not a number"),
 ])
-def test_trained_buckets_explains_the_prediction(prediction, phrase, capsys):
-    assert check_trained_buckets(trained_buckets, prediction=prediction)
-    assert phrase in capsys.readouterr().out
+def test_trained_buckets_rejects_bad_predictions(prediction, diagnosis, phrase, capsys):
+    result = check_trained_buckets(trained_buckets, prediction=prediction)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == diagnosis
+    assert phrase in out and "✓" not in out, "one verdict, and it refuses"
+
+
+def test_trained_buckets_accepts_tensors_and_tuples():
+    assert check_trained_buckets(lambda c, s, t: tuple(torch.tensor(v, dtype=torch.long)
+                                                       for v in trained_buckets(c, s, t)), 23)
+    assert check_trained_buckets(lambda c, s, t: tuple(tuple(v) for v in trained_buckets(c, s, t)), 23)
+
+
+def test_trained_buckets_rejects_a_set():
+    result = check_trained_buckets(lambda c, s, t: tuple(set(v) for v in trained_buckets(c, s, t)), 23)
+    assert not result and result.diagnosis == "a set, not a sorted list"
+
+
+def test_trained_buckets_rejects_unsorted_ids():
+    result = check_trained_buckets(lambda c, s, t: tuple(v[::-1] for v in trained_buckets(c, s, t)), 23)
+    assert not result and result.diagnosis == "not sorted"
 
 
 def only_encoder(config):

@@ -981,6 +981,11 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                           # the pretraining's own lengths: their answer is the prediction's
                           reveal=(config, src_length) != (configs[0], PRETRAIN_SRC)))
     mistakes = [
+        Mistake("a set, not a sorted list", "return two sorted lists of bucket ids (or 1-d tensors), not "
+                "sets: a set has no order, and the exercise asks for the ids in increasing order, "
+                "e.g. torch.nonzero(...).flatten().tolist().", when=_returns_a_set),
+        Mistake("not sorted", "the right ids, but not in increasing order: sort them (torch.nonzero already "
+                "returns them sorted).", when=_not_sorted),
         Mistake("computed, not measured", "these are the buckets the offsets *reach*, computed from the lengths; "
                 "the exercise measures which get a gradient. A stack with one position has one key per query: "
                 "softmax gives it weight 1 whatever the bias, so its table gets no gradient at all (run the "
@@ -1023,39 +1028,66 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                 "upper half of its buckets.", gives=_one_side_only),
     ]
     wrapped = _as_lists(fn)
-    result = run_cases("trained buckets", wrapped, cases, mistakes)
-    if result.passed:
-        reached = len(_trained_buckets(configs[0], PRETRAIN_SRC, PRETRAIN_TGT)[0])
-        config_half = configs[0].num_buckets // 2
-        if prediction is None:
-            print("(no prediction given: write yours into `prediction` before you measure)")
-        elif not isinstance(prediction, (int, float)):
-            print(f"(prediction {prediction!r} not understood: write a number of buckets)")
-        elif prediction == reached:
-            print(f"   your prediction, {prediction} of 32 encoder buckets, was right.")
-        else:
-            print(f"   you predicted {prediction} of 32 encoder buckets; the pretraining trains {reached}: its "
-                  f"inputs are always {PRETRAIN_SRC} tokens, so no offset beyond ±{PRETRAIN_SRC - 1} occurs, "
-                  f"and the buckets beyond it keep their initial values; bucket {config_half} (offset +0) "
-                  "is never used at all, since offset 0 belongs to the lower half.")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # one verdict: the prediction may still refuse
+        result = run_cases("trained buckets", wrapped, cases, mistakes)
+    if not result.passed:
+        print(printed.getvalue(), end="")
+        return result
+    name = "trained buckets"
+    reached = len(_trained_buckets(configs[0], PRETRAIN_SRC, PRETRAIN_TGT)[0])
+    half = configs[0].num_buckets // 2
+    measured = f"your function measures right (all {len(cases)} cases pass)"
+    if prediction is None:
+        return _finish(name, False, f"{measured}, but no prediction was given: write yours into "
+                       "`prediction` (how many of the 32 encoder buckets) before you measure.",
+                       "no prediction")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)):
+        return _finish(name, False, f"{measured}, but the prediction {prediction!r} is not a number: "
+                       "write how many of the 32 encoder buckets get a gradient (one int from 0 to 32), "
+                       "not the bucket ids.", "prediction not a number")
+    if prediction != int(prediction) or not 0 <= prediction <= configs[0].num_buckets:
+        return _finish(name, False, f"{measured}, but the prediction {prediction!r} is not a count of the "
+                       f"{configs[0].num_buckets} buckets: write a whole number from 0 to "
+                       f"{configs[0].num_buckets}.", "prediction out of range")
+    if prediction != reached:
+        return _finish(name, False, f"{measured}, but you predicted {int(prediction)} of 32 encoder "
+                       f"buckets; the pretraining trains {reached}: its inputs are always {PRETRAIN_SRC} "
+                       f"tokens, so no offset beyond ±{PRETRAIN_SRC - 1} occurs, and the buckets beyond it "
+                       f"keep their initial values; bucket {half} (offset +0) is never used at all, since "
+                       "offset 0 belongs to the lower half.", "wrong prediction")
+    print(printed.getvalue(), end="")
+    print(f"   your prediction, {reached} of 32 encoder buckets, was right.")
     return result
 
 
 def _as_lists(fn: Callable) -> Callable:
-    """The reader's answer with any tensors or sets turned into sorted lists of ints."""
+    """The reader's answer with tensors and tuples turned into lists of ints, order kept. A set
+    stays a set (the exercise asks for sorted ids, and the checker names a set as such)."""
     if not callable(fn):
         return fn
 
     def listed(values):
         if isinstance(values, torch.Tensor):
             values = values.tolist()
-        return sorted(int(v) for v in values) if isinstance(values, (list, tuple, set)) else values
+        if isinstance(values, (list, tuple)):
+            return [int(v) for v in values]
+        return values
 
     def wrapped(config, src_length, tgt_length):
         got = fn(config, src_length, tgt_length)
         return tuple(listed(v) for v in got) if isinstance(got, (tuple, list)) and len(got) == 2 else got
 
     return functools.wraps(fn)(wrapped)
+
+
+def _returns_a_set(args, got) -> bool:
+    return isinstance(got, tuple) and any(isinstance(v, (set, frozenset)) for v in got)
+
+
+def _not_sorted(args, got) -> bool:
+    return (isinstance(got, tuple) and all(isinstance(v, list) for v in got)
+            and any(v != sorted(v) for v in got) and tuple(sorted(v) for v in got) == _trained_buckets(*args))
 
 
 # --- 5. a T5 without position bias (touches the model) ----------------------------------------------
