@@ -111,7 +111,7 @@ def bias(fig: Figure, attn: Box, kind: str, shape: str) -> None:
 def final_norm(fig: Figure, cx: float, top: float) -> float:
     """The stack's final RMSNorm above ``top``; returns the y where the stream leaves it."""
     fig.line([(cx, top), (cx, top - 42)], "stream")
-    fig.box(cx - 85, top - 72, 170, 28, "final_norm: RMSNorm", size=11)
+    fig.box(cx - 95, top - 72, 190, 28, "final_norm: RMSNorm", size=11)
     return top - 72
 
 
