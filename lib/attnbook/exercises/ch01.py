@@ -1060,8 +1060,8 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
 
 # --- predict, then measure: how much of the first letter the forward half of C holds -----------
 
-MIDDLE_K = 1  # the position asked about: the first letter of a 10-letter word (the name is older)
-MIDDLE_RANGE = (0.15, 0.50)  # the first letter read from the forward half of C, on Chapter 1's
+FIRST_LETTER_K = 1  # the position asked about: the first letter of a 10-letter word
+FIRST_LETTER_RANGE = (0.15, 0.50)  # the first letter read from the forward half of C, on Chapter 1's
 # 1,200-step model (24% on the committed CPU run; the forward half's fifth letter 30-70%, its last
 # letter and the backward half's first above 90%): a measurement outside it is not of the model
 FIRST_LETTER_COMMITTED = (0.20, 0.28)  # where the committed one-thread CPU run measures it (24%), give
@@ -1099,10 +1099,10 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                            "'accuracy' and 'majority', one value per position.", "measurement")
         curves[half] = (accuracy, majority)
     (forward, floor), (backward, _) = curves["forward"], curves["backward"]
-    middle, low, high = forward[MIDDLE_K - 1], *MIDDLE_RANGE
-    if not (low <= middle <= high and backward[0] >= 0.9 and forward[-1] >= 0.9
+    first, low, high = forward[FIRST_LETTER_K - 1], *FIRST_LETTER_RANGE
+    if not (low <= first <= high and backward[0] >= 0.9 and forward[-1] >= 0.9
             and 0.30 <= forward[4] <= 0.70):
-        return _finish(name, False, f"the measurement (first letter {_percent(middle)} from the forward half, "
+        return _finish(name, False, f"the measurement (first letter {_percent(first)} from the forward half, "
                        f"{_percent(backward[0])} from the backward half; fifth letter {_percent(forward[4])} and "
                        f"last letter {_percent(forward[-1])} from the forward half) is not what this chapter's "
                        f"trained model gives (first letter {_percent(low)}-{_percent(high)} from the forward "
@@ -1113,7 +1113,7 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
     print("   forward half:   " + " ".join(f"{a:4.0%}" for a in forward))
     print("   backward half:  " + " ".join(f"{a:4.0%}" for a in backward))
     print("   most common:    " + " ".join(f"{m:4.0%}" for m in floor))
-    meaning = (f"from the forward half alone the probe reads the first letter back {_percent(middle)} of the "
+    meaning = (f"from the forward half alone the probe reads the first letter back {_percent(first)} of the "
                f"time (always guessing the most common first letter: {_percent(floor[0])}), while the "
                f"backward half, which read it last, gives it back {_percent(backward[0])}; the forward half "
                f"gives back its own last letter {_percent(forward[-1])} and the fifth {_percent(forward[4])}. "
@@ -1121,7 +1121,7 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                "the forward half need not (a trained one-directional encoder keeps the first letter "
                "almost always, section 1.10); the whole C reads the first letter well through the "
                "backward half.")
-    if abs(predicted - middle) <= FIRST_LETTER_TOLERANCE:
+    if abs(predicted - first) <= FIRST_LETTER_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * FIRST_LETTER_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
     if predicted >= 0.9:
@@ -1130,7 +1130,7 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
     if predicted <= floor[0] + 0.05:
         return _finish(name, False, "you expected the forward half to keep nothing of the first letter, no "
                        "better than guessing the most common one: " + meaning, "at the floor")
-    if predicted > middle:
+    if predicted > first:
         return _finish(name, False, "you expected the forward half to keep more of the first letter than it "
                        "does: " + meaning, "too optimistic")
     return _finish(name, False, "the forward half keeps more of the first letter than you expected: " + meaning,
