@@ -697,7 +697,7 @@ def test_one_hot_that_raises_on_empty_ids_gets_the_empty_input_hint(capsys):
 
 
 # --- predict, then measure: how much of the fifth letter the forward half of C holds ----------
-from attnbook.exercises.ch01 import check_middle_letter, measure_halves  # noqa: E402
+from attnbook.exercises.ch01 import check_first_letter, measure_halves  # noqa: E402
 
 FLOOR = [0.12, 0.14, 0.10, 0.13, 0.15, 0.10, 0.11, 0.20, 0.19, 0.23]
 HALVED = {"forward": {"accuracy": [0.24, 0.38, 0.51, 0.53, 0.48, 0.52, 0.61, 0.68, 0.81, 0.97],
@@ -721,26 +721,26 @@ def _halved():
     (True, False, "not a number"), (-0.48, False, OUT_OF_RANGE), (1.1, False, OUT_OF_RANGE),
     (1.5, False, OUT_OF_RANGE),
 ])
-def test_middle_letter_prediction(predicted, passed, diagnosis, capsys):
-    result = check_middle_letter(predicted, _halved)
+def test_first_letter_prediction(predicted, passed, diagnosis, capsys):
+    result = check_first_letter(predicted, _halved)
     assert bool(result) == passed
     assert result.diagnosis == diagnosis, capsys.readouterr().out
 
 
-def test_middle_letter_pessimistic_guess_is_named(capsys):
+def test_first_letter_pessimistic_guess_is_named(capsys):
     """Between the floor and the measurement, a guess is called too pessimistic."""
     moved = _halved()
     moved["forward"]["accuracy"][0] = 0.45
-    result = check_middle_letter(0.25, lambda: moved)
+    result = check_first_letter(0.25, lambda: moved)
     assert not result and result.diagnosis == "too pessimistic"
 
 
-def test_middle_letter_verdict_follows_the_measurement(capsys):
+def test_first_letter_verdict_follows_the_measurement(capsys):
     """The same guess passes or fails by the measurement, not by a stored answer."""
     moved = _halved()
     moved["forward"]["accuracy"][0] = 0.45
-    assert check_middle_letter(0.45, lambda: moved)
-    assert not check_middle_letter(0.24, lambda: moved)
+    assert check_first_letter(0.45, lambda: moved)
+    assert not check_first_letter(0.24, lambda: moved)
     assert "45.0%" in capsys.readouterr().out
 
 
@@ -759,13 +759,13 @@ def test_middle_letter_verdict_follows_the_measurement(capsys):
     {"forward": {"accuracy": HALVED["forward"]["accuracy"]}, "backward": HALVED["backward"]},  # no floor
     0.48,  # not a dict
 ])
-def test_middle_letter_rejects_a_wrong_measurement(measured, capsys):
-    result = check_middle_letter(0.24, lambda: measured)
+def test_first_letter_rejects_a_wrong_measurement(measured, capsys):
+    result = check_first_letter(0.24, lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 
-def test_middle_letter_not_done(capsys):
-    assert not check_middle_letter(None, _halved)
+def test_first_letter_not_done(capsys):
+    assert not check_first_letter(None, _halved)
     assert "not done yet" in capsys.readouterr().out
 
 
@@ -799,8 +799,8 @@ def test_measure_halves_splits_c_in_two():
 
 # --- the command line: the two predict-then-measure exercises -----------------------------------
 from attnbook.exercises.ch01 import (  # noqa: E402
-    MIDDLE_COMMITTED, MIDDLE_TOLERANCE, SWAP_COMMITTED, SWAP_RANGE, SWAP_TOLERANCE,
-    check_middle_letter_file, check_swapped_context_file)
+    FIRST_LETTER_COMMITTED, FIRST_LETTER_TOLERANCE, SWAP_COMMITTED, SWAP_RANGE, SWAP_TOLERANCE,
+    check_first_letter_file, check_swapped_context_file)
 
 
 @pytest.mark.parametrize("prediction, passed, diagnosis", [
@@ -856,22 +856,22 @@ def test_command_line_swapped_context_names_the_start_state_guess(capsys):
     (24, False, "percent"), ("0.24", False, "not a number"), (False, False, "not a number"),
     (-0.24, False, OUT_OF_RANGE),
 ])
-def test_command_line_middle_letter(prediction, passed, diagnosis, capsys):
+def test_command_line_first_letter(prediction, passed, diagnosis, capsys):
     """The command line passes only what passes for every measurement in the committed band,
     fails only what fails for all of them, and refuses to grade the rest."""
-    result = check_middle_letter_file(None, prediction=prediction)
+    result = check_first_letter_file(None, prediction=prediction)
     assert bool(result) == passed
     assert result.diagnosis == diagnosis, capsys.readouterr().out
 
 
-def test_command_line_middle_letter_band_is_judged_by_the_notebook_rule():
+def test_command_line_first_letter_band_is_judged_by_the_notebook_rule():
     """Every prediction the command line passes is within the tolerance of every measurement the
     band allows, and every one it fails is beyond it for all of them."""
-    low, high = MIDDLE_COMMITTED
+    low, high = FIRST_LETTER_COMMITTED
     measurements = [low + (high - low) * i / 10 for i in range(11)]
     for p in [i / 100 for i in range(101)]:
-        result = check_middle_letter_file(None, prediction=p)
-        close = [abs(p - m) <= MIDDLE_TOLERANCE + 1e-12 for m in measurements]
+        result = check_first_letter_file(None, prediction=p)
+        close = [abs(p - m) <= FIRST_LETTER_TOLERANCE + 1e-12 for m in measurements]
         if result:
             assert all(close), p
         elif result.diagnosis in ("too optimistic", "too pessimistic"):
@@ -888,15 +888,15 @@ def test_command_line_reads_both_predictions(tmp_path, capsys):
     saved = dict(ch01.EXERCISES)
     try:  # only these two exercises: the others need their functions
         ch01.EXERCISES.clear()
-        ch01.EXERCISES.update({k: saved[k] for k in ("swapped_context", "middle_letter")})
+        ch01.EXERCISES.update({k: saved[k] for k in ("swapped_context", "first_letter")})
         answers = tmp_path / "answers.py"
-        for text, status, says in (("prediction_swapped_context = 0.74\nprediction_middle_letter = 0.24\n",
+        for text, status, says in (("prediction_swapped_context = 0.74\nprediction_first_letter = 0.24\n",
                                     0, "2 of 2"),
-                                   ("prediction_swapped_context = 0.2\nprediction_middle_letter = 0.24\n",
+                                   ("prediction_swapped_context = 0.2\nprediction_first_letter = 0.24\n",
                                     1, "below"),
-                                   ("prediction_swapped_context = 0.74\nprediction_middle_letter = 0.35\n",
+                                   ("prediction_swapped_context = 0.74\nprediction_first_letter = 0.35\n",
                                     1, "cannot judge"),
-                                   ("prediction_middle_letter = 0.24\n", 1, "not done yet")):
+                                   ("prediction_first_letter = 0.24\n", 1, "not done yet")):
             answers.write_text(text)
             assert check_file("ch01", answers) == status
             assert says in capsys.readouterr().out
@@ -907,8 +907,8 @@ def test_command_line_reads_both_predictions(tmp_path, capsys):
 
 def test_out_of_range_wording(capsys):
     """'an accuracy', not 'a accuracy'; a fraction above 1 is rejected, not judged."""
-    from attnbook.exercises.ch01 import check_middle_letter, check_probe_middle
-    for checker in (check_middle_letter, check_probe_middle):
+    from attnbook.exercises.ch01 import check_first_letter, check_probe_middle
+    for checker in (check_first_letter, check_probe_middle):
         result = checker(1.2, lambda: {})
         assert not result and result.diagnosis == OUT_OF_RANGE
         assert "an accuracy is a fraction between 0 and 1" in capsys.readouterr().out

@@ -1,10 +1,10 @@
 """Checkers for Chapter 1: the RNN encoder-decoder.
 
-``check_swapped_context`` and ``check_middle_letter`` are predict-then-measure exercises. In the
+``check_swapped_context`` and ``check_first_letter`` are predict-then-measure exercises. In the
 first, the reader predicts the PER of the
 trained model when each word keeps its own start state but reads another word's context C at every
 step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
-the gap to the prediction. In the second (``check_middle_letter``), the reader predicts how often a
+the gap to the prediction. In the second (``check_first_letter``), the reader predicts how often a
 linear probe reads the first letter of a 10-letter word from the *forward half* of the frozen C
 alone (``measure_halves``: both halves, probed apart). ``check_probe_middle`` (the worst-kept
 letter read from the whole C, ``measure_probe``) is an earlier version of that exercise.
@@ -1060,25 +1060,25 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
 
 # --- predict, then measure: how much of the first letter the forward half of C holds -----------
 
-MIDDLE_K = 1  # the position asked about: the first letter of a 10-letter word (the name is older)
-MIDDLE_RANGE = (0.15, 0.50)  # the first letter read from the forward half of C, on Chapter 1's
+FIRST_LETTER_K = 1  # the position asked about: the first letter of a 10-letter word
+FIRST_LETTER_RANGE = (0.15, 0.50)  # the first letter read from the forward half of C, on Chapter 1's
 # 1,200-step model (24% on the committed CPU run; the forward half's fifth letter 30-70%, its last
 # letter and the backward half's first above 90%): a measurement outside it is not of the model
-MIDDLE_COMMITTED = (0.20, 0.28)  # where the committed one-thread CPU run measures it (24%), give
+FIRST_LETTER_COMMITTED = (0.20, 0.28)  # where the committed one-thread CPU run measures it (24%), give
 # or take a few points: the command line, which has no model, judges a prediction against this band
-MIDDLE_TOLERANCE = 0.10  # a prediction this close to the measurement passes
+FIRST_LETTER_TOLERANCE = 0.10  # a prediction this close to the measurement passes
 
 
-def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
+def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> CheckResult:
     """Compare the reader's predicted accuracy (a fraction) of a linear probe reading the first
     letter of a 10-letter word from the forward half of C with ``measure()`` (``measure_halves``
     on the chapter's model), and explain."""
     name = "the first letter, from the forward half of C"
     if predicted is None:
-        return _finish(name, False, "not done yet: write your prediction into prediction_middle_letter, then "
+        return _finish(name, False, "not done yet: write your prediction into prediction_first_letter, then "
                        "run the cell.")
     if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
-        return _finish(name, False, f"prediction_middle_letter must be a number (a fraction such as 0.5), got "
+        return _finish(name, False, f"prediction_first_letter must be a number (a fraction such as 0.5), got "
                        f"{type(predicted).__name__}.", "not a number")
     if 1.5 < predicted <= 150:
         return _finish(name, False, f"write the accuracy as a fraction: {predicted} looks like a percentage "
@@ -1099,10 +1099,10 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
                            "'accuracy' and 'majority', one value per position.", "measurement")
         curves[half] = (accuracy, majority)
     (forward, floor), (backward, _) = curves["forward"], curves["backward"]
-    middle, low, high = forward[MIDDLE_K - 1], *MIDDLE_RANGE
-    if not (low <= middle <= high and backward[0] >= 0.9 and forward[-1] >= 0.9
+    first, low, high = forward[FIRST_LETTER_K - 1], *FIRST_LETTER_RANGE
+    if not (low <= first <= high and backward[0] >= 0.9 and forward[-1] >= 0.9
             and 0.30 <= forward[4] <= 0.70):
-        return _finish(name, False, f"the measurement (first letter {_percent(middle)} from the forward half, "
+        return _finish(name, False, f"the measurement (first letter {_percent(first)} from the forward half, "
                        f"{_percent(backward[0])} from the backward half; fifth letter {_percent(forward[4])} and "
                        f"last letter {_percent(forward[-1])} from the forward half) is not what this chapter's "
                        f"trained model gives (first letter {_percent(low)}-{_percent(high)} from the forward "
@@ -1113,7 +1113,7 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
     print("   forward half:   " + " ".join(f"{a:4.0%}" for a in forward))
     print("   backward half:  " + " ".join(f"{a:4.0%}" for a in backward))
     print("   most common:    " + " ".join(f"{m:4.0%}" for m in floor))
-    meaning = (f"from the forward half alone the probe reads the first letter back {_percent(middle)} of the "
+    meaning = (f"from the forward half alone the probe reads the first letter back {_percent(first)} of the "
                f"time (always guessing the most common first letter: {_percent(floor[0])}), while the "
                f"backward half, which read it last, gives it back {_percent(backward[0])}; the forward half "
                f"gives back its own last letter {_percent(forward[-1])} and the fifth {_percent(forward[4])}. "
@@ -1121,8 +1121,8 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
                "the forward half need not (a trained one-directional encoder keeps the first letter "
                "almost always, section 1.10); the whole C reads the first letter well through the "
                "backward half.")
-    if abs(predicted - middle) <= MIDDLE_TOLERANCE:
-        return _finish(name, True, f"your prediction is within {100 * MIDDLE_TOLERANCE:.0f} points of the "
+    if abs(predicted - first) <= FIRST_LETTER_TOLERANCE:
+        return _finish(name, True, f"your prediction is within {100 * FIRST_LETTER_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
     if predicted >= 0.9:
         return _finish(name, False, "you expected the forward half to keep the first letter as well as the "
@@ -1130,7 +1130,7 @@ def check_middle_letter(predicted: float | None, measure: Callable[[], dict]) ->
     if predicted <= floor[0] + 0.05:
         return _finish(name, False, "you expected the forward half to keep nothing of the first letter, no "
                        "better than guessing the most common one: " + meaning, "at the floor")
-    if predicted > middle:
+    if predicted > first:
         return _finish(name, False, "you expected the forward half to keep more of the first letter than it "
                        "does: " + meaning, "too optimistic")
     return _finish(name, False, "the forward half keeps more of the first letter than you expected: " + meaning,
@@ -1198,7 +1198,7 @@ def _band_prediction(name: str, prediction: float, committed: tuple[float, float
 def check_swapped_context_file(fn: object = None, prediction: object = None) -> CheckResult:
     """``prediction_swapped_context``: the predicted PER (a fraction) with another word's C at every
     step; the command line's form of ``check_swapped_context``. With no model it judges a prediction
-    against every value in ``SWAP_COMMITTED``, as ``check_middle_letter_file`` does."""
+    against every value in ``SWAP_COMMITTED``, as ``check_first_letter_file`` does."""
     name, variable = "another word's context", "prediction_swapped_context"
     unreadable = _unreadable_fraction(name, prediction, variable)
     if unreadable is not None:
@@ -1212,22 +1212,22 @@ def check_swapped_context_file(fn: object = None, prediction: object = None) -> 
     return result
 
 
-def check_middle_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
-    """``prediction_middle_letter``: the predicted accuracy (a fraction) of a probe reading the first
+def check_first_letter_file(fn: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_first_letter``: the predicted accuracy (a fraction) of a probe reading the first
     letter of a 10-letter word from the forward half of C; the command line's form of
-    ``check_middle_letter``. With no model it judges only what it can: a prediction within the
-    tolerance of every value in ``MIDDLE_COMMITTED`` passes, one beyond the tolerance of all of them
+    ``check_first_letter``. With no model it judges only what it can: a prediction within the
+    tolerance of every value in ``FIRST_LETTER_COMMITTED`` passes, one beyond the tolerance of all of them
     fails, and any other is left to the notebook's cell (not passed, nothing claimed)."""
-    name, variable = "the first letter, from the forward half of C", "prediction_middle_letter"
+    name, variable = "the first letter, from the forward half of C", "prediction_first_letter"
     unreadable = _unreadable_fraction(name, prediction, variable)
     if unreadable is not None:
         return unreadable
-    return _band_prediction(name, prediction, MIDDLE_COMMITTED, MIDDLE_TOLERANCE,
+    return _band_prediction(name, prediction, FIRST_LETTER_COMMITTED, FIRST_LETTER_TOLERANCE,
                             "too pessimistic", "too optimistic")
 
 
 check_swapped_context_file.prediction_only = True  # no function to write, only the prediction
-check_middle_letter_file.prediction_only = True
+check_first_letter_file.prediction_only = True
 
 
 EXERCISES = {
@@ -1236,11 +1236,11 @@ EXERCISES = {
     "sequence_nll": check_sequence_nll,
     "sample_decode": check_sample_decode,
     "swapped_context": check_swapped_context_file,
-    "middle_letter": check_middle_letter_file,
+    "first_letter": check_first_letter_file,
 }
 # ``check_greedy_decode`` and ``check_edit_distance`` (an earlier decoding exercise, and an
 # exercise on the metric PER uses) stay for their tests; the notebook asks for ``shift_targets``,
 # ``sequence_nll`` and ``sample_decode``. The two predict-then-measure exercises read the file's
-# ``prediction_swapped_context`` and ``prediction_middle_letter``; with no trained model, the
+# ``prediction_swapped_context`` and ``prediction_first_letter``; with no trained model, the
 # command line checks the first against the range of valid measurements and judges the second
 # only where the committed run's band decides it.
