@@ -109,6 +109,10 @@ def sdpa_global_max(q, k, v):  # one maximum for the whole tensor: far-below row
     return (e / e.sum(-1, keepdim=True)) @ v
 
 
+def sdpa_weights_transposed(q, k, v):  # Aᵀ V: runs only when T = S
+    return own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1).mT @ v
+
+
 def sdpa_key_dot_t(q, k, v):  # key.T: reverses every dimension of a batched key
     scores = q @ k.T / math.sqrt(q.shape[-1])
     return own_softmax(scores, dim=-1) @ v
@@ -158,6 +162,7 @@ SDPA_WRONG = [
     (sdpa_sum_over_queries, "sum over the queries"),
     (sdpa_shift_numerator_only, "shift in the numerator only"),
     (sdpa_global_max, "global max subtracted"),
+    (sdpa_weights_transposed, "weights transposed"),
     (sdpa_key_dot_t, "key.T"),
     (sdpa_key_dot_t_on_scores, "key.T"),
     (sdpa_key_transpose_1_2, "key.transpose(1, 2)"),
@@ -921,12 +926,15 @@ def test_cli_asks_for_a_class_for_self_attention(tmp_path, capsys):
 
 # --- exercises 1 and 2 as predict, then measure ----------------------------------------------
 @pytest.mark.parametrize("check, fn", [(check_scaled_dot_product_attention, attention),
-                                       (check_attention_pool, attention_pool)])
+                                       (check_attention_pool, attention_pool),
+                                       (check_window_causal_mask, window_causal_mask)])
 def test_a_prediction_is_measured_with_the_readers_function_and_explained(check, fn, capsys):
     assert not check(fn, None)  # the function passes, the prediction is not written yet
     assert "not done yet: write your prediction" in capsys.readouterr().out
-    right = 0.73 if check is check_scaled_dot_product_attention else 0.8
-    for guess, side in ((right, "inside"), (2 / 3, "below"), (0.95, "above")):
+    right = {check_scaled_dot_product_attention: 0.73, check_attention_pool: 0.8,
+             check_window_causal_mask: 0.5}[check]
+    low = 0.25 if check is check_window_causal_mask else 2 / 3  # no cache offset: 6 of 24
+    for guess, side in ((right, "inside"), (low, "below"), (0.95, "above")):
         assert check(fn, guess)
         assert f"is {side} the measured range" in capsys.readouterr().out
     assert not check(fn, 73.0)  # a percentage
@@ -942,9 +950,17 @@ def test_a_wrong_function_is_rejected_before_any_measurement(capsys):
 
 
 def test_the_measured_outcomes_are_the_closed_forms():
-    from attnbook.exercises.ch03 import REPEAT_OUTCOME, SHIFT_OUTCOME
+    from attnbook.exercises.ch03 import REPEAT_OUTCOME, SHIFT_OUTCOME, WINDOW_OUTCOME
     assert SHIFT_OUTCOME.low <= math.e / (math.e + 1) <= SHIFT_OUTCOME.high
     assert REPEAT_OUTCOME.low <= 4 / 5 <= REPEAT_OUTCOME.high
+    assert WINDOW_OUTCOME.low <= window_causal_mask(3, 8, 4).float().mean() <= WINDOW_OUTCOME.high
+
+
+def test_a_wrong_window_mask_is_rejected_before_any_measurement(capsys):
+    """A mask aligned to the first keys keeps 6 of 24 pairs; it is named, never measured."""
+    result = check_window_causal_mask(window(offset=0), 0.25)
+    assert not result and result.diagnosis == "aligned to the first keys"
+    assert "a window after a cache" not in capsys.readouterr().out
 
 
 def test_the_length_range_holds_every_committed_training_seed():

@@ -36,6 +36,10 @@ def _sdpa(q, k, v, divisor=None, dim=-1):
     return torch.softmax(scores, dim=dim) @ v
 
 
+def _sdpa_weights(q, k):
+    return torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)  # (..., T, S)
+
+
 def _sdpa_global_max(q, k, v):
     """The softmax shifted by the largest score of the whole tensor, not of each row."""
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (..., T, S)
@@ -200,6 +204,10 @@ SDPA_MISTAKES = [
             "score before the exponential; the weights do not change.",
             when=lambda args, got: isinstance(got, torch.Tensor) and got.is_floating_point()
             and not bool(torch.isfinite(got).all()) and bool(torch.isfinite(_sdpa(*args)).all())),
+    Mistake("weights transposed", "you multiplied the value by the TRANSPOSED weights, Aᵀ V: row i "
+            "of Aᵀ holds the weights every query gives key i, not query i's weights over the keys "
+            "(it runs only when T = S). Query i's output is row i of A times V: weights @ value.",
+            gives=lambda q, k, v: _sdpa_weights(q, k).transpose(-2, -1) @ v),
     Mistake("returns weights", "you returned the attention weights: multiply them by the value.",
             gives=lambda q, k, v: torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), dim=-1)),
 ]
@@ -590,9 +598,44 @@ class _LibraryMask(RuntimeError):
     pass
 
 
-def check_window_causal_mask(fn: Callable) -> CheckResult:
+# --- exercise 3 as predict, then measure: how much of a cached window mask is True ----------------
+# window_causal_mask(3, 8, 4): the queries sit at positions 5, 6, 7, each sees itself and the 3
+# keys before it, so 12 of the 3 x 8 = 24 pairs: 0.5 exactly.
+WINDOW_OUTCOME = Outcome(
+    exercise="a window after a cache",
+    label="share of the (query, key) pairs kept by window_causal_mask(3, 8, 4)",
+    low=0.499, high=0.501,
+    how_to_measure="run the checker with your function: it calls window_causal_mask(3, 8, 4) "
+                   "and takes the mean of the (3, 8) mask.",
+    below="The 3 queries are the LAST 3 of 8 positions (5, 6 and 7), so each has at least 3 "
+          "keys before it and sees a full window of 4 (itself and the 3 before): 12 of the 24 "
+          "pairs, 0.5. Placing the queries at positions 0, 1, 2 gives 1 + 2 + 3 = 6 pairs, 0.25: "
+          "that is a prompt without a cache, not a cached decoder.",
+    inside="Each query sits at S - T + i = 5, 6 or 7, far enough in to see a full window of 4 "
+           "keys: 12 of 24 pairs. The window, not the causal limit, sets the count.",
+    above="The window caps every query at 4 keys, itself included, so 3 queries keep at most 12 "
+          "of the 24 pairs, 0.5; a plain causal mask at positions 5, 6, 7 would keep 6 + 7 + 8 = "
+          "21 (0.875).",
+)
+
+
+def _window_measurement(fn: Callable) -> float:
+    """The share of True entries of ``fn(3, 8, 4)``."""
+    return torch.as_tensor(fn(3, 8, 4)).float().mean().item()
+
+
+def check_window_causal_mask(fn: Callable, prediction: object = _NOT_ASKED) -> CheckResult:
     """``window_causal_mask(num_queries, num_keys, window) -> (T, S)`` bool: the T queries are the
-    last T of S positions; each sees itself and the window - 1 keys before it."""
+    last T of S positions; each sees itself and the window - 1 keys before it. Given a
+    ``prediction`` (the share of pairs kept by ``window_causal_mask(3, 8, 4)``,
+    ``WINDOW_OUTCOME``), the checker then measures it with ``fn``."""
+    result = _check_window_cases(fn)
+    if prediction is _NOT_ASKED or not result:
+        return result
+    return check_prediction(WINDOW_OUTCOME, prediction, _window_measurement(fn))
+
+
+def _check_window_cases(fn: Callable) -> CheckResult:
     cases = [
         Case(f"num_queries={t}, num_keys={s}, window={w}" + (f" ({s - t} cached)" if s > t else ""),
              (t, s, w), _window_mask(t, s, w),
