@@ -7,7 +7,10 @@ encoder and decoder are both one fused ``nn.GRU`` call (GRU + attention's encode
 but its decoder is a Python loop of ``GRUCell`` steps, as attention needs the state of each
 step): ``python benchmarks/step_time_length.py --models gru gru_attention transformer --lengths
 8 64 256 --repeats 3 --out lib/attnbook/results/step_time_length_fused.json``. ``--device``
-(default cpu) runs elsewhere (the timing waits for the device).
+(default cpu) runs elsewhere (the timing waits for the device); the committed GPU run:
+``python benchmarks/step_time_length.py --models gru gru_attention transformer --lengths 8 32 64
+128 256 512 --repeats 5 --device cuda --out lib/attnbook/results/step_time_length_cuda.json``
+(an H100; on CUDA the FLOP counter misses cuDNN's fused GRU kernels, see the file's note).
 
 For each length T, both models (Chapter 2's ``RNNAttentionSeq2Seq`` at its chapter's size and
 Chapter 5's pre-norm Transformer, D=64, 2+2 layers, 4 heads, d_ff=256; the vocabularies of the

@@ -309,6 +309,24 @@ def g2p_exact_search(device):
 
 
 @case
+def g2p_sequence_log_prob_from_cpu_inputs(device):
+    """Chapter 1 scores a word's answers with inputs made on the CPU, whatever the model's device;
+    benchmarks leave the lengths on the CPU."""
+    vocab = Vocab("abcdefg")
+    model = seeded(lambda: RNNAttentionSeq2Seq(RNNAttentionSeq2SeqConfig(len(vocab), len(vocab))),
+                   device)
+    transformer = seeded(lambda: Transformer(TransformerConfig(len(vocab), len(vocab), d_model=16,
+                                                               num_heads=2, d_ff=32)), device)
+    src, lengths = torch.tensor([[4, 5, 6]]), torch.tensor([3])  # on the CPU, as the chapter makes them
+    tgt_in = torch.tensor([[vocab.bos_id, 4]], device=device)
+    return lambda: {  # and the forward pass with lengths left on the CPU (benchmarks do this)
+        "log_p": g2p_search.sequence_log_prob(model, src, lengths, [4, 5], vocab.bos_id, vocab.eos_id),
+        "logits": model(src.to(device), lengths, tgt_in),
+        "transformer_logits": transformer(src.to(device), lengths, tgt_in),
+    }
+
+
+@case
 def text_features(device):
     config = BertConfig(vocab_size=9, num_layers=1, num_heads=2, d_model=16, d_ff=32, max_len=16)
     model = seeded(lambda: Bert(config), device)

@@ -2,9 +2,12 @@ import matplotlib
 
 matplotlib.use("Agg")
 
+import warnings
+
 import pytest
 import torch
 
+from attnbook import env
 from attnbook.env import get_device, seed_everything
 from attnbook.plot import attention_heatmap, plot_by_bucket, plot_histories
 from attnbook.train import History
@@ -62,3 +65,14 @@ def test_heatmap_has_a_labelled_colour_bar_unless_switched_off():
     bars = [ax for ax in fig.axes if ax not in (a, b)]
     assert len(bars) == 1 and bars[0].get_ylabel() == "attention weight"
     plt.close(fig)
+
+
+def test_only_the_benign_cuda_warning_is_silenced():
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        env.quiet_benign_cuda_warnings()
+        warnings.warn(env.CUBLAS_CONTEXT_WARNING + "! Attempting to set the primary context...",
+                      UserWarning)
+        warnings.warn("Attempting to run cuBLAS on a tensor of the wrong device", UserWarning)
+    assert [str(w.message) for w in caught] == [
+        "Attempting to run cuBLAS on a tensor of the wrong device"]

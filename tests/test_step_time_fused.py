@@ -32,3 +32,17 @@ def test_committed_fused_timing():
         assert r["gru_time_ratio_min"] <= r["gru_time_ratio"] <= r["gru_time_ratio_max"]
         assert r["gru_time_ratio"] < r["time_ratio"]  # the fused model trails less
     assert runs[0]["gru_time_ratio_max"] < runs[-1]["gru_time_ratio_min"]  # as the chapter says
+
+
+def test_committed_cuda_timing():
+    """The H100 run (device tool): the Transformer's step time stays nearly flat from T = 8 to
+    512 while GRU + attention's, a Python loop over the T steps, grows with T."""
+    result = load_result("step_time_length_cuda.json")
+    runs = sorted(result["runs"], key=lambda r: r["T"])
+    assert result["device"] == "cuda" and [r["T"] for r in runs] == [8, 32, 64, 128, 256, 512]
+    transformer = [r["transformer_ms"] for r in runs]
+    assert max(transformer) < 1.5 * min(transformer)
+    attention = [r["gru_attention_ms"] for r in runs]
+    assert attention == sorted(attention) and attention[-1] > 20 * attention[0]
+    for r in runs:
+        assert r["time_ratio_min"] <= r["time_ratio"] <= r["time_ratio_max"]

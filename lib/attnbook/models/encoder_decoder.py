@@ -88,7 +88,7 @@ class EncoderDecoder(nn.Module):
         With ``need_weights``, also each block's ``(B, H, S, S)`` self-attention weights (a tuple).
         """
         self._check_source(src, src_lengths)
-        src_tokens = token_mask(src_lengths, src.shape[1])  # (B, S)
+        src_tokens = token_mask(src_lengths, src.shape[1]).to(src.device)  # (B, S), lengths may be on the CPU
         S = src.shape[1]
         out = run_blocks(self.encoder_blocks, self.src_embeddings(src), key_mask(src_tokens),  # no query sees padding
                          bias=self._bias(self.encoder_position_bias, S, S, 0), need_weights=need_weights)

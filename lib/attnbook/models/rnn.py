@@ -226,7 +226,7 @@ class RNNAttentionSeq2Seq(nn.Module):
         """Encode the source once; return the decoder's initial state."""
         _check_batch(self.config, src, src_lengths)
         memory, summary = self.encoder(src, src_lengths)  # (B, S, 2He), (B, 2He)
-        return self.decoder.start(memory, summary, token_mask(src_lengths, src.shape[1]))
+        return self.decoder.start(memory, summary, token_mask(src_lengths, src.shape[1]).to(src.device))
 
     def step(self, tokens: torch.Tensor, state: AttentionDecoderState) -> tuple[torch.Tensor, AttentionDecoderState]:
         """One decoding step: previous tokens ``(B,)`` -> next-token logits ``(B, V)`` and the new state.

@@ -23,9 +23,13 @@ from attnbook.train import evaluating
 @torch.no_grad()
 def sequence_log_prob(model: Seq2SeqDecoder, src: torch.Tensor, src_lengths: torch.Tensor, ids: list[int],
                       bos_id: int, eos_id: int) -> float:
-    """log p(ids, <eos> | src) for one input ``src (1, S)``, by stepping the decoder along ``ids``."""
+    """log p(ids, <eos> | src) for one input ``src (1, S)``, by stepping the decoder along ``ids``.
+
+    ``src`` may sit on any device: it is moved to the model's (``src_lengths`` stays where it is:
+    the encoders read lengths on the CPU)."""
     if src.shape[0] != 1:
         raise ValueError(f"one input at a time: src must be (1, S), got {tuple(src.shape)}")
+    src = src.to(next(model.parameters()).device)
     total = 0.0
     with evaluating(model):
         state = model.start(src, src_lengths)
