@@ -23,11 +23,14 @@ def parallel_encoder_layer(layer, x, mask):
     return x + layer.self_attn(h, h, h, mask=mask) + layer.feed_forward(h)
 
 
-def decoder_step(block, x, past, memory_kv, memory_mask):
+def decoder_step(block, x, past, memory_kv, memory_mask, past_mask=None):
     h = block.norm1(x)
     new = block.self_attn.project_kv(h, h)
     cache = past.extend(new.key, new.value)
-    x = x + block.self_attn.attend(h, cache)
+    mask = None  # (B, 1, P + 1): each row's real cached slots, then the new position itself
+    if past_mask is not None:
+        mask = torch.cat([past_mask, torch.ones_like(past_mask[:, :1])], dim=1)[:, None, :]
+    x = x + block.self_attn.attend(h, cache, mask=mask)
     x = x + block.cross_attn.attend(block.norm2(x), memory_kv, mask=memory_mask)
     return x + block.feed_forward(block.norm3(x)), cache
 
@@ -179,8 +182,13 @@ ENCODER_WRONG = [
 
 
 def step_variant(kind):
-    def fn(block, x, past, memory_kv, memory_mask):
+    def fn(block, x, past, memory_kv, memory_mask, past_mask=None):
         sa = block.self_attn
+        mask = None
+        if past_mask is not None and kind != "padding seen":
+            cached = ~past_mask if kind == "padding inverted" else past_mask
+            own = torch.full_like(past_mask[:, :1], kind != "new masked out")
+            mask = torch.cat([cached, own], dim=1)[:, None, :]
         h = block.norm1(x)
         src = x if kind == "keys from x" else h
         new = sa.project_kv(src, src)
@@ -201,7 +209,7 @@ def step_variant(kind):
         elif kind == "residual to norm1(x)":
             y = h + sa.attend(h, cache)
         else:
-            y = x + sa.attend(h, cache)
+            y = x + sa.attend(h, cache, mask=mask)
         cross_norm = block.norm1 if kind == "cross reads norm1" else block.norm2
         query = y if kind == "cross reads raw y" else cross_norm(x if kind == "cross reads x" else y)
         crossed = block.cross_attn.attend(query, memory_kv, mask=None if kind == "no memory mask" else memory_mask)
@@ -235,6 +243,11 @@ def block_forward_shortcut(block, x, past, memory_kv, memory_mask):
     return out.hidden, out.cache
 
 
+def decoder_step_without_past_mask(block, x, past, memory_kv, memory_mask):
+    """The old exercise's answer: right without padding, no past_mask parameter."""
+    return decoder_step(block, x, past, memory_kv, memory_mask)
+
+
 STEP_WRONG = [
     (block_shortcut, "called the block"),
     (block_forward_shortcut, "called the block"),
@@ -247,6 +260,10 @@ STEP_WRONG = [
     (step_variant("post"), "post-norm"),
     (step_variant("residual to norm1(x)"), "residual adds to norm1(x)"),  # the review's wrong answer
     (step_variant("no memory mask"), "ignores memory_mask"),
+    (step_variant("padding seen"), "padding seen"),
+    (step_variant("padding inverted"), "padding mask inverted"),
+    (step_variant("new masked out"), "past only"),  # the new slot masked: it sees the real past only
+    (decoder_step_without_past_mask, ""),
     (step_variant("cross reads x"), "cross-attention reads the old x"),
     (step_variant("cross reads raw y"), "cross-attention reads the unnormalised stream"),
     (step_variant("no cross residual"), "no residual around cross-attention"),
@@ -913,3 +930,61 @@ def test_command_line_names_the_reviews_wrong_answers(tmp_path, capsys):
         message = next(m.message for m in mistakes if m.name == name)
         assert message in out, out
     assert "hint:" not in out, out
+
+
+# --- predict, then compute: the label-smoothing floor at the paper's vocabulary ---------------------
+@pytest.mark.parametrize(("predicted", "passes", "says"), [
+    (None, False, "not done yet"),
+    ("about one", False, "one number"),
+    (1.377, True, "as computed"),
+    (1.39, True, "as computed"),
+    (0.685, False, "the floor the chapter printed"),  # copied from the chapter's 43 classes
+    (1.05, False, "add h(ε)"),  # ε log m alone
+    (0.325, False, "about ε·log m on top"),  # h(ε) alone
+    (0.105, False, "the right token alone"),  # -log q(right)
+    (0.0, False, "still pays H(q)"),
+    (2.0, False, "too high"),
+    (1.2, False, "too low"),
+])
+def test_smoothing_floor_prediction(predicted, passes, says, capsys):
+    from attnbook.exercises.ch05 import check_smoothing_floor_prediction
+    assert bool(check_smoothing_floor_prediction(predicted, label_smoothed_loss)) is passes
+    assert says in capsys.readouterr().out
+
+
+def test_smoothing_floor_is_computed_with_the_readers_loss(capsys):
+    """The floor is the reader's own loss for a model equal to q; a wrong loss is sent back first."""
+    from attnbook.exercises.ch05 import (FLOOR_EPSILON, FLOOR_VOCABULARY, check_smoothing_floor_prediction,
+                                         measure_smoothing_floor, smoothing_floor)
+    assert math.isclose(measure_smoothing_floor(label_smoothed_loss),
+                        smoothing_floor(FLOOR_EPSILON, FLOOR_VOCABULARY), rel_tol=1e-6)
+    assert not check_smoothing_floor_prediction(1.377, loss_variant("V-1"))
+    assert "fix label_smoothed_loss first" in capsys.readouterr().out
+
+
+def test_command_line_checks_the_floor_prediction(tmp_path, capsys):
+    import inspect
+    import textwrap
+    from attnbook.exercises import ch05
+    from attnbook.exercises.__main__ import check_file
+    saved = dict(ch05.EXERCISES)
+    code = textwrap.dedent(inspect.getsource(label_smoothed_loss))
+    try:
+        ch05.EXERCISES.clear()
+        ch05.EXERCISES["label_smoothed_loss"] = saved["label_smoothed_loss"]
+        answers = tmp_path / "answers.py"
+        for prediction, status, says in (("1.38", 0, "as computed"), ("0.685", 1, "chapter printed"),
+                                         (None, 1, "not done yet")):
+            line = f"prediction_label_smoothed_loss = {prediction}\n" if prediction else ""
+            answers.write_text("import torch\n" + line + code)
+            assert check_file("ch05", answers) == status
+            assert says in capsys.readouterr().out
+    finally:
+        ch05.EXERCISES.clear()
+        ch05.EXERCISES.update(saved)
+
+
+def test_decoder_step_padded_cases_need_the_mask(capsys):
+    """Without padding the old five-argument answer passes every case; the padded cases reject it."""
+    assert not check_decoder_step(lambda b, x, p, kv, m, past_mask=None: decoder_step(b, x, p, kv, m))
+    assert "attended to the padding slots" in capsys.readouterr().out

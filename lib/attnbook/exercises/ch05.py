@@ -407,6 +407,100 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
     return run_cases("label-smoothed loss", no_grad(fn), cases, SMOOTHING_MISTAKES)
 
 
+
+# --- predict, then compute: the label-smoothing floor at the paper's vocabulary -------------------
+# A model whose probabilities equal the smoothed target q still pays the loss H(q). The chapter prints
+# H(q) for its own 43 classes (0.685); the reader predicts it for the paper's ~37,000 tokens, ε = 0.1,
+# nothing excluded, BEFORE computing it, and the checker then computes it with the reader's own loss
+# (logits = log q). H(q) = -(1 - ε + ε/m) log(1 - ε + ε/m) - (m - 1)(ε/m) log(ε/m), about
+# h(ε) + ε log m: the floor grows with the log of the vocabulary.
+FLOOR_VOCABULARY = 37_000
+FLOOR_EPSILON = 0.1
+FLOOR_TOLERANCE = 0.02
+
+
+def smoothing_floor(epsilon: float, m: int) -> float:
+    """H(q) in nats for ε spread over m tokens, the right one included."""
+    right, other = 1 - epsilon + epsilon / m, epsilon / m
+    return -right * math.log(right) - (m - 1) * other * math.log(other)
+
+
+def measure_smoothing_floor(fn: Callable, epsilon: float = FLOOR_EPSILON, m: int = FLOOR_VOCABULARY) -> float:
+    """The reader's ``label_smoothed_loss`` for a model whose log-probabilities are log q itself."""
+    q = torch.full((m,), epsilon / m, dtype=torch.float64)
+    q[1] += 1 - epsilon  # the right token is id 1; id 0 is padding, a target never seen here
+    with torch.no_grad():
+        return float(fn(q.log()[None, None, :], torch.tensor([[1]]), 0, epsilon, []))
+
+
+def _binary_entropy(epsilon: float) -> float:
+    return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon)
+
+
+def _floor_misses(predicted: float, m: int, epsilon: float) -> tuple[str, str] | None:
+    """(diagnosis, message) for a known wrong prediction, or None."""
+    h = _binary_entropy(epsilon)
+    known = [
+        (smoothing_floor(epsilon, 43), "the chapter's floor", "that is the floor the chapter printed for its 43 "
+         f"classes; the m - 1 small terms ε/m·log(m/ε) sum to about ε·log(m/ε), which grows with m."),
+        (epsilon * math.log(m), "epsilon log m only", "you kept the wrong tokens' share, about ε·log m, but not "
+         "the entropy of the split itself between the right token (1 - ε) and the rest (ε): add h(ε)."),
+        (h, "binary entropy only", "you kept the entropy of the split between the right token and the rest, "
+         "h(ε), but not the spread of ε over m - 1 other tokens, about ε·log m on top."),
+        (-math.log(1 - epsilon + epsilon / m), "right-token log-loss", "that is -log q(right), the loss of "
+         "the right token alone; the floor is the whole cross-entropy of q with itself, every token's term."),
+        (0.0, "zero floor", "a model equal to q still pays H(q) > 0: the target itself is uncertain."),
+    ]
+    for value, name, message in known:
+        if abs(predicted - value) < FLOOR_TOLERANCE:
+            return name, message
+    return None
+
+
+def check_smoothing_floor_prediction(predicted_floor: float | None, fn: Callable,
+                                     _loss_checked: bool = False) -> CheckResult:
+    """Check ``label_smoothed_loss`` (``check_label_smoothed_loss``), then compute with it the loss of a
+    model equal to the smoothed target at ε = 0.1 over the paper's ~37,000 tokens (nothing excluded),
+    H(q), and compare the reader's prediction (within ``FLOOR_TOLERANCE`` nats)."""
+    name = "label-smoothing floor prediction"
+    if predicted_floor is None:
+        return _finish(name, False, "not done yet: write predicted_floor (H(q) in nats for ε = 0.1 over "
+                       f"{FLOOR_VOCABULARY:,} tokens) before you run the cell.")
+    try:
+        predicted = float(predicted_floor)
+    except (TypeError, ValueError):
+        return _finish(name, False, f"predicted_floor is one number (nats); you wrote {predicted_floor!r}.")
+    if not _loss_checked and not check_label_smoothed_loss(fn):
+        return _finish(name, False, "fix label_smoothed_loss first: the floor is computed with it.")
+    floor = measure_smoothing_floor(fn)
+    print(f"   your loss for a model equal to q (ε = {FLOOR_EPSILON}, m = {FLOOR_VOCABULARY:,}): "
+          f"{floor:.3f} nats")
+    if abs(predicted - floor) <= FLOOR_TOLERANCE:
+        return _finish(name, True, f"you predicted {predicted:.3f}, as computed: splitting the mass "
+                       f"1 - ε against ε costs h(ε) = {_binary_entropy(FLOOR_EPSILON):.3f}, and spreading ε "
+                       f"over m tokens adds about ε·log m = {FLOOR_EPSILON * math.log(FLOOR_VOCABULARY):.3f}: "
+                       "the floor grows with the log of the vocabulary.")
+    missed = _floor_misses(predicted, FLOOR_VOCABULARY, FLOOR_EPSILON)
+    if missed:
+        return _finish(name, False, f"you predicted {predicted:.3f}: {missed[1]}", missed[0])
+    direction = "too high" if predicted > floor else "too low"
+    return _finish(name, False, f"you predicted {predicted:.3f}, {direction}: write H(q) as the right token's "
+                   "term plus m - 1 equal terms of the other tokens, and estimate each with ε = 0.1 and "
+                   f"m = {FLOOR_VOCABULARY:,}.", direction)
+
+
+def check_label_smoothing_file(fn: Callable, prediction: object = None) -> CheckResult:
+    """``label_smoothed_loss`` with ``prediction_label_smoothed_loss`` (the floor H(q), nats): the command
+    line's form of ``check_smoothing_floor_prediction`` (the function is checked first)."""
+    if not check_label_smoothed_loss(fn):
+        return _finish("label-smoothing floor prediction", False, "fix label_smoothed_loss first: the floor "
+                       "is computed with it.")
+    if prediction is None:
+        return _finish("label-smoothing floor prediction", False, "not done yet: write "
+                       "prediction_label_smoothed_loss = H(q) in nats (ε = 0.1 over 37,000 tokens) in your file "
+                       "before you run the check.")
+    return check_smoothing_floor_prediction(prediction, fn, _loss_checked=True)
+
 # --- greedy decoding of a batch with a length cap per row -------------------------------------
 def _decoding_model(seed: int, eos_bias: float) -> Transformer:
     torch.manual_seed(seed)
@@ -558,15 +652,25 @@ def _decoder_block(seed: int, d_model: int, num_heads: int) -> DecoderBlock:
     return block
 
 
-def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", cache="new", order="pre",
-                  use_memory_mask=True, new_first=False, cross_reads="y", cross_residual=True, ffn_norm="norm3",
-                  residual="x", ffn_reads="y", ffn_residual=True):
+def _self_mask(past_mask, pad="mask"):
+    """The new query's mask over the P cached slots and itself, (B, 1, P + 1), or None (no padding).
+    ``pad`` switches on a mistake: "none" (padding seen), "inverted" (True read as 'hidden')."""
+    if past_mask is None or pad == "none":
+        return None
+    own = torch.ones(past_mask.shape[0], 1, dtype=torch.bool)
+    return torch.cat([~past_mask if pad == "inverted" else past_mask, own], dim=1)[:, None, :]
+
+
+def _step_variant(block, x, past, memory_kv, memory_mask, past_mask=None, keys="h", sees="all", cache="new",
+                  order="pre", use_memory_mask=True, new_first=False, cross_reads="y", cross_residual=True,
+                  ffn_norm="norm3", residual="x", ffn_reads="y", ffn_residual=True, pad="mask"):
     """One cached pre-norm decoder step with one known mistake switched on (defaults: the right answer)."""
     sa = block.self_attn
+    self_mask = _self_mask(past_mask, pad)
     if order == "post":
         new = sa.project_kv(x, x)
         kv = past.extend(new.key, new.value)
-        y = block.norm1(x + sa.attend(x, kv))
+        y = block.norm1(x + sa.attend(x, kv, mask=self_mask))
         y = block.norm2(y + block.cross_attn.attend(y, memory_kv, mask=memory_mask))
         return block.norm3(y + block.feed_forward(y)), kv
     h = block.norm1(x)
@@ -575,9 +679,9 @@ def _step_variant(block, x, past, memory_kv, memory_mask, keys="h", sees="all", 
     kv = (KVCache(new.key, new.value).extend(past.key, past.value) if new_first
           else past.extend(new.key, new.value))  # (B, H, P+1, Dh)
     if sees == "all":
-        y = (h if residual == "h" else x) + sa.attend(h, kv)
+        y = (h if residual == "h" else x) + sa.attend(h, kv, mask=self_mask)
     elif sees == "past":
-        y = x + sa.attend(h, past)
+        y = x + sa.attend(h, past, mask=None if past_mask is None else past_mask[:, None, :])
     elif sees == "itself":
         y = x + sa.attend(h, new)
     else:  # a lower-triangular mask cut from the top-left corner: the query sees the first key only
@@ -639,15 +743,16 @@ STEP_MISTAKES = [
             "cross-attention, feed-forward), each with its own LayerNorm and residual.",
             when=lambda args, got: got is BLOCK_CALLED),
     Mistake("past only", "the new position must see itself too: extend the cache with its key and value "
-            "first, then attend to all P + 1 positions.", gives=lambda *a: _step_variant(*a, sees="past")),
+            "first, then attend to all P + 1 positions (with padding: the mask's last slot, the new "
+            "position's own, is True).", gives=lambda *a, **k: _step_variant(*a, **k, sees="past")),
     Mistake("itself only", "the new position attended only to itself: its query reads the cached keys of "
             "the P earlier positions and its own (past.extend(...)).",
-            gives=lambda *a: _step_variant(*a, sees="itself")),
+            gives=lambda *a, **k: _step_variant(*a, **k, sees="itself")),
     Mistake("top-left causal mask", "the one new query comes after every cached position, so it may see all "
             "P + 1 keys: no mask is needed (a (1, P + 1) lower triangle keeps only the first key).",
-            gives=lambda *a: _step_variant(*a, sees="first")),
+            gives=lambda *a, **k: _step_variant(*a, **k, sees="first")),
     Mistake("old cache returned", "return the extended cache (P + 1 positions), so that the next step "
-            "sees this position.", gives=lambda *a: _step_variant(*a, cache="old")),
+            "sees this position.", gives=lambda *a, **k: _step_variant(*a, **k, cache="old")),
     Mistake("only the new position returned", "the cache you return holds only the new position's key and "
             "value: return the extended cache, the P cached positions followed by the new one (P + 1 in all), "
             "so that the next step sees every earlier position.",
@@ -656,49 +761,57 @@ STEP_MISTAKES = [
                                     + tuple(args[2].key.shape[-1:]))),
     Mistake("new key first", "the new position's key and value go after the cached ones "
             "(past.extend(key, value)): the cache keeps positions in order.",
-            gives=lambda *a: _step_variant(*a, new_first=True)),
+            gives=lambda *a, **k: _step_variant(*a, **k, new_first=True)),
     Mistake("keys from x", "in a pre-norm block the keys and values of the new position are projected "
-            "from LayerNorm1(x), like its query, not from x.", gives=lambda *a: _step_variant(*a, keys="x")),
+            "from LayerNorm1(x), like its query, not from x.", gives=lambda *a, **k: _step_variant(*a, **k, keys="x")),
     Mistake("residual adds to norm1(x)", "the self-attention's output is added to the stream x itself, "
             "not to its normalised copy norm1(x): y = x + self_attn(norm1(x)); the LayerNorm feeds the "
             "sublayer only, the residual path stays un-normalised.",
-            gives=lambda *a: _step_variant(*a, residual="h")),
+            gives=lambda *a, **k: _step_variant(*a, **k, residual="h")),
     Mistake("post-norm", "the block is pre-norm: x + sublayer(norm(x)) for each of the three sublayers.",
-            gives=lambda *a: _step_variant(*a, order="post")),
+            gives=lambda *a, **k: _step_variant(*a, **k, order="post")),
     Mistake("cross-attention reads the old x", "the cross-attention's queries come from the stream "
             "AFTER the self-attention has been added (norm2 of the updated x), not from the input x.",
-            gives=lambda *a: _step_variant(*a, cross_reads="x")),
+            gives=lambda *a, **k: _step_variant(*a, **k, cross_reads="x")),
     Mistake("cross-attention reads the unnormalised stream", "the cross-attention's queries read the "
             "stream itself; in a pre-norm block every sublayer reads a normalised copy: "
             "cross_attn.attend(norm2(x), ...), with x the stream after the self-attention.",
-            gives=lambda *a: _step_variant(*a, cross_reads="unnormalised")),
+            gives=lambda *a, **k: _step_variant(*a, **k, cross_reads="unnormalised")),
     Mistake("cross-attention reads norm1", "your cross-attention's queries read norm1 of the stream, "
             "the self-attention's LayerNorm: each sublayer has its own, so the cross-attention reads "
             "norm2(y), with y the stream after the self-attention.",
-            gives=lambda *a: _step_variant(*a, cross_reads="norm1")),
+            gives=lambda *a, **k: _step_variant(*a, **k, cross_reads="norm1")),
     Mistake("no residual around the feed-forward", "the feed-forward's output replaced the stream: like "
             "the two attentions, it is added to it (y + feed_forward(norm3(y))).",
-            gives=lambda *a: _step_variant(*a, ffn_residual=False)),
+            gives=lambda *a, **k: _step_variant(*a, **k, ffn_residual=False)),
     Mistake("no residual around cross-attention", "the cross-attention's output replaced the stream: "
             "like every sublayer, it is added to it (x + sublayer(norm(x))).",
-            gives=lambda *a: _step_variant(*a, cross_residual=False)),
+            gives=lambda *a, **k: _step_variant(*a, **k, cross_residual=False)),
     Mistake("norm2 before the feed-forward", "each sublayer has its own LayerNorm: norm1 before "
             "self-attention, norm2 before cross-attention, norm3 before the feed-forward.",
-            gives=lambda *a: _step_variant(*a, ffn_norm="norm2")),
+            gives=lambda *a, **k: _step_variant(*a, **k, ffn_norm="norm2")),
     Mistake("feed-forward reads the stream before cross-attention", "your feed-forward reads norm3 of the "
             "stream after the self-attention but BEFORE the cross-attention's output was added (z1): each "
             "sublayer reads the stream as it is at that point, so the feed-forward reads norm3(z2), with "
             "z2 = z1 + cross_attn(norm2(z1)), and its output is added to z2.",
-            gives=lambda *a: _step_variant(*a, ffn_reads="before cross")),
+            gives=lambda *a, **k: _step_variant(*a, **k, ffn_reads="before cross")),
+    Mistake("padding seen", "the new query attended to the padding slots of the cache: build its "
+            "self-attention mask from past_mask, True on a row's real cached positions, and pass it to "
+            "self_attn.attend (None when past_mask is None).",
+            gives=lambda *a, **k: _step_variant(*a, **k, pad="none")),
+    Mistake("padding mask inverted", "your mask is True on the padding: in this library a True entry "
+            "means 'may attend' (PyTorch's nn.Transformer uses the opposite), so pass past_mask itself "
+            "for the cached slots.", gives=lambda *a, **k: _step_variant(*a, **k, pad="inverted")),
     Mistake("ignores memory_mask", "the source padding got cross-attention: pass mask=memory_mask to "
-            "cross_attn.attend.", gives=lambda *a: _step_variant(*a, use_memory_mask=False)),
+            "cross_attn.attend.", gives=lambda *a, **k: _step_variant(*a, **k, use_memory_mask=False)),
 ]
 
 
 def check_decoder_step(fn: Callable) -> CheckResult:
-    """``decoder_step(block, x (B, 1, D), past: KVCache (B, H, P, Dh), memory_kv, memory_mask (B, 1, S))
-    -> (hidden (B, 1, D), KVCache of P + 1 positions)`` for a pre-norm ``DecoderBlock``; the answer
-    is the last position of the block run on the whole prefix at once (full recomputation)."""
+    """``decoder_step(block, x (B, 1, D), past: KVCache (B, H, P, Dh), memory_kv, memory_mask (B, 1, S),
+    past_mask=None) -> (hidden (B, 1, D), KVCache of P + 1 positions)`` for a pre-norm ``DecoderBlock``;
+    ``past_mask`` (B, P) is True on each row's real cached positions (None: all real). The answer is the
+    last position of the block run on each row's real prefix at once (full recomputation)."""
     cases = []
     for seed, (B, P, S, D, H, lengths) in enumerate([
         (2, 3, 5, 16, 4, [5, 2]), (1, 0, 4, 8, 2, [4]), (3, 6, 3, 12, 3, [3, 1, 2]), (2, 1, 6, 16, 1, [6, 4]),
@@ -723,6 +836,44 @@ def check_decoder_step(fn: Callable) -> CheckResult:
                  "you return hold for the next step? Likely slips: a post-norm LayerNorm(y + cross-attention(y)) "
                  "around the cross-attention alone (pre-norm adds the sublayer of norm2(y) to y), a "
                  "cross-attention that reads the unnormalised stream y, or the old cache returned."))
+    # per-row padding: row b has real cached positions only where past_mask[b] is True (left or right
+    # padding); the padding slots hold large garbage. The answer for row b is the block run on that row's
+    # real positions and the new one; the cache returned is past.extend(new key, new value), padding kept.
+    for seed, (P, S, D, H, rows) in enumerate([
+        (4, 5, 16, 4, ["1111", "0011", "1000"]), (3, 4, 12, 3, ["110", "011"]), (5, 3, 8, 2, ["00001", "11111"]),
+    ], start=10):
+        block = _decoder_block(seed, D, H)
+        g = torch.Generator().manual_seed(100 + seed)
+        B = len(rows)
+        past_mask = torch.tensor([[c == "1" for c in row] for row in rows])  # (B, P)
+        x = torch.randn(B, 1, D, generator=g)  # the new position's input
+        inputs = torch.randn(B, P, D, generator=g)  # the cached positions' inputs (real where past_mask)
+        memory = torch.randn(B, S, D, generator=g)
+        lengths = torch.randint(1, S + 1, (B,), generator=g)
+        memory_mask = token_mask(lengths, S)[:, None, :]  # (B, 1, S)
+        Dh = D // H
+        past_key, past_value = 3 * torch.randn(B, H, P, Dh, generator=g), 3 * torch.randn(B, H, P, Dh, generator=g)
+        hidden, new_key, new_value = [], [], []
+        with torch.no_grad():
+            memory_kv = block.project_memory(memory)
+            for b in range(B):
+                prefix = torch.cat([inputs[b, past_mask[b]], x[b]])[None]  # (1, P_b + 1, D): row b alone
+                row_kv = memory_kv.select(torch.tensor([b]))
+                out = block(prefix, memory_kv=row_kv, memory_mask=memory_mask[b:b + 1])
+                hidden.append(out.hidden[:, -1:])
+                past_key[b, :, past_mask[b]] = out.cache.key[0, :, :-1]  # the real slots: the row's own keys
+                past_value[b, :, past_mask[b]] = out.cache.value[0, :, :-1]
+                new_key.append(out.cache.key[:, :, -1:])
+                new_value.append(out.cache.value[:, :, -1:])
+        past = KVCache(past_key, past_value)
+        expected = (torch.cat(hidden), past.extend(torch.cat(new_key), torch.cat(new_value)))
+        cases.append(Case(
+            f"B={B}, P={P} cache slots with per-row padding, past_mask rows {rows} (1: real), S={S}, D={D}, H={H}",
+            (block, x, past, memory_kv, memory_mask), expected, atol=1e-5, kwargs={"past_mask": past_mask},
+            hint="rows now differ in which cached slots are real (past_mask, True on real ones; the others hold "
+                 "garbage). Which keys may the new query of row b see, in what shape must that mask reach "
+                 "self_attn.attend (it broadcasts to (B, 1 query, P + 1 keys)), and is the new position's own "
+                 "slot real? The cache you return keeps every slot, padding included, then the new one."))
     return run_cases("decoder step", no_grad(_without_the_block(fn)), cases, STEP_MISTAKES)
 
 
@@ -1154,7 +1305,7 @@ def check_confidence_file(fn: Callable, prediction: object = None) -> CheckResul
 
 EXERCISES = {
     "parallel_encoder_layer": check_parallel_layer_file,
-    "label_smoothed_loss": check_label_smoothed_loss,
+    "label_smoothed_loss": check_label_smoothing_file,
     "decoder_step": check_decoder_step,
     "right_token_probability": check_confidence_file,
     "capped_greedy_decode": check_capped_greedy_decode,
