@@ -729,7 +729,7 @@ def test_stubs_are_reported_as_not_done(capsys):
 
 
 def test_exercises_map_the_notebook_names():
-    assert set(EXERCISES) == {"max_pool", "accuracy_by_type", "wordpiece", "mask_tokens", "frozen_classifier",
+    assert set(EXERCISES) == {"max_pool", "accuracy_by_type", "wordpiece", "frozen_classifier",
                               "sep_vectors"}
 
 
