@@ -427,6 +427,22 @@ def wordpiece_bytes(word, vocab, max_chars):  # review r42-06: the length counte
     return wordpiece_reference(word, vocab, 10 ** 6)
 
 
+def wordpiece_capped(word, vocab, max_chars):  # review r44: no piece tried longer than 5
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(min(len(word), start + 5), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
+
+
 def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a frozenset: this raises
     vocab.add("[UNK]")
     return wordpiece_reference(word, vocab, max_chars)
@@ -442,7 +458,7 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
     (wordpiece_by_library, "library function"), (wordpiece_by_library_keyword, "library function"),
     (wordpiece_by_tokenizer, "library function"), (wordpiece_backtracking, "backtracking"),
     (wordpiece_skips_unknown, "unknown character skipped"), (wordpiece_bare_fallback, "bare piece as fallback"),
-    (wordpiece_bytes, "length in bytes"),
+    (wordpiece_bytes, "length in bytes"), (wordpiece_capped, "piece length capped"),
 ])
 def test_wordpiece_checker(wrong, diagnosis, capsys):
     assert check_wordpiece(wordpiece_reference)
@@ -455,7 +471,7 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 def test_every_wordpiece_mistake_is_named_by_a_row():
     rows = {"## on the first piece", "shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
             "## ignored in lookup", "backtracking", "unknown character skipped", "bare piece as fallback",
-            "length in bytes"}
+            "length in bytes", "piece length capped"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
@@ -618,6 +634,24 @@ def masking_chosen_at_mask(input_ids, maskable, mask_id, vocab_size, generator):
     return out, out == mask_id  # review r36-06: the random and unchanged 20% drop out
 
 
+def masking_one_draw_per_row(input_ids, maskable, mask_id, vocab_size, generator):
+    # review r44: the 80/10/10 choice drawn once per row
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape[0], 1, generator=generator).expand(input_ids.shape)
+    random_ids = torch.randint(0, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), random_ids, out), chosen
+
+
+def masking_random_differs(input_ids, maskable, mask_id, vocab_size, generator):
+    # review r44: the random id shifted so that it never equals the original
+    chosen = (torch.rand(input_ids.shape, generator=generator) < 0.15) & maskable
+    u = torch.rand(input_ids.shape, generator=generator)
+    shift = torch.randint(1, vocab_size, input_ids.shape, generator=generator)
+    out = torch.where(chosen & (u < 0.8), mask_id, input_ids)
+    return torch.where(chosen & (u >= 0.8) & (u < 0.9), (input_ids + shift) % vocab_size, out), chosen
+
+
 def masking_by_library(input_ids, maskable, mask_id, vocab_size, generator):  # the reviewer's one-liner
     m = masked_lm.mask_tokens(input_ids, maskable, mask_id, vocab_size, generator)
     return m.input_ids, m.chosen
@@ -637,6 +671,7 @@ MASKING_WRONG = [
     (masking_bad_random_ids, ""), (masking_with_replacement, "drawn with replacement"),
     (masking_few_random, "random share"),
     (masking_independent_draws, "independent draws"),
+    (masking_one_draw_per_row, "one draw per row"), (masking_random_differs, "random forced to differ"),
     (masking_independent_draws_after, "independent draws"),
     (masking_reseeds, "global RNG reseeded"),
     (masking_reseeds_from_generator, "global RNG reseeded"),
@@ -670,6 +705,7 @@ def test_every_masking_diagnosis_is_triggered_by_a_wrong_answer():
     names |= {p[0] for patterns in ch06._MASKING_PATTERNS.values() for p in patterns}
     # "unchanged share" fails first only when [MASK] and random both sit near their limits
     names -= {MUTATION, "unchanged share"}
+    names.add("random forced to differ")  # the extra vocab_size-2 test after the cases
     assert names == {d for _, d in MASKING_WRONG} - {"", MUTATION, "library function"}
 
 
@@ -693,7 +729,7 @@ def test_stubs_are_reported_as_not_done(capsys):
 
 
 def test_exercises_map_the_notebook_names():
-    assert set(EXERCISES) == {"max_pool", "accuracy_by_type", "wordpiece", "mask_tokens", "frozen_classifier",
+    assert set(EXERCISES) == {"max_pool", "accuracy_by_type", "wordpiece", "frozen_classifier",
                               "sep_vectors"}
 
 
@@ -822,7 +858,10 @@ def _last_real(hidden, t, offset=1):
 SEP_WRONG = [
     (lambda m, i, s, t: m(i, s, t)[:, -1], "last position"),
     (lambda m, i, s, t: _last_real(m(i, s, t), t, 0), "one past [SEP]"),
-    (lambda m, i, s, t: m(i, s, t)[:, 0], "[CLS] vector"),
+    (lambda m, i, s, t: m(i, s, t)[:, 0], "position 0 ([CLS] or no [SEP] found)"),
+    # review r44: [SEP] found by BERT's id 102, absent here: argmax of all-False is position 0
+    (lambda m, i, s, t: m(i, s, t)[torch.arange(i.shape[0]), (i == 102).int().argmax(1)],
+     "position 0 ([CLS] or no [SEP] found)"),
     (lambda m, i, s, t: mean_pool(m(i, s, t), t), "mean pooling"),
     (lambda m, i, s, t: _last_real(m.embeddings(i, s), t), "embedding layer"),
     (lambda m, i, s, t: _last_real(m(i, s, None), t), "no token mask"),

@@ -294,6 +294,9 @@ _VOCAB_A = {"un", "una", "##aff", "##ffa", "##able", "##ble", "##a", "a", "##b",
 _VOCAB_C = {"ab", "a", "##bc"}
 # "naïveté": 7 characters, 9 bytes in UTF-8; a length counted in bytes passes max_chars 8 wrongly
 _VOCAB_D = {"na", "##na", "##ïve", "##té", "##t", "##é"}
+# "shepherd" is one piece: a split that never tries pieces longer than 5 characters gives
+# she ##pher ##d (the real vocabulary's failure the review found)
+_VOCAB_E = {"shepherd", "she", "##pher", "##d", "##s", "##herd", "shep"}
 _VOCAB_B = {"play", "##ing", "##er", "##s", "p", "##l", "##a", "##y", "pl", "##ay", "##in", "##g", "s", "##p"}
 
 
@@ -308,12 +311,30 @@ def _wordpiece_cases() -> list[Case]:
         # "a" + "##bc" would cover it (a search that backtracks finds that split)
         ("abc", _VOCAB_C, 100),
         ("naïveté", _VOCAB_D, 8),  # max_chars counts characters (7), not UTF-8 bytes (9)
+        ("shepherds", _VOCAB_E, 100),  # a whole piece of 8 characters: no cap on a piece's length
     ]
     return [Case(f"word {w!r}, max_chars {m}", (w, frozenset(v), m), _reference_wordpiece(w, v, m),
                  hint="from the current start, try the longest remaining piece first and shorten it until it "
                       "is in the vocabulary (with '##' unless it starts the word); if nothing matches, "
                       "the whole word is ['[UNK]'].")
             for w, v, m in specs]
+
+
+def _capped_pieces(word: str, vocab: set[str], max_chars: int, cap: int = 5) -> list[str]:
+    """Greedy longest-first, but no piece tried longer than ``cap`` characters."""
+    if len(word) > max_chars:
+        return ["[UNK]"]
+    pieces, start = [], 0
+    while start < len(word):
+        for end in range(min(len(word), start + cap), start, -1):
+            piece = word[start:end] if start == 0 else "##" + word[start:end]
+            if piece in vocab:
+                pieces.append(piece)
+                start = end
+                break
+        else:
+            return ["[UNK]"]
+    return pieces
 
 
 def _shortest_first(word: str, vocab: set[str], max_chars: int) -> list[str]:
@@ -494,6 +515,10 @@ WORDPIECE_MISTAKES = (
                                       "continues a word exists only with '##'; if no '##' piece matches, the "
                                       "whole word is ['[UNK]'].", gives=_bare_fallback),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_dropped),
+    Mistake("piece length capped", "you never try a piece longer than a few characters: start from the "
+                                   "whole remainder of the word (a piece can be as long as the word, "
+                                   "'shepherd' is one piece) and shorten it one character at a time.",
+            gives=_capped_pieces),
 )
 
 
@@ -593,6 +618,8 @@ def masking_report(
             abs(shares["chosen"] - SELECT) < SELECT_TOL,
         "the number chosen per row varies as independent 15% draws do":
             DISPERSION[0] < _dispersion(chosen, maskable) < DISPERSION[1],
+        "each chosen position's fate is drawn on its own, not once per row":
+            _fates_vary_within_rows(corrupted, ids, chosen, mask_id),
         "about 80% of chosen become [MASK]": abs(shares["mask"] - MASK) < MASK_TOL,
         "about 10% of chosen become another token":
             abs(shares["random"] - RANDOM) < SPLIT_TOL,
@@ -606,6 +633,35 @@ def masking_report(
         "the global random state is left as it was": global_kept,
     }
     return report, shares
+
+
+def _fates_vary_within_rows(corrupted, ids, chosen, mask_id) -> bool:
+    """False when most rows with at least 10 chosen positions give all of them one fate
+    ([MASK], random or unchanged): one draw per row, not per position. Independent draws
+    make that rare (at most 0.8^10 + 2 * 0.1^10, about 11%, for a row of 10). A single fate
+    everywhere (all [MASK]) is left to the share checks."""
+    fate = torch.where(corrupted == mask_id, 0, torch.where(corrupted == ids, 1, 2))  # (B, S)
+    rows = chosen.sum(-1) >= 10
+    if int(rows.sum()) < 20:
+        return True
+    big = fate.masked_fill(~chosen, -1)[rows]
+    first = torch.where(chosen[rows], big, 99).min(-1).values  # a chosen fate of each row
+    uniform = ((big == first[:, None]) | (big == -1)).all(-1)
+    if len(first[uniform].unique()) < 2:  # one fate everywhere: the shares name that mistake
+        return True
+    return float(uniform.float().mean()) < 0.5
+
+
+def _redraws_the_original(fn) -> bool:
+    """False when random replacements never equal the original token. With ids all 1,
+    mask_id 0 and vocab_size 2, a uniform draw from [0, 2) keeps the original half the
+    time, so 10% + 5% = 15% of the chosen positions keep their token; a draw forced to
+    differ keeps 10% (about 15k chosen positions: one standard error is 0.3 points)."""
+    ids = torch.ones(200, 500, dtype=torch.long)
+    maskable = torch.ones(200, 500, dtype=torch.bool)
+    corrupted, chosen = fn(ids.clone(), maskable.clone(), 0, 2, torch.Generator().manual_seed(7))
+    kept = float((corrupted[chosen] == 1).float().mean())
+    return kept > 0.125
 
 
 def _low_ids_drawn(corrupted, ids, chosen, mask_id, vocab_size) -> bool:
@@ -634,6 +690,11 @@ _MASKING_DIAGNOSES = {  # property that fails first -> (diagnosis name, message)
         "you chose exactly round(15% of n) tokens in every row: choose each maskable token "
         "independently with probability 0.15 (torch.rand(..., generator=generator) < 0.15), "
         "so the count per row varies from row to row."),
+    "each chosen position's fate is drawn on its own, not once per row": (
+        "one draw per row",
+        "in most rows every chosen position got the same fate (all [MASK], all random or all "
+        "unchanged): you drew the 80/10/10 choice once per row. Draw it for each position: "
+        "u = torch.rand(input_ids.shape, generator=generator)."),
     "about 80% of chosen become [MASK]": (
         "mask share", "split the *chosen* positions 80/10/10; applying 0.8 to all tokens, or masking every "
                       "chosen one, gives other rates."),
@@ -756,6 +817,17 @@ def check_masking(fn: Callable) -> CheckResult:
                     name, message = pattern[0], pattern[1]
                     break
             return _verdict(exercise, False, f"{message}\n   {where}" if message else where, name)
+    try:
+        redraws = _redraws_the_original(fn)
+    except Exception as err:  # noqa: BLE001 - the reader's code may raise anything
+        return _verdict(exercise, False, f"with vocab_size 2 (ids all 1, mask_id 0) your function raised "
+                        f"{type(err).__name__}: {err}")
+    if not redraws:
+        return _verdict(exercise, False, "your random tokens never equal the original token. BERT draws "
+                        "them uniformly from all of [0, vocab_size), so a random draw sometimes gives the "
+                        "original back (tested with vocab_size 2, ids all 1, mask_id 0: about 15% of the "
+                        "chosen keep their token, not 10%). Do not redraw or shift the random id.",
+                        "random forced to differ")
     return _verdict(exercise, True, f"all {len(specs)} cases pass.")
 
 
@@ -934,7 +1006,11 @@ SEP_MISTAKES = (
     Mistake("one before [SEP]", "token_mask.sum(1) - 2 is the verse's last token (usually its final "
                                 "punctuation): [SEP] is the last real token, at token_mask.sum(1) - 1.",
             gives=lambda m, i, s, t: _at(m(i, s, t), t.sum(1) - 2)),
-    Mistake("[CLS] vector", "that is the [CLS] vector (position 0): this exercise reads the final [SEP].",
+    Mistake("position 0 ([CLS] or no [SEP] found)",
+            "you returned the vector at position 0 ([CLS]). If you looked [SEP] up by its id "
+            "(102 in BERT's vocabulary), that id is not in these test vocabularies and the search "
+            "fell back to position 0: find [SEP] by position instead, the last real token "
+            "(token_mask.sum(1) - 1).",
             gives=lambda m, i, s, t: m(i, s, t)[:, 0]),
     Mistake("mean pooling", "that is the mean of the real tokens: this exercise reads the [SEP] vector.",
             gives=lambda m, i, s, t: _mean(m(i, s, t), t)),
@@ -1045,11 +1121,12 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
                     "mean pooling (the verdict above).", verdict)
 
 
+# check_masking stays importable (and tested), but the chapter no longer asks for it: the
+# masking is written out on the chapter's main path
 EXERCISES = {
     "max_pool": check_max_pool,
     "sep_vectors": check_sep_probe,
     "accuracy_by_type": check_accuracy_by_type,
     "wordpiece": check_wordpiece,
-    "mask_tokens": check_masking,
     "frozen_classifier": check_frozen_classifier,
 }
