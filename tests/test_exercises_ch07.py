@@ -854,3 +854,20 @@ def test_augmentation_guess_not_given_is_not_done(capsys):
 def test_too_high_position_free_guess_names_the_measured_confusion(capsys):
     result = ch07.grade_position_free_prediction(0.90, 0.815)
     assert not result and "2 with 5" in result.message and "6" not in result.message.split("points)")[1]
+
+
+def test_position_free_exercise_grades_both_predictions(capsys):
+    assert not ch07.check_position_free_prediction(None, None, (0.815, 0.61))
+    out = capsys.readouterr().out
+    assert "not done yet" in out and "81.5" not in out and "61.0" not in out
+    assert not ch07.check_position_free_prediction(0.8, None, (0.815, 0.61))
+    assert "81.5" not in capsys.readouterr().out
+    assert ch07.check_position_free_prediction(0.8, False, (0.815, 0.61))
+    assert not ch07.check_position_free_prediction(0.95, False, (0.815, 0.61))  # the paper's 3 points
+    assert not ch07.check_position_free_prediction(0.8, True, (0.815, 0.61))  # wrong direction
+
+
+def test_position_free_exercise_reads_the_committed_results(capsys):
+    plain, augmented = ch07.committed_position_free_accuracies()
+    assert round(100 * plain, 1) == 81.5 and round(100 * augmented, 1) == 61.0
+    assert ch07.check_position_free_prediction(0.82, False)

@@ -354,6 +354,35 @@ def grade_augmentation_guess(predicted: object, plain: float, augmented: float) 
     return _finish(name, False, f"{told}: {why}.", "wrong_direction")
 
 
+def committed_position_free_accuracies() -> tuple[float, float]:
+    """The unshifted test accuracy of the ViT without positions on all the training digits, plain and
+    augmented (means over the seeds of ``vit_data_efficiency.json``, as fractions)."""
+    from statistics import mean
+
+    from attnbook.results import load_result
+    result = load_result("vit_data_efficiency.json")
+    rows = result["runs"] + result["controls"]
+    return tuple(mean(r["test_accuracy"] for r in rows if r["model"] == model and r["fraction"] == 1.0)
+                 for model in ("vit_nopos_noaug", "vit_nopos"))
+
+
+def check_position_free_prediction(predicted_accuracy: object, predicted_augmentation_helps: object,
+                                   measured: tuple[float, float] | None = None) -> bool:
+    """Grade both predictions of the position-free exercise against ``measured`` (plain, augmented),
+    by default the committed results; nothing measured is printed before both are given."""
+    if predicted_accuracy is None or predicted_augmentation_helps is None:
+        missing = [name for name, value in (("predicted_accuracy", predicted_accuracy),
+                                            ("predicted_augmentation_helps", predicted_augmentation_helps))
+                   if value is None]
+        _finish("a ViT without positions", False, f"not done yet: set {' and '.join(missing)}, then run "
+                "the cell again (the measurements are printed once you have committed to both).")
+        return False
+    plain, augmented = measured if measured is not None else committed_position_free_accuracies()
+    first = grade_position_free_prediction(predicted_accuracy, plain)
+    second = grade_augmentation_guess(predicted_augmentation_helps, plain, augmented)
+    return bool(first) and bool(second)
+
+
 # ----- 3. patches back into an image (overlapping windows) ----------------------------------------
 
 def _windows(images: torch.Tensor, P: int, stride: int) -> torch.Tensor:
