@@ -129,6 +129,8 @@ SIZES_WRONG = {
     "N = s^2 / P": (_sizes_with(i0=lambda s, p, c, d, n: s * s // p + 1), "area_over_patch"),
     "no bias": (_sizes_with(i1=lambda s, p, c, d, n: c * p * p * d), "no_bias"),
     "no channels": (_sizes_with(i1=lambda s, p, c, d, n: p * p * d + d), "no_channels"),
+    "P not squared in the projection": (_sizes_with(i1=lambda s, p, c, d, n: c * p * d + d),
+                                        "patch_not_squared"),
     "fixed to one channel-count case": (lambda s, p, c, d: sizes_reference(s, p, 1, d), "no_channels"),
     "no class token parameters": (_sizes_with(i2=lambda s, p, c, d, n: 0), "no_class_token"),
     "class token without position": (_sizes_with(i3=lambda s, p, c, d, n: n * d), "class_position_missing"),
@@ -212,6 +214,31 @@ def _grid_without_overlap(patches, P, stride, H, W):
     return total / count.clamp(min=1)
 
 
+def _cols_over_stride(patches, P, stride, H, W):  # W // stride windows per row, cut at the border
+    B, N, CPP = patches.shape
+    C, cols = CPP // (P * P), W // stride
+    total, count = torch.zeros(B, C, H, W), torch.zeros(H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        block = patches[:, n].view(B, C, P, P)
+        y, x = r * stride, c * stride
+        h, w = total[:, :, y:y + P, x:x + P].shape[-2:]
+        total[:, :, y:y + h, x:x + w] += block[:, :, :h, :w]
+        count[y:y + h, x:x + w] += 1
+    return total / count.clamp(min=1)
+
+
+def _cols_over_stride_crash(patches, P, stride, H, W):  # W // stride per row, no care at the border
+    B, N, CPP = patches.shape
+    C, cols = CPP // (P * P), W // stride
+    total, count = torch.zeros(B, C, H, W), torch.zeros(H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        total[:, :, r * stride:r * stride + P, c * stride:c * stride + P] += patches[:, n].view(B, C, P, P)
+        count[r * stride:r * stride + P, c * stride:c * stride + P] += 1
+    return total / count
+
+
 def _rows_from_width(patches, P, stride, H, W):
     B, N, CPP = patches.shape
     C = CPP // (P * P)
@@ -247,6 +274,8 @@ UNPATCHIFY_WRONG = {
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
         / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).max(), "constant_overlap"),
     "grid of W // P windows": (_grid_without_overlap, "grid_without_overlap"),
+    "W // stride windows per row, cut at the border": (_cols_over_stride, "cols_w_over_stride"),
+    "W // stride windows per row, crashing": (_cols_over_stride_crash, "grid_without_overlap"),
     "rows counted from the width": (_rows_from_width, "rows_cols_swapped"),
     "fold divided by (P / stride)^2": (
         lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s) / (P / s) ** 2, "constant_overlap"),
@@ -426,7 +455,7 @@ def test_prediction_near_the_measurement_passes(prediction, capsys):
 
 
 PREDICTION_WRONG = {256: "squared_twice", 4: "tokens_not_pairs", 3.82: "tokens_not_pairs", 2: "side_not_area", 0.0625: "upside_down",
-                    64: "cubic", 8: "two_cubed", 10: "other", "sixteen": ""}
+                    64: "cubic", 8: "two_cubed", 12: "between_linear_and_square", 7: "other", "sixteen": ""}
 
 
 @pytest.mark.parametrize("prediction", PREDICTION_WRONG)
@@ -555,6 +584,14 @@ def _disc(g, r):  # Euclidean distance between patch centres < radius + 1: a dis
     return mask
 
 
+def _disc_within(g, r):  # Euclidean distance <= radius: a diamond at radius 1 and 2, not at 3
+    index = torch.arange(g * g)
+    rows, cols = index // g, index % g
+    mask = local_mask_reference(g, r)
+    mask[1:, 1:] = ((rows[:, None] - rows[None]) ** 2 + (cols[:, None] - cols[None]) ** 2) <= r ** 2
+    return mask
+
+
 def _inverted_block(g, r):  # the class token right, mask[1:, 1:] = ~near (PyTorch's convention)
     mask = local_mask_reference(g, r).clone()
     mask[1:, 1:] = ~mask[1:, 1:]
@@ -586,6 +623,7 @@ LOCAL_MASK_WRONG = {
     "patch rows inverted (True = blocked below row 0)": (_inverted_rows, "inverted_patches"),
     "a diamond (Manhattan distance)": (_manhattan, "manhattan"),
     "a disc (Euclidean distance < radius + 1)": (_disc, "euclidean"),
+    "a disc (Euclidean distance <= radius)": (_disc_within, "euclidean_within_radius"),
     "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),
     "neighbours along the flattened sequence": (_flat, "flattened_sequence"),
     "1-D distance |n - m| <= r (g + 1)": (_flat_scaled, "flattened_distance"),
@@ -742,6 +780,7 @@ LAYERS_WRONG = {
     "always three (the 4x4 answer)": (lambda g, r: 3, None),
     "diagonal in Manhattan steps": (lambda g, r: -(-2 * (g - 1) // r), "both_directions"),
     "2 * radius per layer": (lambda g, r: -(-(g - 1) // (2 * r)), "two_radius_per_layer"),
+    "two halves, each rounded up": (lambda g, r: 2 * -(-(g - 1) // (2 * r)), "halves_rounded_up"),
 }
 
 
@@ -815,3 +854,20 @@ def test_augmentation_guess_not_given_is_not_done(capsys):
 def test_too_high_position_free_guess_names_the_measured_confusion(capsys):
     result = ch07.grade_position_free_prediction(0.90, 0.815)
     assert not result and "2 with 5" in result.message and "6" not in result.message.split("points)")[1]
+
+
+def test_position_free_exercise_grades_both_predictions(capsys):
+    assert not ch07.check_position_free_prediction(None, None, (0.815, 0.61))
+    out = capsys.readouterr().out
+    assert "not done yet" in out and "81.5" not in out and "61.0" not in out
+    assert not ch07.check_position_free_prediction(0.8, None, (0.815, 0.61))
+    assert "81.5" not in capsys.readouterr().out
+    assert ch07.check_position_free_prediction(0.8, False, (0.815, 0.61))
+    assert not ch07.check_position_free_prediction(0.95, False, (0.815, 0.61))  # the paper's 3 points
+    assert not ch07.check_position_free_prediction(0.8, True, (0.815, 0.61))  # wrong direction
+
+
+def test_position_free_exercise_reads_the_committed_results(capsys):
+    plain, augmented = ch07.committed_position_free_accuracies()
+    assert round(100 * plain, 1) == 81.5 and round(100 * augmented, 1) == 61.0
+    assert ch07.check_position_free_prediction(0.82, False)

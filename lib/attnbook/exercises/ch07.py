@@ -21,9 +21,29 @@ import traceback
 import torch
 import torch.nn.functional as F
 
-from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, no_grad, run_cases
+from attnbook.exercises.core import (Case, CheckResult, Mistake, _finish, _fresh, compare, no_grad,
+                                     run_cases)
 from attnbook.layers import run_blocks
 from attnbook.models.vit import ViT, ViTConfig
+
+
+def _explained_first(fn: Callable, cases: Sequence[Case], mistakes: Sequence[Mistake]) -> tuple:
+    """``mistakes`` with those that explain every case ``fn`` gets wrong moved to the front (order kept
+    otherwise): two mistakes can agree on the first failing case (a disc and a diamond at radius 1)
+    and differ on a later one, and the verdict should name the one that explains them all."""
+    if not callable(fn):
+        return tuple(mistakes)
+    wrong = []
+    for case in cases:
+        try:
+            with torch.no_grad():
+                got = fn(*_fresh(case.args), **case.kwargs)
+        except Exception:  # noqa: BLE001 - run_cases reports it
+            return tuple(mistakes)
+        if compare(got, case.expected, case.atol, case.rtol):
+            wrong.append((case, got))
+    full = [m for m in mistakes if wrong and all(m.matches(c.args, g, c) for c, g in wrong)]
+    return (*full, *(m for m in mistakes if all(m is not f for f in full)))
 
 
 def _randn(seed: int, *shape: int) -> torch.Tensor:
@@ -95,6 +115,10 @@ SIZE_MISTAKES = (
             "the projection was counted as D x D (+ D); E maps one flattened patch of C * P * P "
             "numbers to D, so it has C * P * P * D weights and D biases",
             when=_size_part(1, lambda s, p, c, d: d * d + d)),
+    Mistake("patch_not_squared",
+            "a patch of P x P pixels holds C * P * P numbers, not C * P: the projection E has "
+            "C * P^2 * D weights (and D biases)",
+            when=_size_part(1, lambda s, p, c, d: c * p * d + d)),
     Mistake("no_channels",
             "the channels are not counted: a patch holds C * P * P numbers, so E has C * P * P * D weights",
             when=_size_part(1, lambda s, p, c, d: p * p * d + d)),
@@ -251,6 +275,11 @@ def check_patch_halving_prediction(predicted: float | None, count_scores: Callab
     elif abs(guess - 256) < 16:
         why, diagnosis = ("x256 = 16^2 squares the growth of the scores again: the patches grow x4, and "
                           "the scores count pairs of tokens, so about x4^2 = x16, not x16^2"), "squared_twice"
+    elif 9 <= guess <= 13:
+        why, diagnosis = ("x{:g} lies between the tokens' growth (x4) and the pairs' (x16), as if the scores grew "
+                          "faster than the tokens but slower than their square: each head scores every token "
+                          "against every token, (1 + N)^2 numbers, so x4 tokens give about x4^2".format(guess),
+                          "between_linear_and_square")
     elif abs(guess - 64) < 4:
         why, diagnosis = "x64 would be cubic in the tokens; the scores are N x N, square", "cubic"
     else:
@@ -323,6 +352,35 @@ def grade_augmentation_guess(predicted: object, plain: float, augmented: float) 
            "the augmentation raised it. Why is not tested; one candidate: the moved copies gave the "
            "position-free model more sets of patches per digit to learn from")
     return _finish(name, False, f"{told}: {why}.", "wrong_direction")
+
+
+def committed_position_free_accuracies() -> tuple[float, float]:
+    """The unshifted test accuracy of the ViT without positions on all the training digits, plain and
+    augmented (means over the seeds of ``vit_data_efficiency.json``, as fractions)."""
+    from statistics import mean
+
+    from attnbook.results import load_result
+    result = load_result("vit_data_efficiency.json")
+    rows = result["runs"] + result["controls"]
+    return tuple(mean(r["test_accuracy"] for r in rows if r["model"] == model and r["fraction"] == 1.0)
+                 for model in ("vit_nopos_noaug", "vit_nopos"))
+
+
+def check_position_free_prediction(predicted_accuracy: object, predicted_augmentation_helps: object,
+                                   measured: tuple[float, float] | None = None) -> bool:
+    """Grade both predictions of the position-free exercise against ``measured`` (plain, augmented),
+    by default the committed results; nothing measured is printed before both are given."""
+    if predicted_accuracy is None or predicted_augmentation_helps is None:
+        missing = [name for name, value in (("predicted_accuracy", predicted_accuracy),
+                                            ("predicted_augmentation_helps", predicted_augmentation_helps))
+                   if value is None]
+        _finish("a ViT without positions", False, f"not done yet: set {' and '.join(missing)}, then run "
+                "the cell again (the measurements are printed once you have committed to both).")
+        return False
+    plain, augmented = measured if measured is not None else committed_position_free_accuracies()
+    first = grade_position_free_prediction(predicted_accuracy, plain)
+    second = grade_augmentation_guess(predicted_augmentation_helps, plain, augmented)
+    return bool(first) and bool(second)
 
 
 # ----- 3. patches back into an image (overlapping windows) ----------------------------------------
@@ -420,6 +478,20 @@ def _unpatchify_constant_overlap(patches, P, stride, H, W):
     return _unpatchify_sum(patches, P, stride, H, W) / (P / stride) ** 2
 
 
+def _unpatchify_cols_over_stride(patches, P, stride, H, W):
+    """Windows per row counted as W // stride (too many where windows overlap); cut at the border."""
+    B, N, CPP = patches.shape
+    C, cols = CPP // (P * P), W // stride
+    total, count = patches.new_zeros(B, C, H, W), patches.new_zeros(H, W)
+    for n in range(N):
+        r, c = divmod(n, cols)
+        y, x = r * stride, c * stride
+        h, w = max(0, min(P, H - y)), max(0, min(P, W - x))
+        total[:, :, y:y + h, x:x + w] += patches[:, n].view(B, C, P, P)[:, :, :h, :w]
+        count[y:y + h, x:x + w] += 1
+    return total / count.clamp(min=1)
+
+
 def _unpatchify_stride_ignored(patches, P, stride, H, W):
     """The windows laid side by side every P pixels, as if the stride were P (no overlap)."""
     B, N, CPP = patches.shape
@@ -475,7 +547,7 @@ UNPATCHIFY_MISTAKES = (
     Mistake("grid_without_overlap",
             "your function raised an error on the first windows that overlap (it passed the windows that "
             "do not): with a stride smaller than the window there are (W - P) // stride + 1 windows per "
-            "row, not W // P, and (H - P) // stride + 1 rows",
+            "row, not W // P or W // stride, and (H - P) // stride + 1 rows",
             when=_crashed(overlap_on_square=True)),
     Mistake("rows_cols_swapped",
             "your function raised an error on the first image that is not square (it passed the square "
@@ -523,6 +595,11 @@ UNPATCHIFY_MISTAKES = (
             "the windows were placed column by column; they are in reading order, row by row "
             "(window n = row * cols + col)",
             gives=_unpatchify_column_major),
+    Mistake("cols_w_over_stride",
+            "the windows per row were counted as W // stride; the last window must fit inside the "
+            "image, so there are (W - P) // stride + 1 per row (and (H - P) // stride + 1 rows): "
+            "window n = row * cols + col",
+            gives=_unpatchify_cols_over_stride),
     Mistake("stride_ignored",
             "the windows were laid side by side every P pixels, as if the stride were the window "
             "size; window (row, col) starts at pixel row * stride, col * stride, so with a stride "
@@ -934,6 +1011,8 @@ def _local_mask(grid_size: int, radius: int, distance: str = "chebyshev") -> tor
         d = torch.maximum(dr, dc)
     elif distance == "euclidean":  # a disc: (dr^2 + dc^2)^(1/2) < radius + 1
         d = torch.where((dr ** 2 + dc ** 2) < (radius + 1) ** 2, 0, radius + 1)
+    elif distance == "euclidean_within":  # a disc: (dr^2 + dc^2)^(1/2) <= radius
+        d = torch.where((dr ** 2 + dc ** 2) <= radius ** 2, 0, radius + 1)
     else:
         d = dr + dc
     mask = torch.ones(1 + grid_size ** 2, 1 + grid_size ** 2, dtype=torch.bool)
@@ -1012,6 +1091,11 @@ LOCAL_MASK_MISTAKES = (
             "this is a diamond (|row difference| + |column difference| <= radius); the 3x3 neighbourhood "
             "of a convolution is a square: the larger of the two differences <= radius",
             gives=lambda g, r: _local_mask(g, r, "manhattan")),
+    Mistake("euclidean_within_radius",
+            "this is a disc (Euclidean distance between patch centres <= radius), which leaves out the "
+            "square's corners (at radius 1 and 2 it is the same mask as a diamond); the neighbourhood of a "
+            "convolution is a square: the larger of the row and column differences <= radius",
+            gives=lambda g, r: _local_mask(g, r, "euclidean_within")),
     Mistake("euclidean",
             "this is a disc (Euclidean distance between patch centres); the neighbourhood is a square "
             "(its corners included): the larger of the row and column differences <= radius",
@@ -1082,7 +1166,8 @@ def check_local_attention_mask(fn: Callable) -> CheckResult:
         outputs.append(((grid_size, radius), out))
         return out
 
-    result = run_cases("a local attention mask", recorded, cases, LOCAL_MASK_MISTAKES)
+    mistakes = _explained_first(fn, cases, LOCAL_MASK_MISTAKES)
+    result = run_cases("a local attention mask", recorded, cases, mistakes)
     if not result and not result.diagnosis and outputs:
         first = _first_mask_difference(*outputs[-1])
         if first:
@@ -1133,6 +1218,12 @@ LAYERS_MISTAKES = (
             "rounded down: a remainder still needs one more layer, ceil((grid_size - 1) / radius)",
             when=lambda args, got: got != _layers_to_cross(*args)
             and got == (args[0] - 1) // args[1]),
+    Mistake("halves_rounded_up",
+            "2 * ceil((grid_size - 1) / (2 * radius)) crosses the grid in two halves and rounds each "
+            "half up, which can add a layer; the far corner is grid_size - 1 patches away and each "
+            "layer moves information radius patches: ceil((grid_size - 1) / radius)",
+            when=lambda args, got: got != _layers_to_cross(*args) and args[0] > 1
+            and got == 2 * -(-(args[0] - 1) // (2 * args[1]))),
     Mistake("two_radius_per_layer",
             "each layer was counted as moving information 2 * radius patches (the width of the "
             "square's growth); a patch's information travels radius patches per layer towards the "
@@ -1158,7 +1249,7 @@ def check_layers_to_cross(fn: Callable) -> CheckResult:
                   hint="each layer widens the square a patch has read by radius on every side; "
                        "the far corner is grid_size - 1 patches away.")
              for g, r in ((4, 1), (14, 1), (5, 2), (7, 3), (6, 2), (2, 1), (9, 4), (3, 5))]
-    return run_cases("layers to cross the grid", fn, cases, LAYERS_MISTAKES)
+    return run_cases("layers to cross the grid", fn, cases, _explained_first(fn, cases, LAYERS_MISTAKES))
 
 
 # ----- 7. the position table interpolated in 2-D for a larger grid ---------------------------------
