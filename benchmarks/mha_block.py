@@ -22,37 +22,20 @@ from __future__ import annotations
 import json
 import sys
 
-import torch
-from torch import nn
-
 import common
-from attnbook.layers import SinusoidalPositionalEncoding
-from attnbook.layers.blocks import EncoderBlock
+from attnbook.models.tagger import BlockTagger
 from narrow_heads import SEQ_LEN, VOCAB, WIDTH, train_on_neighbours
 
 FF = 256  # the block's feed-forward width; the task's sizes and rate are narrow_heads.py's
 
 
-class BlockTagger(nn.Module):
-    """Embedding + positions -> one pre-norm encoder block -> LayerNorm -> two linear read-outs."""
-
-    def __init__(self, num_heads: int) -> None:
-        super().__init__()
-        self.embedding = nn.Embedding(VOCAB, WIDTH)
-        self.position = SinusoidalPositionalEncoding(WIDTH, SEQ_LEN)
-        self.block = EncoderBlock(WIDTH, num_heads, FF, norm_first=True)
-        self.norm = nn.LayerNorm(WIDTH)
-        self.readout = nn.Linear(WIDTH, 2 * VOCAB)
-
-    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
-        B, T = tokens.shape
-        x = self.position(self.embedding(tokens))  # (B, T, D)
-        x = self.block(x).hidden  # (B, T, D)
-        return self.readout(self.norm(x)).view(B, T, 2, VOCAB)  # (B, T, 2, V)
+def block_tagger(num_heads: int) -> BlockTagger:
+    """The library's ``BlockTagger`` at this task's sizes (the chapter builds the same one inline)."""
+    return BlockTagger(VOCAB, WIDTH, num_heads, SEQ_LEN, FF)
 
 
 def run(num_heads: int, seed: int, steps: int, eval_every: int) -> dict:
-    model, curve, loss = train_on_neighbours(lambda: BlockTagger(num_heads), seed, steps, eval_every)
+    model, curve, loss = train_on_neighbours(lambda: block_tagger(num_heads), seed, steps, eval_every)
     row = {"heads": num_heads, "head_dim": WIDTH // num_heads, "seed": seed,
            "model": "pre-norm block (MHA + FFN 256, residuals), linear read-outs",
            "parameters": sum(p.numel() for p in model.parameters()),

@@ -5,7 +5,7 @@ Usage (from the repository root):
 (the committed ``mha_block_offsets.json``; ``--smoke`` runs two tiny jobs and writes nothing)
 
 Section 4.6 asks whether one head can carry two relations inside a standard block. The model is
-``mha_block.BlockTagger`` (one pre-norm ``EncoderBlock``: residuals, a feed-forward layer of width
+``attnbook.models.tagger.BlockTagger`` (one pre-norm ``EncoderBlock``: residuals, a feed-forward layer of width
 256, a final LayerNorm, the chapter's two linear read-outs). The task names, at every position t,
 the letter at t-1 and the letter at t-K; only positions with both answers are scored. Everything
 else is section 4.6's set-up: 12 letters out of 16, width D = 64, Adam at 3e-3, batches of 64
@@ -32,7 +32,7 @@ from attnbook.data.synthetic import IGNORE, task_batches
 from attnbook.env import seed_everything
 from attnbook.tasks.tagging import tagging_loss
 from attnbook.train import fit
-from mha_block import BlockTagger
+from mha_block import block_tagger
 from narrow_heads import SEQ_LEN, VOCAB
 
 TEST_SEED, TEST_SIZE, BATCH, LR, STEPS = 123, 2000, 64, 3e-3, 600
@@ -61,7 +61,7 @@ def run(k: int, num_heads: int, seed: int, far_only: bool = False, lr: float = L
     tokens, targets = task(TEST_SIZE, SEQ_LEN, VOCAB, torch.Generator().manual_seed(TEST_SEED))
     scored = (targets != IGNORE).all(-1)  # (B, T)
     gen = seed_everything(seed)
-    model = BlockTagger(num_heads)
+    model = block_tagger(num_heads)
     optimizer = torch.optim.Adam(model.parameters(), lr=lr)
     fit(model, task_batches(task, BATCH, SEQ_LEN, VOCAB, gen), tagging_loss, optimizer, steps,
         progress=False)

@@ -4,7 +4,7 @@ Usage (from the repository root):
 ``python benchmarks/mha_block_vowel.py [--heads 1 2] [--seeds 0 1 2] [--steps 600] [--jobs 2]``
 
 Section 4.6 trains the vowel task in a bare attention layer: one head is well behind two. This
-script asks whether that gap survives inside a standard block: ``mha_block.BlockTagger`` (one
+script asks whether that gap survives inside a standard block: ``attnbook.models.tagger.BlockTagger`` (one
 pre-norm ``EncoderBlock`` with residuals and a feed-forward layer of width 256, a final LayerNorm
 and the chapter's two linear read-outs). Everything else is section 4.6's vowel set-up: 12 letters
 out of 16, letters 0-3 play the vowels, width D = 64, Adam at 3e-3, batches of 64 drawn from the
@@ -24,7 +24,7 @@ from attnbook.data.synthetic import IGNORE, task_batches
 from attnbook.env import seed_everything
 from attnbook.tasks.tagging import tagging_loss
 from attnbook.train import fit
-from mha_block import BlockTagger
+from mha_block import block_tagger
 from narrow_heads import SEQ_LEN, VOCAB
 
 VOWELS = 4  # letters 0 .. 3 play the vowels, as in the chapter
@@ -59,7 +59,7 @@ def run(num_heads: int, seed: int, steps: int) -> dict:
     scored = (targets != IGNORE).all(-1)  # (B, T)
     far = scored & (vowel_distance(tokens) >= 4)  # (B, T)
     gen = seed_everything(seed)
-    model = BlockTagger(num_heads)
+    model = block_tagger(num_heads)
     optimizer = torch.optim.Adam(model.parameters(), lr=LR)
     fit(model, task_batches(vowel_task, BATCH, SEQ_LEN, VOCAB, gen), tagging_loss, optimizer,
         steps, progress=False)

@@ -44,7 +44,7 @@ from attnbook.models.rnn import (
     RNNAttentionSeq2Seq, RNNAttentionSeq2SeqConfig, RNNSeq2Seq, RNNSeq2SeqConfig,
 )
 from attnbook.models.t5 import T5, T5Config
-from attnbook.models.tagger import SelfAttentionTagger
+from attnbook.models.tagger import BlockTagger, SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
 from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
@@ -265,6 +265,13 @@ def tagger(device):
     return lambda: {"loss": tagging.tagging_loss(model, (tokens, targets)),
                     "accuracy": tagging.tagging_accuracy(model, tokens, targets),
                     "weights": model(tokens, need_weights=True)}
+
+
+@case
+def block_tagger(device):
+    model = seeded(lambda: BlockTagger(11, 16, 2, max_len=12, d_ff=32), device)
+    tokens = torch.randint(0, 11, (3, 12), generator=torch.Generator().manual_seed(7)).to(device)
+    return lambda: {"weights": model(tokens, need_weights=True)}
 
 
 @case

@@ -28,10 +28,10 @@ def test_the_block_is_pre_norm_with_a_residual_and_feed_forward_layer():
     sys.path.insert(0, str(ROOT / "benchmarks"))
     try:
         import torch
-        from mha_block import BlockTagger
+        from mha_block import block_tagger
     finally:
         sys.path.remove(str(ROOT / "benchmarks"))
-    model = BlockTagger(2)
+    model = block_tagger(2)
     assert model.block.norm_first and model.block.self_attn.num_heads == 2
     assert model.block.feed_forward is not None
     logits = model(torch.randint(16, (3, 12)))
