@@ -731,6 +731,16 @@ class _UniformScore(Score):
 
 
 @torch.no_grad()
+def _copy_model(model: torch.nn.Module) -> torch.nn.Module:
+    """A deep copy whose GRUs keep their weights in one block: on CUDA, a copied ``nn.GRU``'s weights
+    are separate tensors, and cuDNN warns at every call until ``flatten_parameters`` joins them."""
+    copied = copy.deepcopy(model)
+    for module in copied.modules():
+        if isinstance(module, torch.nn.RNNBase):
+            module.flatten_parameters()
+    return copied
+
+
 def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab: Vocab, tgt_vocab: Vocab,
                               baseline: torch.nn.Module | None = None, hard: bool = False) -> dict[str, float]:
     """Test WER and PER of ``model`` as trained (``trained_*``) and with uniform weights (``uniform_*``),
@@ -738,7 +748,7 @@ def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab
     with ``hard``, also the WER of the trained model decoded with hard attention (``argmax_wer``, and
     ``sampled_wer`` with sampling seeded 0, the global generator left as it was). The model itself is
     not changed (copies get the uniform score and the hard weightings)."""
-    uniform = copy.deepcopy(model)
+    uniform = _copy_model(model)
     uniform.decoder.score = _UniformScore()
     trained, flat = evaluate_g2p(model, pairs, src_vocab, tgt_vocab), evaluate_g2p(uniform, pairs, src_vocab,
                                                                                    tgt_vocab)
@@ -748,7 +758,7 @@ def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab
         out["no_attention_wer"] = evaluate_g2p(baseline, pairs, src_vocab, tgt_vocab).wer
     if hard:
         for weighting in ("argmax", "sample"):
-            copied = copy.deepcopy(model)
+            copied = _copy_model(model)
             copied.decoder.weighting = weighting
             with torch.random.fork_rng():
                 torch.manual_seed(0)
