@@ -28,7 +28,6 @@ SRC_V, TGT_V = 11, 13  # tiny vocabularies; ids 0-3 are the special tokens
 
 TURNS = "ATTNBOOK_PYTEST_TURNS"  # the folder of the lock files the xdist workers take turns with
 TURNS_FOLDER = pytest.StashKey[str]()
-SANITIZE_FILE = pytest.StashKey[str]()
 
 
 def pytest_configure(config):
@@ -40,8 +39,6 @@ def pytest_configure(config):
             raise pytest.UsageError(
                 f"ATTNBOOK_DEVICE={requested}: {err}. Refusing to run the GPU tests on the CPU; "
                 "unset ATTNBOOK_DEVICE to test on the CPU.") from err
-        if requested != "cpu":
-            mask_trained_digits(config)
     use_full_float32()  # the book's numerics policy (attnbook.env), as in every chapter
     config.addinivalue_line(
         "markers", "runs_alone: measures CPU load or time; under pytest-xdist the other workers wait "
@@ -57,31 +54,7 @@ def pytest_configure(config):
         os.environ[TURNS] = config.stash[TURNS_FOLDER] = tempfile.mkdtemp(prefix="attnbook-pytest-")
 
 
-# On another device, trained numbers differ in their last digits from the stored CPU outputs
-# (other kernels, other summation orders). There the checked cells compare with every number
-# masked: the text around the numbers must still match, and the claims themselves are held by the
-# range reports (attnbook.checks.report_in_range), which raise when a value leaves its range.
-DEVICE_SANITIZE = (  # (why, regex, replacement), in nbval's sanitizer format below
-    ("a number: on another device a trained one differs in its digits",
-     r"-?[0-9][0-9.,]*(e[+-]?[0-9]+)?", "N"),
-    ("the padding of table columns, which follows the numbers' widths", r"[ \t]+", ""),
-)
-
-
-def mask_trained_digits(config):
-    """Point nbval at the chapters' sanitizer plus ``DEVICE_SANITIZE`` (a file of this process's)."""
-    base = Path(config.option.nbval_sanitize_with or os.devnull).read_text()
-    handle, name = tempfile.mkstemp(prefix="attnbook-sanitize-", suffix=".cfg")
-    with os.fdopen(handle, "w") as out:
-        out.write(base + "".join(f"\n[{why}]\nregex: {regex}\nreplace: {replacement}\n"
-                                 for why, regex, replacement in DEVICE_SANITIZE))
-    config.option.nbval_sanitize_with = config.stash[SANITIZE_FILE] = name
-
-
 def pytest_unconfigure(config):
-    sanitizer = config.stash.get(SANITIZE_FILE, None)
-    if sanitizer:
-        os.unlink(sanitizer)
     folder = config.stash.get(TURNS_FOLDER, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)

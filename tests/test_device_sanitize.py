@@ -1,5 +1,5 @@
 """On another device (``ATTNBOOK_DEVICE=cuda``), checked cells compare with every number masked
-(tests/conftest.py): digits and column padding may differ, words may not, and a range report
+(tools/nbval_device.py, applied to the notebooks by chapters/conftest.py): digits and column padding may differ, words may not, and a range report
 that raises still fails its cell."""
 import re
 from pathlib import Path
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 
 from nbval.plugin import get_sanitize_patterns
 
-from conftest import mask_trained_digits
+from tools.nbval_device import mask_trained_digits
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,3 +43,33 @@ def test_words_still_count():
 def test_the_chapters_own_rules_come_first():
     sanitize = sanitizer()
     assert sanitize("PER: 0.0649 (expected -0.06–0.06)") == "PER:<measured>(expectedN–N)"
+
+
+def test_the_notebooks_conftest_masks_numbers_only_on_another_device(tmp_path):
+    """A checked cell whose stored number differs from the one it prints passes under
+    ATTNBOOK_DEVICE=cuda (masked) and fails on the CPU (where the digits are pinned)."""
+    import json
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    cell = {"cell_type": "code", "execution_count": 1, "id": "c1",
+            "metadata": {"tags": ["nbval-check-output"]}, "source": "print('WER 39.5%')",
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": "WER 41.0%\n"}]}
+    notebook = {"cells": [cell], "metadata": {"kernelspec": {"name": "python3",
+                "display_name": "Python 3", "language": "python"}}, "nbformat": 4,
+                "nbformat_minor": 5}
+    (tmp_path / "digits.ipynb").write_text(json.dumps(notebook))
+    shutil.copy(ROOT / "chapters" / "conftest.py", tmp_path / "conftest.py")
+    shutil.copy(ROOT / "tests" / "nbval_sanitize.cfg", tmp_path / "sanitize.cfg")
+
+    def passes(device):
+        env = {**os.environ, "ATTNBOOK_DEVICE": device,
+               "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:xdist",
+             "--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with", "sanitize.cfg",
+             "digits.ipynb"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+        return result.returncode == 0
+    assert passes("cuda") and not passes("cpu")
