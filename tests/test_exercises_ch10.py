@@ -896,14 +896,27 @@ def test_span_spread_reference_passes(capsys):
     assert "✓" in out and "(right)" in out and "16.5" in out
 
 
-@pytest.mark.parametrize("prediction, phrase", [
-    (4.4, "off by -12.1"),  # sqrt(mean): a Poisson guess
-    (None, "no prediction given"),
-    ("wide", "not understood"),
+@pytest.mark.parametrize("prediction, diagnosis, phrase", [
+    (4.4, "wrong prediction", "Poisson guess"),  # sqrt(mean)
+    (0.5, "wrong prediction", "every span the same length"),
+    (10, "wrong prediction", "prediction too low"),  # outside 25% of 16.5
+    (30, "wrong prediction", "prediction too high"),
+    (None, "no prediction", "no prediction was given"),
+    ("wide", "prediction not a number", "not a number"),
+    (True, "prediction not a number", "not a number"),
 ])
-def test_span_spread_explains_the_prediction(prediction, phrase, capsys):
+def test_span_spread_rejects_a_wrong_prediction(prediction, diagnosis, phrase, capsys):
+    """A right measurement with a wrong (or missing) prediction gets one verdict: ✗, with the error named."""
+    result = check_span_spread(span_length_spread, prediction)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == diagnosis
+    assert phrase in out and "✓" not in out
+
+
+@pytest.mark.parametrize("prediction", [13, 16.5, 19.25, 20])  # within 25% of 16.5, the mean included
+def test_span_spread_accepts_a_prediction_within_the_tolerance(prediction, capsys):
     assert check_span_spread(span_length_spread, prediction)
-    assert phrase in capsys.readouterr().out
+    assert "(right)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wrong, diagnosis", [
@@ -1249,15 +1262,30 @@ def test_target_length_reference_passes(capsys):
     assert "✓" in out and "(right)" in out and "77 hidden tokens + 26 sentinels" in out
 
 
-@pytest.mark.parametrize("prediction, phrase", [
-    (77, "off by -27"),  # 15% of 512: the hidden tokens alone
-    (513, "off by +409"),  # a target that rebuilds the text
-    (None, "no prediction given"),
-    ("short", "not understood"),
+@pytest.mark.parametrize("prediction, diagnosis, phrase", [
+    (77, "wrong prediction", "hidden tokens only"),  # 15% of 512: the hidden tokens alone
+    (76.8, "wrong prediction", "density times length"),
+    (78, "wrong prediction", "sentinels not counted"),
+    (103, "wrong prediction", "no </s>"),
+    (105, "wrong prediction", "one token too many"),
+    (462, "wrong prediction", "the input measured"),
+    (513, "wrong prediction", "the whole text"),
+    (90, "wrong prediction", "off by -14"),
+    (None, "no prediction", "no prediction was given"),
+    ("short", "prediction not a number", "not a number"),
 ])
-def test_target_length_explains_the_prediction(prediction, phrase, capsys):
+def test_target_length_rejects_a_wrong_prediction(prediction, diagnosis, phrase, capsys):
+    """A right measurement with a wrong (or missing) prediction gets one verdict: ✗, with the error named."""
+    result = check_target_length(target_length, prediction)
+    out = capsys.readouterr().out
+    assert not result and result.diagnosis == diagnosis
+    assert phrase in out and "✓" not in out
+
+
+@pytest.mark.parametrize("prediction", [104, 103.4, 104.6])  # within one token (rounded counts)
+def test_target_length_accepts_a_prediction_within_the_tolerance(prediction, capsys):
     assert check_target_length(target_length, prediction)
-    assert phrase in capsys.readouterr().out
+    assert "(right)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wrong, diagnosis", [

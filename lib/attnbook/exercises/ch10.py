@@ -1243,6 +1243,7 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
 # the setting the reader predicts for: ByT5's input length and mean span (the chapter prints the
 # span-length shares only for mean span 3, at 64 tokens)
 SPREAD_ASKED = (1024, 0.15, 20.0)
+SPREAD_TOLERANCE = 0.25  # a prediction within 25% of the sd is right
 
 
 def _counts(length: int, noise_density: float = 0.15, mean_span_length: float = 3.0) -> tuple[int, int]:
@@ -1386,22 +1387,39 @@ def check_span_spread(fn: Callable, prediction: float | None = None) -> CheckRes
                                "measurement.", "same mask every sequence")
         except Exception:  # noqa: BLE001 - run_cases reports what the reader's function raises
             pass
-    result = run_cases(name, _as_pair(fn), cases, mistakes)
-    if result.passed:
-        n, d, m = SPREAD_ASKED
-        hidden, spans = _counts(n, d, m)
-        mean, sd = _spread(n, 1, d, m)
-        where = f"n = {n:,}, {d:.0%} hidden, mean span {m:g}"
-        if prediction is None:
-            print("(no prediction given: write yours into `prediction` before you measure)")
-        elif not isinstance(prediction, (int, float)):
-            print(f"(prediction {prediction!r} not understood: write a number, the sd)")
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):  # one verdict: the prediction may still refuse
+        result = run_cases(name, _as_pair(fn), cases, mistakes)
+    if not result.passed:
+        print(printed.getvalue(), end="")
+        return result
+    n, d, m = SPREAD_ASKED
+    hidden, spans = _counts(n, d, m)
+    mean, sd = _spread(n, 1, d, m)
+    where = f"n = {n:,}, {d:.0%} hidden, mean span {m:g}"
+    measured = f"your function measures right (all {len(cases)} cases pass)"
+    if prediction is None:
+        return _finish(name, False, f"{measured}, but no prediction was given: write yours (the sd at "
+                       f"{where}) into `prediction` before you measure.", "no prediction")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)):
+        return _finish(name, False, f"{measured}, but the prediction {prediction!r} is not a number: write "
+                       "one number, the standard deviation of the span lengths.", "prediction not a number")
+    explained = (f"it is {sd:.1f}, with mean {mean:.2f} ({hidden} hidden tokens in {spans} spans). Spans vary "
+                 f"almost as much as their mean, far more than sqrt(mean) = {math.sqrt(mean):.1f}: cutting "
+                 "the hidden tokens at random points makes short spans the most common and a few very long.")
+    if abs(prediction - sd) > SPREAD_TOLERANCE * sd:  # the stated tolerance: within 25% of the sd
+        if abs(prediction - math.sqrt(mean)) <= 0.15 * math.sqrt(mean):
+            error = "Poisson guess"
+        elif prediction < 0.25 * sd:
+            error = "every span the same length"
         else:
-            verdict = "right" if abs(prediction - sd) <= 0.25 * sd else f"off by {prediction - sd:+.1f}"
-            print(f"   {where}: you predicted an sd of {prediction:g}; it is {sd:.1f} ({verdict}), with mean "
-                  f"{mean:.2f} ({hidden} hidden tokens in {spans} spans). Spans vary almost as much as their "
-                  f"mean, far more than sqrt(mean) = {math.sqrt(mean):.1f}: cutting the hidden tokens at "
-                  "random points makes short spans the most common and a few very long.")
+            error = "prediction too high" if prediction > sd else "prediction too low"
+        return _finish(name, False, f"{measured}, but you predicted an sd of {prediction:g} ({error}; "
+                       f"off by {prediction - sd:+.1f}, more than {SPREAD_TOLERANCE:.0%}): {explained}",
+                       "wrong prediction")
+    print(printed.getvalue(), end="")
+    print(f"   {where}: you predicted an sd of {prediction:g}, within {SPREAD_TOLERANCE:.0%} (right): "
+          + explained)
     return result
 
 
@@ -1410,6 +1428,7 @@ def check_span_spread(fn: Callable, prediction: float | None = None) -> CheckRes
 # the setting the reader predicts for: T5's own input length, 15% hidden, mean span 3 (Section 10.5
 # prints the lengths at 64 tokens only)
 TARGET_ASKED = (512, 0.15, 3.0)
+TARGET_TOLERANCE = 1.0  # a prediction less than one token off is right
 
 
 def _target_parts(length: int, noise_density: float, mean_span_length: float) -> tuple[int, int]:
@@ -1497,34 +1516,45 @@ def check_target_length(fn: Callable, prediction: float | None = None) -> CheckR
     ]
     name = "target length"
     measures = not callable(fn) or _calls(fn, lambda v: v is noise_mask, frozenset({"noise_mask"}))
-    if measures:
+    # one verdict only: a formula, or a wrong prediction, is refused, not passed then refused
+    with contextlib.redirect_stdout(io.StringIO()) as quiet:
         result = run_cases(name, _as_float(fn), cases, mistakes)
-    else:  # one verdict only: a formula that passes every case is refused, not passed then refused
-        with contextlib.redirect_stdout(io.StringIO()) as quiet:
-            result = run_cases(name, _as_float(fn), cases, mistakes)
-        if result.passed:
-            return _finish(name, False, "your function gives the right lengths without drawing a single mask: "
-                           "it computes them from a formula. The exercise tests that formula: draw the masks "
-                           "with noise_mask, build each target with corrupt and average the lengths, then see "
-                           "whether the draws differ.", "computed, not measured")
+    if result.passed and not measures:
+        return _finish(name, False, "your function gives the right lengths without drawing a single mask: "
+                       "it computes them from a formula. The exercise tests that formula: draw the masks "
+                       "with noise_mask, build each target with corrupt and average the lengths, then see "
+                       "whether the draws differ.", "computed, not measured")
+    if not result.passed:
         print(quiet.getvalue(), end="")
-    if result.passed:
-        n, d, m = TARGET_ASKED
-        hidden, spans = _target_parts(n, d, m)
-        length = hidden + spans + 1
-        where = f"n = {n}, {d:.0%} hidden, mean span {m:g}"
-        if prediction is None:
-            print("(no prediction given: write yours into `prediction` before you measure)")
-        elif not isinstance(prediction, (int, float)) or isinstance(prediction, bool):
-            print(f"(prediction {prediction!r} not understood: write a number of tokens)")
-        else:
-            verdict = ("right" if abs(prediction - length) <= 0.05 * length
-                       else f"off by {prediction - length:+g}")
-            print(f"   {where}: you predicted a target of {prediction:g} tokens; it is {length} ({verdict}): "
-                  f"{hidden} hidden tokens + {spans} sentinels + </s>, every draw the same, since noise_mask "
-                  f"fixes both counts. That is {length / (n + 1):.0%} of the {n + 1} tokens of a target "
-                  f"that rebuilds the text; the hidden tokens alone would be {hidden / (n + 1):.0%}, the "
-                  f"sentinels add {spans / (n + 1):.0%}.")
+        return result
+    n, d, m = TARGET_ASKED
+    hidden, spans = _target_parts(n, d, m)
+    length = hidden + spans + 1
+    where = f"n = {n}, {d:.0%} hidden, mean span {m:g}"
+    measured = f"your function measures right (all {len(cases)} cases pass)"
+    explained = (f"it is {length}: {hidden} hidden tokens + {spans} sentinels + </s>, every draw the same, "
+                 f"since noise_mask fixes both counts. That is {length / (n + 1):.0%} of the {n + 1} tokens "
+                 f"of a target that rebuilds the text; the hidden tokens alone would be "
+                 f"{hidden / (n + 1):.0%}, the sentinels add {spans / (n + 1):.0%}.")
+    if prediction is None:
+        return _finish(name, False, f"{measured}, but no prediction was given: write yours (the target's "
+                       f"length at {where}) into `prediction` before you measure.", "no prediction")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)):
+        return _finish(name, False, f"{measured}, but the prediction {prediction!r} is not a number: write "
+                       "one number of tokens.", "prediction not a number")
+    if abs(prediction - length) >= TARGET_TOLERANCE:  # the stated tolerance: within one token
+        likely = {hidden: "hidden tokens only", hidden + 1: "sentinels not counted",
+                  hidden + spans: "no </s>", hidden + spans + 2: "one token too many",
+                  n + 1: "the whole text", n - hidden + spans + 1: "the input measured",
+                  n * d: "density times length"}
+        closest = min(likely, key=lambda v: abs(prediction - v))  # the likeliest slip, if near
+        error = likely[closest] if abs(prediction - closest) < 0.5 else "wrong count"
+        return _finish(name, False, f"{measured}, but you predicted a target of {prediction:g} tokens "
+                       f"({error}; off by {prediction - length:+g}, not within one token): {explained}",
+                       "wrong prediction")
+    print(quiet.getvalue(), end="")
+    print(f"   {where}: you predicted a target of {prediction:g} tokens, within one token (right): "
+          + explained)
     return result
 
 
