@@ -25,7 +25,7 @@ TEXT_Y, INPUT_Y, TARGET_Y = 70, 178, 286
 def cell(fig: Figure, x: float, y: float, label: str, role: str, hidden: bool = False) -> None:
     """One token: a white box outlined in ``role``'s colour (hidden tokens: dashed and shaded)."""
     fig.roles.add(role)
-    colour = {"stream": "#4D4D4D", "query": "#D55E00", "weights": "#CC79A7", "value": "#009E73"}[role]
+    colour = {"stream": "#4D4D4D", "query": "#D55E00", "context": "#E69F00", "value": "#009E73"}[role]
     extra = 'stroke-width="2" stroke-dasharray="5 3"' if hidden else 'stroke-width="2"'
     fig.rect(x, y, CW, H, fill="#FBE3D6" if hidden else "#FFFFFF", stroke=colour, rx=8, extra=extra)
     fig.text(x + CW / 2, y + H / 2 + 5, label, "code", size=12)
@@ -43,8 +43,8 @@ def draw() -> Figure:
     fig.text(X0, TEXT_Y - 10, "2 spans hidden (15% of a long text; here 3 of 10 words, to show two)", "note",
              anchor="start")
     # the input: kept words in place, one sentinel per span
-    inputs = [("Thank", "stream"), ("you", "stream"), ("<X>", "weights"), ("me", "stream"), ("to", "stream"),
-              ("your", "stream"), ("party", "stream"), ("<Y>", "weights"), ("week.", "stream"), ("</s>", "stream")]
+    inputs = [("Thank", "stream"), ("you", "stream"), ("<X>", "context"), ("me", "stream"), ("to", "stream"),
+              ("your", "stream"), ("party", "stream"), ("<Y>", "context"), ("week.", "stream"), ("</s>", "stream")]
     fig.text(X0 - 16, INPUT_Y + 20, "encoder input", "note", anchor="end")
     for x, (label, role) in zip(xs, inputs):
         cell(fig, x, INPUT_Y, label, role)
@@ -53,10 +53,10 @@ def draw() -> Figure:
         j = i if i < 2 else (i - 1 if i < 8 else i - 1)
         fig.line([(xs[i] + CW / 2, TEXT_Y + H + 2), (xs[j] + CW / 2, INPUT_Y - 3)], "stream", width=1.2)
     fig.line([(xs[9] + CW / 2, TEXT_Y + H + 2), (xs[8] + CW / 2, INPUT_Y - 3)], "stream", width=1.2)
-    fig.line([((xs[2] + xs[3] + CW) / 2, TEXT_Y + H + 2), (xs[2] + CW / 2, INPUT_Y - 3)], "weights")
-    fig.line([(xs[8] + CW / 2, TEXT_Y + H + 2), (xs[7] + CW / 2, INPUT_Y - 3)], "weights")
+    fig.line([((xs[2] + xs[3] + CW) / 2, TEXT_Y + H + 2), (xs[2] + CW / 2, INPUT_Y - 3)], "context")
+    fig.line([(xs[8] + CW / 2, TEXT_Y + H + 2), (xs[7] + CW / 2, INPUT_Y - 3)], "context")
     # the target: each sentinel, then its span's words, then </s>
-    target = [("<X>", "weights"), ("for", "value"), ("inviting", "value"), ("<Y>", "weights"), ("last", "value"),
+    target = [("<X>", "context"), ("for", "value"), ("inviting", "value"), ("<Y>", "context"), ("last", "value"),
               ("</s>", "stream")]
     fig.text(X0 - 16, TARGET_Y + 20, "decoder target", "note", anchor="end")
     for x, (label, role) in zip(xs, target):
@@ -70,7 +70,7 @@ def draw() -> Figure:
              "note", anchor="start")
     fig.text(30, 370, "The paper closes the target with one more sentinel (<Z>); the library writes </s>.",
              "note", anchor="start")
-    fig.legend(30, 396, ["stream", "query", "weights", "value"],
-               meanings={"stream": "kept token", "query": "hidden token", "weights": "sentinel",
+    fig.legend(30, 396, ["stream", "query", "context", "value"],
+               meanings={"stream": "kept token", "query": "hidden token", "context": "sentinel",
                          "value": "target token"})
     return fig
