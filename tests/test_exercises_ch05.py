@@ -262,7 +262,7 @@ STEP_WRONG = [
     (step_variant("no memory mask"), "ignores memory_mask"),
     (step_variant("padding seen"), "padding seen"),
     (step_variant("padding inverted"), "padding mask inverted"),
-    (step_variant("new masked out"), "past only"),  # the new slot masked: it sees the real past only
+    (step_variant("new masked out"), "new slot marked as padding"),  # the review's wrong answer
     (decoder_step_without_past_mask, ""),
     (step_variant("cross reads x"), "cross-attention reads the old x"),
     (step_variant("cross reads raw y"), "cross-attention reads the unnormalised stream"),

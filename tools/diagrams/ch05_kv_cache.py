@@ -18,10 +18,10 @@ DESC = (
     "past.extend(k3, v3) appends them to the KVCache of k0 to k2 and v0 to v2 (B, H, P, Dh), giving a "
     "new cache (B, H, P + 1, Dh) and leaving past unchanged; attend compares the one query q3 with the "
     "4 cached keys, one row of scores (B, H, 1, P + 1) with no mask (the cache holds only the past), and "
-    "returns the weighted sum of the 4 cached values, out (B, 1, D). The residual adds it to x: "
-    "z1 = x + out; then z2 = z1 + cross_attn(norm2(z1)), whose keys and values come from "
-    "project_memory(R), computed once per source in start, not once per step; the block's output is "
-    "z2 + feed_forward(norm3(z2))."
+    "returns the weighted sum of the 4 cached values, out (B, 1, D). The block's two other sublayers, "
+    "cross-attention and the feed-forward network, each with its own LayerNorm and residual, are not "
+    "drawn; the cross-attention's keys and values come from project_memory(R), computed once per source "
+    "in start, not once per step."
 )
 W, H = 1000, 530
 CELL = 30
@@ -128,10 +128,7 @@ def cached(fig: Figure, x0: float) -> None:
     # the residual around self-attention, then the block's two other sublayers
     fig.line([(x0 + 10, 110), (x0 + 2, 110), (x0 + 2, 420), (x0 + 8, 420)], "stream")
     memory = fig.code("project_memory(R)", "attnbook.layers.DecoderBlock.project_memory")
-    fig.text(x0 + 10, 424, "z1 = x + out  (the residual)", "code", anchor="start", size=11)
-    fig.text(x0 + 10, 442, "z2 = z1 + cross_attn(norm2(z1), memory K, V)", "code", anchor="start",
-             size=11)
-    fig.text(x0 + 10, 460, "block output = z2 + feed_forward(norm3(z2))", "code", anchor="start",
-             size=11)
-    fig.text(x0 + 10, 478, f"memory K, V: {memory}, once per source", "code", anchor="start",
+    fig.text(x0 + 10, 424, "then the residual, cross-attention and the", "note", anchor="start")
+    fig.text(x0 + 10, 442, "feed-forward network (not drawn)", "note", anchor="start")
+    fig.text(x0 + 10, 460, f"memory K, V: {memory}, once per source", "code", anchor="start",
              size=11)

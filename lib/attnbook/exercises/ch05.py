@@ -654,10 +654,13 @@ def _decoder_block(seed: int, d_model: int, num_heads: int) -> DecoderBlock:
 
 def _self_mask(past_mask, pad="mask"):
     """The new query's mask over the P cached slots and itself, (B, 1, P + 1), or None (no padding).
-    ``pad`` switches on a mistake: "none" (padding seen), "inverted" (True read as 'hidden')."""
+    ``pad`` switches on a mistake: "none" (padding seen), "inverted" (True read as 'hidden'), "new hidden"
+    (the new position's own slot marked as padding; padded cases only)."""
+    if pad == "new hidden" and past_mask is None:
+        raise ValueError("no padding in this case: the new slot cannot be marked as padding")
     if past_mask is None or pad == "none":
         return None
-    own = torch.ones(past_mask.shape[0], 1, dtype=torch.bool)
+    own = torch.full((past_mask.shape[0], 1), pad != "new hidden", dtype=torch.bool)
     return torch.cat([~past_mask if pad == "inverted" else past_mask, own], dim=1)[:, None, :]
 
 
@@ -742,6 +745,10 @@ STEP_MISTAKES = [
             "answer itself: write its three sublayers (self-attention with the cache, "
             "cross-attention, feed-forward), each with its own LayerNorm and residual.",
             when=lambda args, got: got is BLOCK_CALLED),
+    Mistake("new slot marked as padding", "your mask marks the new position's own slot as padding "
+            "(False in its last column), so the new query sees only the real cached slots: the new "
+            "position is always real, so the mask is past_mask followed by one True, shaped (B, 1, P + 1).",
+            gives=lambda *a, **k: _step_variant(*a, **k, pad="new hidden")),
     Mistake("past only", "the new position must see itself too: extend the cache with its key and value "
             "first, then attend to all P + 1 positions (with padding: the mask's last slot, the new "
             "position's own, is True).", gives=lambda *a, **k: _step_variant(*a, **k, sees="past")),
