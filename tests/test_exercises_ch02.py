@@ -394,8 +394,8 @@ UNIFORM_MEASURED = {"trained_wer": 0.50, "uniform_wer": 0.90, "trained_per": 0.1
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    ("c", True, ""), (" C ", True, ""),
-    ("a", False, "wrong choice"), ("b", False, "wrong choice"),
+    ("a", True, ""), (" A ", True, ""),
+    ("b", False, "wrong choice"), ("c", False, "wrong choice"),
     ("d", False, "not a choice"), (0.8, False, "not a choice"), (None, False, ""),
 ])
 def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
@@ -403,14 +403,14 @@ def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
     assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("uniform, outcome", [(0.90, "c"), (0.76, "c"), (0.60, "b"), (0.52, "a")])
+@pytest.mark.parametrize("uniform, outcome", [(0.90, "a"), (0.76, "a"), (0.60, "c"), (0.52, "b")])
 def test_uniform_attention_scores_the_measured_choice(uniform, outcome):
     """The verdict follows the measurement: the right choice changes when the numbers do."""
     from attnbook.exercises.ch02 import _uniform_outcome
     assert _uniform_outcome(0.50, 0.62, uniform) == outcome
 
 
-@pytest.mark.parametrize("uniform, right, wrong", [(0.60, "b", "c"), (0.52, "a", "c"), (0.70, "c", "b")])
+@pytest.mark.parametrize("uniform, right, wrong", [(0.60, "c", "a"), (0.52, "b", "a"), (0.70, "a", "c")])
 def test_uniform_attention_follows_other_measurements(uniform, right, wrong, capsys):
     measured = dict(UNIFORM_MEASURED, uniform_wer=uniform)
     assert check_uniform_attention(right, lambda: measured)
@@ -424,7 +424,7 @@ def test_uniform_attention_follows_other_measurements(uniform, right, wrong, cap
     0.9,
 ])
 def test_uniform_attention_rejects_a_wrong_measurement(measured):
-    result = check_uniform_attention("c", lambda: measured)
+    result = check_uniform_attention("a", lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 

@@ -757,10 +757,10 @@ def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab
     return out
 
 
-UNIFORM_CHOICES = {
-    "a": "close to the trained attention model",
-    "b": "close to the model without attention",
-    "c": "worse than both",
+UNIFORM_CHOICES = {  # the right letter differs from the trained-uniform exercise's (c) by design
+    "a": "worse than both",
+    "b": "close to the trained attention model",
+    "c": "close to the model without attention",
 }
 NO_ATTENTION_RANGE = (0.50, 0.75)  # test WER of Chapter 2's 360-step model without attention
 
@@ -768,8 +768,8 @@ NO_ATTENTION_RANGE = (0.50, 0.75)  # test WER of Chapter 2's 360-step model with
 def _uniform_outcome(trained: float, no_attention: float, flat: float) -> str:
     """Which of the three choices the measurement is: worse than both, else the nearer of the two."""
     if flat > max(trained, no_attention):
-        return "c"
-    return "a" if abs(flat - trained) <= abs(flat - no_attention) else "b"
+        return "a"
+    return "b" if abs(flat - trained) <= abs(flat - no_attention) else "c"
 
 
 def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) -> CheckResult:
@@ -802,12 +802,12 @@ def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) 
     outcome = _uniform_outcome(trained, none, flat)
     verdict = f"the measurement is ({outcome}), {UNIFORM_CHOICES[outcome]}"
     meaning = {
-        "c": ": the decoder was trained on contexts that each weight a few letters; a plain average of every "
+        "a": ": the decoder was trained on contexts that each weight a few letters; a plain average of every "
              "letter is not one of those, so the trained weights, not merely access to every letter, are what "
              "it relies on. (Why it falls below the model without attention, a different network trained "
              "on its own summary, this measurement does not say.)",
-        "b": ": the decoder reads a plain average about as well as Chapter 1's model reads its summary C.",
-        "a": ": the choice of letters adds little here; an average of the encoder states carries the word.",
+        "c": ": the decoder reads a plain average about as well as Chapter 1's model reads its summary C.",
+        "b": ": the choice of letters adds little here; an average of the encoder states carries the word.",
     }[outcome]
     if choice == outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
