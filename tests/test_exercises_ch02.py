@@ -902,3 +902,33 @@ def test_command_line_needs_only_the_prediction(tmp_path, capsys):
     finally:
         ch02.EXERCISES.clear()
         ch02.EXERCISES.update(saved)
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    ((0.28, 0.73), True, ""), ([0.3, 0.7], True, ""),
+    ((1.0, 1.0), False, "renormalised"), ((2.51, 6.59), False, "softmax left out"),
+    ((0.73, 0.28), False, "swapped"), ((0.5, 0.5), False, "wrong totals"),
+    ("big", False, "not two numbers"), (None, False, ""),
+])
+def test_local_p_totals_prediction(predicted, passed, diagnosis, capsys):
+    from attnbook.exercises.ch02 import check_local_p_totals
+    result = check_local_p_totals(predicted)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_local_p_totals_match_the_reference_formula():
+    from attnbook.exercises.ch02 import _local_p_total
+    j = torch.arange(9.0)
+    for sigma in (1.0, 3.0):
+        assert abs(_local_p_total(sigma) - float((torch.exp(-(j - 4) ** 2 / (2 * sigma**2)) / 9).sum())) < 1e-6
+
+
+@pytest.mark.parametrize("new_hidden, h_tilde, passed, diagnosis", [
+    (False, True, True, ""), (True, True, False, "state reads the memory"),
+    (True, False, False, "state reads the memory"), (False, False, False, "h_tilde unchanged"),
+    ("no", True, False, "not a choice"), (None, True, False, ""),
+])
+def test_luong_prediction(new_hidden, h_tilde, passed, diagnosis, capsys):
+    from attnbook.exercises.ch02 import check_luong_prediction
+    result = check_luong_prediction(new_hidden, h_tilde)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
