@@ -7,7 +7,7 @@ seed=0)``, one CPU thread), then scores its teacher-forced weights on §2.7's wo
 (``data.test[::12]``) the way §2.7 does: how often the strongest letter is the letter that the
 hard-EM ``LetterAligner`` (fitted on the training words) assigns to each phoneme, exactly and
 within one letter, beside the global band (centre round(i / r)) and the per-word band (centre
-round((i + 0.5) S / n - 0.5), n the word's phoneme count). The weights (1.7 MB) are not kept.
+round((i + 0.5) S / n - 0.5), n the word's phoneme count). Without ``--save`` the weights are not kept.
 
 Reproduce with ``nice python benchmarks/bahdanau_align_1200.py`` (about 2.5 CPU-minutes);
 ``--smoke`` trains 3 steps and writes only where ``--out`` points.
