@@ -7,10 +7,18 @@ seed=0)``, one CPU thread), then scores its teacher-forced weights on §2.7's wo
 (``data.test[::12]``) the way §2.7 does: how often the strongest letter is the letter that the
 hard-EM ``LetterAligner`` (fitted on the training words) assigns to each phoneme, exactly and
 within one letter, beside the global band (centre round(i / r)) and the per-word band (centre
-round((i + 0.5) S / n - 0.5), n the word's phoneme count). The weights (1.7 MB) are not kept.
+round((i + 0.5) S / n - 0.5), n the word's phoneme count). Without ``--save`` the weights are not kept.
 
 Reproduce with ``nice python benchmarks/bahdanau_align_1200.py`` (about 2.5 CPU-minutes);
 ``--smoke`` trains 3 steps and writes only where ``--out`` points.
+
+``--tuned`` trains instead with the tuned recipe of ``g2p_compare.py`` (its ``run_one``: Adam
+betas 0.9/0.98, 100 warm-up steps then linear decay, label smoothing 0.1, peak rate ``--rate``,
+default 0.006, seed 0, 1,200 steps; the run that scored 36.5% test WER in ``g2p_compare.json``),
+scores it the same way and writes ``bahdanau_align_1200_tuned.json``; ``--save`` also keeps its
+weights as ``lib/attnbook/results/bahdanau_page_additive_1200.safetensors`` (1.7 MB, the same
+shapes as ``bahdanau_page_additive.safetensors``), which §2.7-§2.9 load. Reproduce with
+``nice python benchmarks/bahdanau_align_1200.py --tuned --save`` (about 3 CPU-minutes).
 """
 from __future__ import annotations
 
@@ -77,9 +85,63 @@ def run_one(seed: int, smoke: bool) -> dict:
     return row
 
 
+WEIGHTS = "bahdanau_page_additive_1200.safetensors"
+
+
+def run_tuned(seed: int, smoke: bool, rate: float, save: bool) -> dict:
+    """``g2p_compare.run_one``'s tuned 1,200-step run of the page's model, then §2.7's scores."""
+    import g2p_compare
+    from safetensors.torch import save_file
+
+    from attnbook.checkpoints import sha256_of
+
+    built = []
+    make = g2p_compare.build
+
+    def build(kind: str, src_size: int, tgt_size: int, smoke_: bool) -> torch.nn.Module:
+        built.append(make(kind, src_size, tgt_size, smoke_))
+        return built[-1]
+
+    g2p_compare.build = build  # this process only: keep a handle on the trained model
+    recipe = "warm-up + linear decay, smoothing 0.1"
+    steps = 3 if smoke else g2p_compare.BUDGET_STEPS
+    cpu = time.process_time()
+    row = g2p_compare.run_one("gru_attention", recipe, seed, steps, "tuned", smoke, rate)
+    model = built[-1]
+    data = load_g2p()
+    src_vocab, tgt_vocab = build_vocabs(data)
+    row = {"model": "additive", **{k: row[k] for k in ("recipe", "seed", "steps", "peak_lr",
+                                                       "dev_wer", "dev_per", "test_wer",
+                                                       "test_per", "final_loss")},
+           "alignment": alignment_scores(model, data, src_vocab, tgt_vocab)}
+    if save and not smoke:
+        weights = common.RESULTS / WEIGHTS
+        save_file({k: v.detach().clone().contiguous() for k, v in model.state_dict().items()},
+                  str(weights))
+        row |= {"weights": WEIGHTS, "sha256": sha256_of(weights)}
+    row["cpu_seconds"] = round(time.process_time() - cpu, 1)
+    print(row, flush=True)
+    return row
+
+
 def main() -> None:
     parser = common.experiment_parser(__doc__)
+    parser.add_argument("--tuned", action="store_true",
+                        help="the tuned recipe of g2p_compare.py instead of the page's recipe")
+    parser.add_argument("--rate", type=float, default=0.006, help="with --tuned: the peak rate")
+    parser.add_argument("--save", action="store_true",
+                        help=f"with --tuned: keep the weights as results/{WEIGHTS}")
     args = parser.parse_args()
+    if args.tuned:
+        out = common.out_path(args, "bahdanau_align_1200_tuned.json")
+        row = run_tuned(0, args.smoke, args.rate, args.save)
+        if out is not None:
+            common.write_result(out, {
+                "description": "Chapter 2: the page's additive-attention model trained with "
+                               "g2p_compare.py's tuned 1,200-step recipe, seed 0, and its alignment "
+                               "scores; written by benchmarks/bahdanau_align_1200.py --tuned",
+                "machine": common.machine(), "runs": [row]})
+        return
     out = common.out_path(args, "bahdanau_align_1200.json")
     if out is None:
         print(run_one(0, args.smoke))

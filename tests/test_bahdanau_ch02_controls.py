@@ -80,3 +80,15 @@ def test_budget_table_prints_the_four_budgets(capsys):
     assert table["fixed band"][1] is None and table["fixed band"][4] is None
     assert "one recipe change at a time" in out and "warm-up + linear decay, smoothing 0.1" in out
     assert "seed 0 is this page's pair of models: False" in out  # the fake page models above
+
+
+def test_budget_table_quiet_returns_the_text(capsys):
+    from types import SimpleNamespace
+
+    from attnbook.tasks.g2p_budgets import budget_table
+    pages = SimpleNamespace(wer=0.6, per=0.2), SimpleNamespace(wer=0.5, per=0.1)
+    loud = budget_table(*pages)
+    printed = capsys.readouterr().out
+    quiet = budget_table(*pages, quiet=True)
+    assert capsys.readouterr().out == ""
+    assert quiet["printout"] == printed and quiet["table"] == loud["table"]

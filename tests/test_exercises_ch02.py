@@ -394,8 +394,8 @@ UNIFORM_MEASURED = {"trained_wer": 0.50, "uniform_wer": 0.90, "trained_per": 0.1
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    ("c", True, ""), (" C ", True, ""),
-    ("a", False, "wrong choice"), ("b", False, "wrong choice"),
+    ("a", True, ""), (" A ", True, ""),
+    ("b", False, "wrong choice"), ("c", False, "wrong choice"),
     ("d", False, "not a choice"), (0.8, False, "not a choice"), (None, False, ""),
 ])
 def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
@@ -403,14 +403,14 @@ def test_uniform_attention_prediction(predicted, passed, diagnosis, capsys):
     assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
 
 
-@pytest.mark.parametrize("uniform, outcome", [(0.90, "c"), (0.76, "c"), (0.60, "b"), (0.52, "a")])
+@pytest.mark.parametrize("uniform, outcome", [(0.90, "a"), (0.76, "a"), (0.60, "c"), (0.52, "b")])
 def test_uniform_attention_scores_the_measured_choice(uniform, outcome):
     """The verdict follows the measurement: the right choice changes when the numbers do."""
     from attnbook.exercises.ch02 import _uniform_outcome
     assert _uniform_outcome(0.50, 0.62, uniform) == outcome
 
 
-@pytest.mark.parametrize("uniform, right, wrong", [(0.60, "b", "c"), (0.52, "a", "c"), (0.70, "c", "b")])
+@pytest.mark.parametrize("uniform, right, wrong", [(0.60, "c", "a"), (0.52, "b", "a"), (0.70, "a", "c")])
 def test_uniform_attention_follows_other_measurements(uniform, right, wrong, capsys):
     measured = dict(UNIFORM_MEASURED, uniform_wer=uniform)
     assert check_uniform_attention(right, lambda: measured)
@@ -424,7 +424,7 @@ def test_uniform_attention_follows_other_measurements(uniform, right, wrong, cap
     0.9,
 ])
 def test_uniform_attention_rejects_a_wrong_measurement(measured):
-    result = check_uniform_attention("c", lambda: measured)
+    result = check_uniform_attention("a", lambda: measured)
     assert not result and result.diagnosis == "measurement"
 
 
@@ -902,3 +902,33 @@ def test_command_line_needs_only_the_prediction(tmp_path, capsys):
     finally:
         ch02.EXERCISES.clear()
         ch02.EXERCISES.update(saved)
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    ((0.28, 0.73), True, ""), ([0.3, 0.7], True, ""),
+    ((1.0, 1.0), False, "renormalised"), ((2.51, 6.59), False, "softmax left out"),
+    ((0.73, 0.28), False, "swapped"), ((0.5, 0.5), False, "wrong totals"),
+    ("big", False, "not two numbers"), (None, False, ""),
+])
+def test_local_p_totals_prediction(predicted, passed, diagnosis, capsys):
+    from attnbook.exercises.ch02 import check_local_p_totals
+    result = check_local_p_totals(predicted)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_local_p_totals_match_the_reference_formula():
+    from attnbook.exercises.ch02 import _local_p_total
+    j = torch.arange(9.0)
+    for sigma in (1.0, 3.0):
+        assert abs(_local_p_total(sigma) - float((torch.exp(-(j - 4) ** 2 / (2 * sigma**2)) / 9).sum())) < 1e-6
+
+
+@pytest.mark.parametrize("new_hidden, h_tilde, passed, diagnosis", [
+    (False, True, True, ""), (True, True, False, "state reads the memory"),
+    (True, False, False, "state reads the memory"), (False, False, False, "h_tilde unchanged"),
+    ("no", True, False, "not a choice"), (None, True, False, ""),
+])
+def test_luong_prediction(new_hidden, h_tilde, passed, diagnosis, capsys):
+    from attnbook.exercises.ch02 import check_luong_prediction
+    result = check_luong_prediction(new_hidden, h_tilde)
+    assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out

@@ -767,10 +767,10 @@ def measure_uniform_attention(model: RNNAttentionSeq2Seq, pairs: list, src_vocab
     return out
 
 
-UNIFORM_CHOICES = {
-    "a": "close to the trained attention model",
-    "b": "close to the model without attention",
-    "c": "worse than both",
+UNIFORM_CHOICES = {  # the right letter differs from the trained-uniform exercise's (c) by design
+    "a": "worse than both",
+    "b": "close to the trained attention model",
+    "c": "close to the model without attention",
 }
 NO_ATTENTION_RANGE = (0.50, 0.75)  # test WER of Chapter 2's 360-step model without attention
 
@@ -778,8 +778,8 @@ NO_ATTENTION_RANGE = (0.50, 0.75)  # test WER of Chapter 2's 360-step model with
 def _uniform_outcome(trained: float, no_attention: float, flat: float) -> str:
     """Which of the three choices the measurement is: worse than both, else the nearer of the two."""
     if flat > max(trained, no_attention):
-        return "c"
-    return "a" if abs(flat - trained) <= abs(flat - no_attention) else "b"
+        return "a"
+    return "b" if abs(flat - trained) <= abs(flat - no_attention) else "c"
 
 
 def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) -> CheckResult:
@@ -812,12 +812,12 @@ def check_uniform_attention(predicted: str | None, measure: Callable[[], dict]) 
     outcome = _uniform_outcome(trained, none, flat)
     verdict = f"the measurement is ({outcome}), {UNIFORM_CHOICES[outcome]}"
     meaning = {
-        "c": ": the decoder was trained on contexts that each weight a few letters; a plain average of every "
+        "a": ": the decoder was trained on contexts that each weight a few letters; a plain average of every "
              "letter is not one of those, so the trained weights, not merely access to every letter, are what "
              "it relies on. (Why it falls below the model without attention, a different network trained "
              "on its own summary, this measurement does not say.)",
-        "b": ": the decoder reads a plain average about as well as Chapter 1's model reads its summary C.",
-        "a": ": the choice of letters adds little here; an average of the encoder states carries the word.",
+        "c": ": the decoder reads a plain average about as well as Chapter 1's model reads its summary C.",
+        "b": ": the choice of letters adds little here; an average of the encoder states carries the word.",
     }[outcome]
     if choice == outcome:
         return _finish(name, True, f"you chose ({choice}); {verdict}{meaning}")
@@ -1009,6 +1009,65 @@ def check_trained_uniform_prediction(measure: Callable[[], dict] | None = None,
 
 
 check_trained_uniform_prediction.prediction_only = True  # the file needs only the prediction variable
+
+
+# --- predict, then measure: the local-p totals and the Luong step's two outputs ------------------
+def _local_p_total(sigma: float, n: int = 9) -> float:
+    """Total weight of local-p on an n-letter word with equal scores and the centre at (n - 1) / 2."""
+    centre = (n - 1) / 2
+    return sum(math.exp(-((j - centre) ** 2) / (2 * sigma**2)) for j in range(n)) / n
+
+
+def check_local_p_totals(predicted) -> CheckResult:
+    """``predicted``: the reader's (total at sigma 1, total at sigma 3) for the local-p exercise's
+    9-letter word with equal scores and the centre at 4, written before measuring; within 0.05."""
+    name = "local-p totals"
+    if predicted is None:
+        return _finish(name, False, "not done yet: write (total at sigma 1, total at sigma 3) into "
+                       "prediction_local_p_totals, then run the cell.")
+    try:
+        one, three = (float(x) for x in predicted)
+    except (TypeError, ValueError):
+        return _finish(name, False, f"write two numbers, (total at sigma 1, total at sigma 3); got {predicted!r}.",
+                       "not two numbers")
+    truth = (_local_p_total(1.0), _local_p_total(3.0))
+    if all(abs(a - b) <= 0.05 for a, b in zip((one, three), truth)):
+        return _finish(name, True, f"measured {truth[0]:.2f} and {truth[1]:.2f}: the row keeps only the share "
+                       "of the word inside the window, so the context shrinks with it.")
+    gauss = tuple(9 * t for t in truth)
+    known = [
+        (lambda: abs(one - 1) <= 0.05 and abs(three - 1) <= 0.05, "renormalised",
+         "1 and 1 is the renormalised window; the product is not renormalised, so the total is what the "
+         "Gaussian leaves of the softmax's mass."),
+        (lambda: all(abs(a - b) <= 0.3 for a, b in zip((one, three), gauss)), "softmax left out",
+         "those are the Gaussian's sums alone; each letter's softmax weight is 1/9, so divide by 9."),
+        (lambda: abs(one - truth[1]) <= 0.05 and abs(three - truth[0]) <= 0.05, "swapped",
+         "swapped: the narrow window (sigma 1) keeps less of the word than the wide one."),
+    ]
+    for test, diagnosis, text in known:
+        if test():
+            return _finish(name, False, text, diagnosis)
+    return _finish(name, False, f"the totals are {truth[0]:.2f} and {truth[1]:.2f}, not {one:.2f} and "
+                   f"{three:.2f}: each letter keeps 1/9 times its Gaussian factor.", "wrong totals")
+
+
+def check_luong_prediction(new_hidden_changes, h_tilde_changes) -> CheckResult:
+    """The reader's two predictions (``True``/``False``) for the Luong exercise: doubling ``memory``
+    from the same ``hidden``, does ``new_hidden`` change, and does ``h_tilde``?"""
+    name = "Luong step prediction"
+    if new_hidden_changes is None or h_tilde_changes is None:
+        return _finish(name, False, "not done yet: write True or False into both prediction variables, "
+                       "then run the cell.")
+    if not all(isinstance(x, bool) for x in (new_hidden_changes, h_tilde_changes)):
+        return _finish(name, False, "write True or False into both prediction variables.", "not a choice")
+    if (new_hidden_changes, h_tilde_changes) == (False, True):
+        return _finish(name, True, "new_hidden is h_t, computed by the GRU before the memory is read; "
+                       "h_tilde reads c_t, which doubles with the memory.")
+    if new_hidden_changes:
+        return _finish(name, False, "new_hidden is h_t = GRU(x_t, h_{t-1}), computed before the memory is "
+                       "read, so it cannot change; only h_tilde sees c_t.", "state reads the memory")
+    return _finish(name, False, "h_tilde = tanh(W_c [c_t; h_t]) and c_t doubles with the memory, so h_tilde "
+                   "changes (the weights may change too: the scores double).", "h_tilde unchanged")
 
 
 EXERCISES = {

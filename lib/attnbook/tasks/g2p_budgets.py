@@ -20,7 +20,7 @@ def _mean(values):
     return sum(values) / len(values)
 
 
-def budget_table(page_gru, page_attn) -> dict:
+def budget_table(page_gru, page_attn, quiet: bool = False) -> dict:
     """Print §2.6's one table of G2P results; ``page_gru``, ``page_attn``: the page's results (.wer, .per).
 
     Rows: no attention, the fixed band, learned attention, then the count tables (no network).
@@ -31,7 +31,15 @@ def budget_table(page_gru, page_attn) -> dict:
     the seeds counted in brackets.
 
     Returns ``{"compare": g2p_compare.json, "count_table": count_table_width.json,
-    "rate": the peak rate dev chose for attention, "table": {row: [(WER, PER, seeds) or None]}}``."""
+    "rate": the peak rate dev chose for attention, "table": {row: [(WER, PER, seeds) or None]}}``;
+    ``quiet``: print nothing, and return the text under ``"printout"`` instead."""
+    if quiet:
+        import contextlib
+        import io
+
+        with contextlib.redirect_stdout(io.StringIO()) as text:
+            shipped = budget_table(page_gru, page_attn)
+        return shipped | {"printout": text.getvalue()}
     compare = load_result("g2p_compare.json")
     baselines = load_result("bahdanau_baselines.json")  # 360 steps, this page's recipe, seeds 0-2
     print(compare["command"], "|", compare["machine"])
