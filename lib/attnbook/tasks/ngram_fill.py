@@ -11,7 +11,8 @@ Every rival copies a visible token and differs in its guess at ``[MASK]``:
   vocabulary at every chosen position, and :meth:`NGramFill.theta_rule`, which keeps a visible
   token only if its probability is at least ``theta``.
 
-The counts run on the CPU; predictions come back on the device of the input ids. Contexts are
+The counts run on the CPU; the fills come back on the device of the input ids, the smoothed
+estimates and :meth:`NGramFill.theta_rule`'s ids stay on the CPU. Contexts are
 coded as integers in base 1024, so the vocabulary (plus one edge id) must have at most 1024 ids.
 """
 from __future__ import annotations
@@ -119,7 +120,7 @@ class NGramFill:
             pairs, which, counts = torch.unique(code * BASE + self.framed[self.from_verse, self.from_token],
                                                 return_inverse=True, return_counts=True)
             first_seen = torch.full_like(pairs, len(code)).scatter_reduce(
-                0, which, torch.arange(len(code)), "amin")  # where each pair first occurs
+                0, which, torch.arange(len(code), device=code.device), "amin")  # where each pair first occurs
             order = first_seen.argsort(stable=True)
             order = order[(-counts[order]).argsort(stable=True)]  # most frequent first
             order = order[(pairs[order] // BASE).argsort(stable=True)]  # grouped by context
@@ -135,7 +136,7 @@ class NGramFill:
         guess = baseline_predictions(seen, self.mask_id, unigram_id)
         framed_seen = self._frame(seen)
         rows, cols = (seen == self.mask_id).nonzero().T
-        todo = torch.ones(len(rows), dtype=torch.bool)
+        todo = torch.ones(len(rows), dtype=torch.bool, device=rows.device)
         for offsets in contexts:
             code = self._seen_codes(framed_seen, rows, cols, offsets)
             context, target = self.context_table(offsets)
@@ -162,9 +163,9 @@ class NGramFill:
         pairs, n = self.pair_counts(offsets)
         lo = torch.searchsorted(pairs, codes * BASE)
         hi = torch.searchsorted(pairs, codes * BASE + BASE - 1, right=True)
-        query = torch.repeat_interleave(torch.arange(len(codes)), hi - lo)
+        query = torch.repeat_interleave(torch.arange(len(codes), device=codes.device), hi - lo)
         first = torch.cumsum(hi - lo, 0) - (hi - lo)  # where each query's pairs start
-        at = lo[query] + torch.arange(len(query)) - first[query]
+        at = lo[query] + torch.arange(len(query), device=query.device) - first[query]
         counts = torch.zeros_like(lower).index_put_((query, pairs[at] % BASE), n[at].double())
         total, types = counts.sum(1, keepdim=True), (counts > 0).sum(1, keepdim=True)
         return torch.where(total > 0, (counts + types * lower) / (total + types).clamp(min=1), lower)
@@ -188,7 +189,7 @@ class NGramFill:
         rows, cols, visible, p = found
         p_visible = p.gather(1, visible.clamp(max=self.vocab_size - 1)[:, None])[:, 0]
         keep = (visible != self.mask_id) & (p_visible >= theta)
-        guess = torch.zeros(tuple(shape), dtype=torch.long)
+        guess = torch.zeros(tuple(shape), dtype=torch.long, device=rows.device)
         guess[rows, cols] = torch.where(keep, visible, p.argmax(-1))
         return guess
 
