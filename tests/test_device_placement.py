@@ -47,7 +47,7 @@ from attnbook.models.t5 import T5, T5Config
 from attnbook.models.tagger import BlockTagger, SelfAttentionTagger
 from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.models.vit import ViT, ViTConfig
-from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm
+from attnbook.tasks import g2p, image_classification, induction, language_modeling, masked_lm, ngram_fill
 from attnbook.tasks import span_corruption, tagging, text_classification, text_to_text
 from attnbook.tasks import g2p_search, token_stream
 
@@ -227,6 +227,32 @@ def bert(device):
 
 
 @case
+def ngram_fill_rivals(device):
+    """Chapter 6's count rivals: counted on the CPU, the fills returned where the ids are."""
+    g = torch.Generator().manual_seed(4)
+    sentences = [torch.randint(5, 23, (int(n),), generator=g).tolist()
+                 for n in torch.randint(3, 12, (40,), generator=g)]
+    fill = ngram_fill.NGramFill(sentences, 23, num_special=5, cls_id=2, sep_id=3, pad_id=0,
+                                mask_id=4)
+    best = ngram_fill.most_frequent_by_position(sentences, 23, range(5), length=16)
+    bigrams = masked_lm.bigram_table(sentences, 23, 2, 3)
+    ids = torch.randint(5, 23, (3, 10), generator=g)
+    mask = torch.ones(3, 10, dtype=torch.bool)
+    masked = masked_lm.mask_tokens(ids, mask, 4, 23, torch.Generator().manual_seed(5), random_low=5)
+    masked = masked.to(device)
+
+    def run():
+        seen = masked.input_ids
+        found = fill.smoothed(masked)
+        return {"back_off": fill.back_off_fill(seen, ngram_fill.BACK_OFF["copy-or-5-gram"], 7),
+                "position": ngram_fill.position_unigram_fill(seen, best, 4, 7),
+                "right_bigram": ngram_fill.right_bigram_fill(seen, bigrams, range(5), 4, 7),
+                "theta": fill.theta_rule(found, seen.shape, 1e-3),
+                "nats": fill.nats(masked, found, lambda p: 0.5 * torch.ones_like(p))}
+    return run
+
+
+@case
 def vit(device):
     model = seeded(lambda: ViT(ViTConfig(image_size=8, patch_size=2, d_model=32, num_heads=4,
                                          num_layers=2, d_ff=64)), device)
@@ -382,6 +408,7 @@ CPU_BY_DESIGN = {
     ".predicted",  # image_classification.predict: class ids, for the CPU-side metrics
     ".features",  # text_classification.encode_texts: sentence embeddings, for the CPU probes
     ".by_layer",  # text_classification.encode_texts_by_layer: the same, at every depth
+    ".theta",  # ngram_fill.NGramFill.theta_rule: ids from counts kept on the CPU
 }
 
 
@@ -431,6 +458,7 @@ def test_every_model_and_task_module_has_a_case():
         "models": {"attention_only", "bert", "cnn", "encoder_decoder", "gpt", "llama", "rnn",
                    "t5", "tagger", "transformer", "vit"},
         "tasks": {"g2p", "g2p_search", "image_classification", "induction", "language_modeling", "masked_lm",
+                  "ngram_fill",
                   "span_corruption", "tagging", "text_classification", "text_to_text",
                   "token_stream",
                   "count_baselines",  # counts over Python lists: no model, no device

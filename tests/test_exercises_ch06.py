@@ -898,8 +898,8 @@ def test_every_sep_mistake_is_triggered():
     (41.4, "no different"),  # the naive guess: "the same as mean pooling"
     (40.6, "no different"),
     (45.0, "wrong direction"),  # above mean pooling; the measurement is below it
-    (30.0, "right direction, far"),
-    (39.9, "close"), (35.0, "close"),
+    (30.0, "right direction, far"), (32.3, "right direction, far"),
+    (39.9, "close"), (35.0, "close"), (32.5, "close"),
 ])
 def test_sep_prediction_needs_the_direction(prediction, verdict):
     # measured 37.4% against 41.4% for mean pooling, the figures when the exercise was written
@@ -907,6 +907,15 @@ def test_sep_prediction_needs_the_direction(prediction, verdict):
     # the same rules when the measurement is above mean pooling
     mirrored = judge_sep_prediction(2 * 41.4 - prediction, 45.4, 41.4)[0]
     assert mirrored == verdict
+
+
+@pytest.mark.parametrize("prediction", [0, 5.0, 12.5])
+def test_sep_prediction_at_or_below_chance_is_refused(prediction):
+    # review r50-06: chance (1 genre in 8) and 0 passed as "right direction, far"
+    verdict, sentence = judge_sep_prediction(prediction, 37.4, 41.4, chance=12.5)
+    assert verdict == "chance or below"
+    assert "chance (12.5%" in sentence
+    assert judge_sep_prediction(12.6, 37.4, 41.4, chance=12.5)[0] == "right direction, far"
 
 
 def test_sep_probe_needs_the_mean_pooled_figure():
@@ -955,7 +964,7 @@ def test_sep_probe_prints_paired_differences_from_per_split_accuracies(monkeypat
     monkeypatch.setattr(tc, "probe_accuracies", lambda *a, **k: {"sep": sep})
     mean_pooled = [0.40, 0.38, 0.35, 0.44, 0.40]
     assert check_sep_probe(sep_reference, 35.0, encoder, Tokens(), ["a", "b"],
-                           torch.tensor([0, 1]), mean_pooled)
+                           torch.arange(8), mean_pooled)
     out = capsys.readouterr().out
     assert "split by split (points): -5.0, +2.0, -5.0, +1.0, -4.0; below on 3 of 5" in out
     assert "mean-pooled features gave 39.4%" in out
@@ -982,11 +991,18 @@ def test_sep_probe_prints_no_tick_for_a_wrong_direction(monkeypatch, capsys):
             return batch
 
     monkeypatch.setattr(tc, "probe_accuracies", lambda *a, **k: {"sep": [0.35] * 5})
-    for prediction, passed in ((45.0, False), (40.0, False), (34.0, True)):
+    genres8 = torch.arange(8)  # 8 classes: chance is 12.5%
+    for prediction, passed, verdict in ((45.0, False, "wrong direction"),
+                                        (40.0, False, "no different"),
+                                        (34.0, True, "close"), (30.5, True, "close"),
+                                        (29.0, False, "right direction, far"),
+                                        (12.5, False, "chance or below"),
+                                        (0, False, "chance or below")):
         result = check_sep_probe(sep_reference, prediction, encoder, Tokens(), ["a", "b"],
-                                 torch.tensor([0, 1]), 0.40)
+                                 genres8, 0.40)
         out = capsys.readouterr().out
         assert bool(result) is passed, out
+        assert result.diagnosis == verdict, out
         assert ("✓" in out) is passed, out
         assert out.rstrip().splitlines()[-1].startswith("✓" if passed else "✗")
     # a wrong function still gets the function's own verdict, before any measurement
