@@ -9,7 +9,7 @@ from attnbook.exercises.ch07 import (
     check_attention_rollout, check_mean_pool_logits, check_patch_halving_prediction, check_unpatchify,
     check_vit_sizes,
 )
-from attnbook.exercises.core import MUTATION
+from attnbook.exercises.core import MUTATION, CheckResult
 from attnbook.layers import run_blocks
 from attnbook.models.vit import ViT, ViTConfig
 
@@ -865,6 +865,21 @@ def test_position_free_exercise_grades_both_predictions(capsys):
     assert ch07.check_position_free_prediction(0.8, False, (0.815, 0.61))
     assert not ch07.check_position_free_prediction(0.95, False, (0.815, 0.61))  # the paper's 3 points
     assert not ch07.check_position_free_prediction(0.8, True, (0.815, 0.61))  # wrong direction
+
+
+def test_position_free_exercise_returns_one_check_result(capsys):
+    # like every other checker: a CheckResult (no bare bool shown in the notebook), with the
+    # failing guess's diagnosis
+    waiting = ch07.check_position_free_prediction(None, False, (0.815, 0.61))
+    assert isinstance(waiting, CheckResult) and not waiting and waiting.diagnosis == "not_done"
+    right = ch07.check_position_free_prediction(0.8, False, (0.815, 0.61))
+    assert isinstance(right, CheckResult) and right and right.diagnosis == ""
+    assert ch07.check_position_free_prediction(0.95, False, (0.815, 0.61)).diagnosis == "paper_three_points"
+    assert ch07.check_position_free_prediction(0.1, False, (0.815, 0.61)).diagnosis == "chance"
+    assert ch07.check_position_free_prediction(0.8, True, (0.815, 0.61)).diagnosis == "wrong_direction"
+    assert ch07.check_position_free_prediction(80, False, (0.815, 0.61)).diagnosis == "percent"
+    assert ch07.check_position_free_prediction(0.8, "no", (0.815, 0.61)).diagnosis == "not_a_bool"
+    capsys.readouterr()
 
 
 def test_position_free_exercise_reads_the_committed_results(capsys):

@@ -367,20 +367,23 @@ def committed_position_free_accuracies() -> tuple[float, float]:
 
 
 def check_position_free_prediction(predicted_accuracy: object, predicted_augmentation_helps: object,
-                                   measured: tuple[float, float] | None = None) -> bool:
+                                   measured: tuple[float, float] | None = None) -> CheckResult:
     """Grade both predictions of the position-free exercise against ``measured`` (plain, augmented),
-    by default the committed results; nothing measured is printed before both are given."""
+    by default the committed results; nothing measured is printed before both are given. Returns one
+    ``CheckResult``: passed when both guesses pass; its diagnosis is the first failing guess's."""
+    name = "a ViT without positions"
     if predicted_accuracy is None or predicted_augmentation_helps is None:
-        missing = [name for name, value in (("predicted_accuracy", predicted_accuracy),
-                                            ("predicted_augmentation_helps", predicted_augmentation_helps))
+        missing = [label for label, value in (("predicted_accuracy", predicted_accuracy),
+                                              ("predicted_augmentation_helps", predicted_augmentation_helps))
                    if value is None]
-        _finish("a ViT without positions", False, f"not done yet: set {' and '.join(missing)}, then run "
-                "the cell again (the measurements are printed once you have committed to both).")
-        return False
+        return _finish(name, False, f"not done yet: set {' and '.join(missing)}, then run the cell again "
+                       "(the measurements are printed once you have committed to both).", "not_done")
     plain, augmented = measured if measured is not None else committed_position_free_accuracies()
     first = grade_position_free_prediction(predicted_accuracy, plain)
     second = grade_augmentation_guess(predicted_augmentation_helps, plain, augmented)
-    return bool(first) and bool(second)
+    passed = bool(first) and bool(second)
+    diagnosis = "" if passed else (first.diagnosis if not first else second.diagnosis)
+    return CheckResult(name, passed, "\n".join((first.message, second.message)), diagnosis)
 
 
 # ----- 3. patches back into an image (overlapping windows) ----------------------------------------
