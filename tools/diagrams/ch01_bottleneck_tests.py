@@ -14,7 +14,8 @@ DESC = (
     "decoder is fed the right prefix instead of its own guesses (teacher-forced error by length); "
     "(2) the encoder's width is set to 64, 128 or 256 units per direction; (3) C alone is squeezed "
     "by a learned linear map to 64, 128 or 256 numbers; (4) a linear probe reads the letter at each "
-    "position k back from the frozen C. Each is scored by word length against the count table."
+    "position k back from the frozen C. Tests 1-3 are scored by word length against the count "
+    "table; test 4 against the floor (the most common letter) and a random projection."
 )
 Y_ROW, Y_TABLE = 120, 300  # the model's row and the count table's row (box tops)
 BOX_H = 52
@@ -23,7 +24,7 @@ BOX_H = 52
 def draw() -> Figure:
     fig = Figure("ch01_bottleneck_tests", 1000, 400, "Chapter 1: what Section 1.10 tests, and where",
                  DESC)
-    fig.text(30, 28, "Section 1.10: four tests of C, each scored by word length against a table with no C",
+    fig.text(30, 28, "Section 1.10: four tests of C; (1)-(3) scored by word length against a table with no C",
              "title", anchor="start")
     model_row(fig)
     table_row(fig)

@@ -6,10 +6,11 @@ from .svg import ROLES, Figure
 RNN = "attnbook.models.rnn"
 DESC = (
     "One step of a GRU (nn.GRU, as used by GRUEncoder.gru and ContextDecoder.gru), with the "
-    "symbols of the chapter's equations. The previous state h_{t-1} (B, He) enters at the left and "
+    "symbols of the chapter's equations. The previous state h_{t-1}, (B, He) in the encoder and "
+    "(B, Hd) in the decoder, enters at the left and "
     "the input x_t (B, E) at the bottom. Both feed the reset gate r = sigma(W_ir x_t + b_ir + W_hr "
     "h_{t-1} + b_hr) and the update gate z = sigma(W_iz x_t + b_iz + W_hz h_{t-1} + b_hz), each "
-    "(B, He) with entries between 0 and 1. The candidate n = tanh(W_in x_t + b_in + r * (W_hn "
+    "(B, He or Hd) with entries between 0 and 1. The candidate n = tanh(W_in x_t + b_in + r * (W_hn "
     "h_{t-1} + b_hn)) sees the previous state only through the reset gate r. The new state "
     "h_t = (1 - z) * n + z * h_{t-1} blends the candidate and the old state: the top line carries "
     "h_{t-1} straight to the blend, so where z is near 1 the state passes on unchanged."
@@ -23,7 +24,7 @@ def draw() -> Figure:
     fig.text(30, 28, "One GRU step (nn.GRU: the " + fig.code("gru", f"{RNN}.GRUEncoder:gru", f"{RNN}.ContextDecoder:gru")
              + " of GRUEncoder and ContextDecoder)", "title", anchor="start")
     fig.tensor(30, Y_TOP - 14, "h_{t-1}", "stream", w=80)
-    fig.shape(34, Y_TOP + 34, "(B, He)")
+    fig.shape(34, Y_TOP + 34, "(B, He | Hd)")
     fig.tensor(30, Y_X - 14, "x_{t}", "stream", w=80)
     fig.shape(34, Y_X + 34, "(B, E)")
     # the carry path: h_{t-1} straight to the blend
@@ -74,4 +75,4 @@ def blend(fig: Figure) -> None:
             size=12)
     fig.line([(950, 72), (1030, 72)], "stream", width=2.4)
     fig.text(990, 62, "h_{t}", "math")
-    fig.shape(990, 94, "(B, He)", anchor="middle")
+    fig.shape(990, 94, "(B, He | Hd)", anchor="middle")
