@@ -490,8 +490,9 @@ def check_smoothing_floor_prediction(predicted_floor: float | None, fn: Callable
 
 
 def check_label_smoothing_file(fn: Callable, prediction: object = None) -> CheckResult:
-    """``label_smoothed_loss`` with ``prediction_label_smoothed_loss`` (the floor H(q), nats): the command
-    line's form of ``check_smoothing_floor_prediction`` (the function is checked first)."""
+    """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon, excluded_ids) -> float``
+    with ``prediction_label_smoothed_loss`` (the floor H(q), nats): the command line's form of
+    ``check_smoothing_floor_prediction`` (the function is checked first)."""
     if not check_label_smoothed_loss(fn):
         return _finish("label-smoothing floor prediction", False, "fix label_smoothed_loss first: the floor "
                        "is computed with it.")
