@@ -716,3 +716,32 @@ def test_second_layer_outcome_is_measured_not_fixed():
         return None, ((padding[:, None, :] | future) & ~torch.eye(T, dtype=torch.bool)
                       ).repeat_interleave(H, dim=0)
     assert _second_layer_outcome(no_empty_rows) == "a"
+
+
+def _float_inf_masks(lengths, T, H):
+    """The same masks as float -inf additive masks (a valid alternative to boolean ones)."""
+    return tuple(torch.zeros(m.shape).masked_fill(m, float("-inf"))
+                 for m in torch_masks_left_padded(lengths, T, H))
+
+
+def test_second_layer_bool_masks_measure_b_and_explain_the_nan(capsys):
+    from attnbook.exercises.ch04 import check_second_layer_prediction
+    assert check_second_layer_prediction(torch_masks_left_padded, "b")
+    out = capsys.readouterr().out
+    assert "boolean masks" in out and "0 × NaN is NaN" in out
+
+
+def test_second_layer_float_inf_masks_measure_a_and_say_why(capsys):
+    """A float -inf mask takes PyTorch's fused path, which leaves no NaN in the first layer:
+    the checker measures (a) and must not explain it with the boolean case's NaN."""
+    from attnbook.exercises.ch04 import _second_layer_measurement, check_second_layer_prediction
+    measured = _second_layer_measurement(_float_inf_masks)
+    assert measured["kind"] == "float" and measured["outcome"] == "a"
+    assert not measured["first_nan"]
+    assert check_second_layer_prediction(_float_inf_masks, "a")
+    out = capsys.readouterr().out
+    assert "float masks" in out and "dtype" in out and "every query of that sequence" not in out
+    result = check_second_layer_prediction(_float_inf_masks, "b")
+    assert not result and result.diagnosis == "wrong choice"
+    out = capsys.readouterr().out
+    assert "No NaN reached a real query" in out and "0 × NaN is NaN" not in out

@@ -926,15 +926,23 @@ def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
 
 # --- predict, then measure: a second PyTorch layer over the first one's NaN rows ------------------------
 SECOND_LAYER_CHOICES = {
-    "a": "finite at every real query: the NaN stays in the padding rows",
+    "a": "finite numbers at every real query",
     "b": "NaN at real queries too, in the sequences that have padding",
     "c": "NaN everywhere, the full-length sequence included",
 }
 
 
-def _second_layer_outcome(masks_fn: Callable) -> str:
-    """Run two ``nn.MultiheadAttention`` layers with the reader's masks, the second on the first's
-    raw outputs, and say which choice the real queries' outputs are."""
+def _mask_kind(masks: object) -> str:
+    """'boolean', 'float' or 'mixed': the dtypes of the reader's (key_padding_mask, attn_mask)."""
+    kinds = {"boolean" if m.dtype == torch.bool else "float"
+             for m in masks if isinstance(m, torch.Tensor)}
+    return kinds.pop() if len(kinds) == 1 else "mixed"
+
+
+def _second_layer_measurement(masks_fn: Callable) -> dict:
+    """Run two ``nn.MultiheadAttention`` layers (eval, ``need_weights=False``) with the reader's
+    masks, the second on the first's raw outputs: {"outcome": "a" | "b" | "c", "first_nan": NaN
+    at a padding query after the first layer, "kind": the masks' dtype}."""
     lengths, T, H = torch.tensor([6, 3, 1]), 6, 2  # one full-length sequence, two left-padded
     masks = masks_fn(lengths, T, H)
     _, first, x = _layer_pair(T, H, len(lengths))
@@ -942,20 +950,49 @@ def _second_layer_outcome(masks_fn: Callable) -> str:
     key_padding_mask, attn_mask = masks
     with torch.no_grad():
         hidden = first(x, x, x, key_padding_mask=key_padding_mask, attn_mask=attn_mask,
-                       need_weights=False)[0]  # (B, T, D): NaN at padding queries with no key
+                       need_weights=False)[0]  # (B, T, D)
         out = second(hidden, hidden, hidden, key_padding_mask=key_padding_mask,
                      attn_mask=attn_mask, need_weights=False)[0]  # (B, T, D)
     real, _ = _left_parts(lengths, T)
     nan_real = out.isnan().any(-1)[real]  # (number of real queries,)
-    if not nan_real.any():
-        return "a"
-    return "c" if nan_real.all() else "b"
+    outcome = "a" if not nan_real.any() else "c" if nan_real.all() else "b"
+    return {"outcome": outcome, "first_nan": bool(hidden.isnan().any(-1)[~real].any()),
+            "kind": _mask_kind(masks)}
+
+
+def _second_layer_outcome(masks_fn: Callable) -> str:
+    """Which choice the real queries' outputs are, measured with the reader's masks."""
+    return _second_layer_measurement(masks_fn)["outcome"]
+
+
+def _second_layer_explanation(measured: dict) -> str:
+    """Why the measured outcome came out, built from what was measured (not fixed to one choice)."""
+    kind, first_nan = measured["kind"], measured["first_nan"]
+    if measured["outcome"] == "b":
+        return (f"with your {kind} masks the first layer gives NaN at the padding queries at the "
+                "start (they see no key: 0/0). The second layer masks those positions as keys, but "
+                "a masked key still enters the product as 0 times its value, and 0 × NaN is NaN, "
+                "so the real queries of those sequences get NaN; the full-length sequence has no "
+                "empty row and stays finite. Zero the padding rows between layers (the library's "
+                "masked_softmax does it inside the layer).")
+    if measured["outcome"] == "a" and not first_nan:
+        return (f"with your {kind} masks PyTorch's fused path (eval, need_weights=False) returns "
+                "finite numbers even at the padding queries that see no key, so there is no NaN "
+                "to spread. The answer depends on the mask's dtype and the kernel: with boolean "
+                "masks, or with need_weights=True, the first layer gives NaN there and the second "
+                "spreads it to the real queries (b).")
+    if measured["outcome"] == "a":
+        return ("the first layer gives NaN at padding queries, but with your masks no real query "
+                "of the second layer takes a NaN key or value in.")
+    return ("with your masks NaN reaches every real query, the full-length sequence's too: some "
+            "mask hides a key from every sequence.")
 
 
 def check_second_layer_prediction(masks_fn: Callable, predicted: object) -> CheckResult:
     """The reader's choice (``"a"``, ``"b"`` or ``"c"``, see ``SECOND_LAYER_CHOICES``) for what a
     second ``nn.MultiheadAttention`` layer, run on the first one's outputs with the same masks,
-    gives at the real queries; measured with the reader's own ``torch_masks_left_padded``."""
+    gives at the real queries; measured with the reader's own ``torch_masks_left_padded``, and
+    explained from the measurement (the outcome depends on the masks' dtype and the kernel)."""
     name = "a second PyTorch layer"
     if predicted is None:
         return _finish_choice(name, False, "not done yet: write your choice (\"a\", \"b\" or "
@@ -970,19 +1007,21 @@ def check_second_layer_prediction(masks_fn: Callable, predicted: object) -> Chec
         return _finish_choice(name, False, f"your choice ({choice}) is written; the measurement "
                               "uses your torch_masks_left_padded, which does not pass its checker "
                               "yet: fix the masks first.", "masks not right yet")
-    outcome = _second_layer_outcome(masks_fn)
-    verdict = (f"the measurement is ({outcome}), {SECOND_LAYER_CHOICES[outcome]}. A padding query "
-               "at the start sees no key, so the first layer gives NaN there; the second layer "
-               "masks those positions as keys, but a masked key still enters the product as 0 "
-               "times its value, and 0 × NaN is NaN, so every query of that sequence gets NaN. "
-               "The full-length sequence has no NaN row and stays finite. Zero the padding rows "
-               "between layers (the library's masked_softmax does it inside the layer).")
+    measured = _second_layer_measurement(masks_fn)
+    outcome = measured["outcome"]
+    verdict = (f"the measurement is ({outcome}), {SECOND_LAYER_CHOICES[outcome]}: "
+               + _second_layer_explanation(measured))
     if choice == outcome:
         return _finish_choice(name, True, f"you chose ({choice}); {verdict}")
-    reason = {"a": " Masking a key removes its weight, not its value: 0 × NaN is NaN.",
-              "c": " The sequence without padding never sees a NaN: no query of it is empty."}
+    reason = ""
+    if choice == "a" and outcome == "b":
+        reason = " Masking a key removes its weight, not its value: 0 × NaN is NaN."
+    elif choice == "c" and outcome != "c":
+        reason = " The sequence without padding never sees a NaN: no query of it is empty."
+    elif choice == "b" and outcome == "a":
+        reason = " No NaN reached a real query with these masks."
     return _finish_choice(name, False, f"you chose ({choice}), {SECOND_LAYER_CHOICES[choice]}; "
-                          f"{verdict}{reason.get(choice, '')}", "wrong choice")
+                          f"{verdict}{reason}", "wrong choice")
 
 
 def _finish_choice(name: str, passed: bool, text: str, diagnosis: str = "") -> CheckResult:
