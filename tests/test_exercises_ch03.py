@@ -511,6 +511,9 @@ def test_length_prediction_explains_each_side(prediction, side, capsys):
     assert check_length_prediction(prediction, 0.125)
     out = capsys.readouterr().out
     assert "(expected 11.3%–13.5%) ok" in out and f"is {side} the measured range" in out
+    assert "clamp" not in out  # nothing is clamped: the attention falls on the last key
+    if side == "below":
+        assert "falls on the last key, 7" in out
 
 
 @pytest.mark.parametrize("prediction", [1 / 7, 0.14, 0.15])
@@ -519,6 +522,7 @@ def test_length_prediction_of_a_guess_among_seven_is_answered(prediction, capsys
     assert check_length_prediction(prediction, 0.125)
     out = capsys.readouterr().out
     assert "guesses among the other 7 letters" in out and "does not guess" in out
+    assert "falls on the last key, 7" in out and "clamp" not in out  # nothing is clamped
     check_length_prediction(0.9, 0.125)
     assert "guesses among" not in capsys.readouterr().out
 

@@ -819,7 +819,7 @@ def _without_table(fn: Callable) -> Callable:
 # (results/reversal_length_transfer.json, one CPU thread) for training seeds 0-11 (the
 # chapter trains with seed 0): on the checker's test seed 7, 12.5% for eleven seeds (12.48%
 # for seed 0), 11.5% for seed 8; over test seeds 7-10, 11.2% to 12.5%. The model answers
-# position i with the token at 9 - i (clamped to the last position), so only position 0 is
+# position i with the token at 9 - i (or the last one, 7, where 9 - i is past the end), so only position 0 is
 # right: 1 of 8. On test seed 7 the range reaches 0.2 point below the lowest and one point
 # above the highest measurement (tests/test_exercises_ch03.py reads the file); it stops
 # short of 1/9 = 11.1% (the order-blind model at the training length 10, 10.9% in the
@@ -886,8 +886,8 @@ LENGTH_OUTCOME = Outcome(
     how_to_measure="measure models['sinusoidal'] on reversal_task(500, 8, VOCAB, ...), "
                    "sequences of length 8.",
     below="The model is not guessing: it still answers position i with the letter at 9 - i, "
-          "which at length 8 is right only for position 0 (its mirror, 7, is the last "
-          "position, where 9 is clamped to): 1 of 8 positions, 12.5%.",
+          "which at length 8 is right only for position 0 (key 9 is past the end, so its "
+          "attention falls on the last key, 7, its mirror): 1 of 8 positions, 12.5%.",
     inside="The rule it learned, position i looks at position 9 - i, belongs to the training "
            "length; at length 8 only position 0 still finds its mirror.",
     above="Positional encodings give positions, not the task's rule: the model learned 'position "
@@ -915,8 +915,8 @@ _GUESSING_PREDICTED = (
     "About 1/7 is what a model that guesses among the other 7 letters scores (the model without "
     "positions, which at length 8 does exactly that). The sinusoidal model does not guess: it keeps "
     "the rule it learned at length 10, position i looks at position 9 - i, and at length 8 that is "
-    "the mirror only for position 0 (whose 9 is clamped to the last key, 7): 1 of 8, a little "
-    "below 1/7.")
+    "the mirror only for position 0 (key 9 is past the end; its attention falls on the last key, "
+    "7): 1 of 8, a little below 1/7.")
 
 
 # --- exercise 4 in full: per-position accuracy, then the prediction ------------------------------
