@@ -69,18 +69,26 @@ def flattened(fig: Figure) -> None:
     fig.line([(end + 334, IY + 80), (end + 334, 220), (TX + 1.5 * TW, 220), (TX + 1.5 * TW, TY - 2)], "stream")
 
 
+def upright(fig: Figure, subscript: str) -> None:
+    """Set the last text's subscript `subscript` upright, as the text's $E_\\text{pos}$."""
+    tag = f'font-size="75%">{subscript}<'
+    fig.parts[-1] = fig.parts[-1].replace(tag, tag.replace('">', '" font-style="normal">'))
+
+
 def tokens(fig: Figure) -> None:
     """The class token and the patches, plus their positions, into the encoder."""
     for k in range(10):
         x = TX + k * (TW + 5)
         fig.rect(x, TY, TW, 30, "module", rx=4)
         fig.text(x + TW / 2, TY + 20, "x_{class}" if k == 0 else f"x_{{p}}^{{{k - 1}}} E", "math", size=12)
+        upright(fig, "class")
         fig.text(x + TW / 2, TY + 48, "+", size=14)
         fig.rect(x, TY + 56, TW, 30, "module", rx=4)
         fig.text(x + TW / 2, TY + 76, f"row {k}", "note", size=11)
     fig.text(TX - 8, TY + 20, fig.code("PatchTokens", f"{PATCHES}.PatchTokens"), "code", anchor="end", size=11)
     fig.text(TX - 8, TY + 76, "+ rows of E_{pos}", "math",
              anchor="end", size=13)
+    upright(fig, "pos")
     fig.text(TX - 8, TY + 112, "(1 + N, D)", "shape", anchor="end")
     fig.text(TX + TW / 2, TY + 104, "learned class token in front; the sum is z_{0}", "note", anchor="start")
     end = TX + 10 * (TW + 5)
