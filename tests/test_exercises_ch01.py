@@ -937,3 +937,84 @@ def test_out_of_range_wording(capsys):
         result = checker(1.2, lambda: {})
         assert not result and result.diagnosis == OUT_OF_RANGE
         assert "an accuracy is a fraction between 0 and 1" in capsys.readouterr().out
+
+
+# --- predict, then measure: the reach of a C of 32 numbers ---------------------------------------
+from attnbook.exercises.ch01 import (  # noqa: E402
+    REACH_COMMITTED, check_reversal_reach, check_reversal_reach_file, measure_reversal, no_exact_from)
+
+
+def _table(exact):  # lengths 5.. with these shares exactly right
+    return {L: {"exact": e, "ed_score": 0.5} for L, e in zip(range(5, 16), exact)}
+
+
+KNOWN = {16: _table([0.2] + [0.0] * 10),  # the chapter's live run: none from 6 on
+         64: _table([1.0, 0.7, 0.3, 0.15, 0.15, 0.05] + [0.0] * 5)}  # none from 11 on
+REACH_32 = [0.5, 0.25] + [0.0] * 9  # the committed C of 32: none from 7 on
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (7, True, ""), (8, True, ""), (7.0, True, ""),
+    (6, False, "like the C of 16"), (11, False, "like the C of 64"),
+    (12, False, "in proportion to the width"), (32, False, "one symbol per number"),
+    (33, False, "one symbol per number"), (16, False, "beyond the tested lengths"),
+    (100, False, "beyond the tested lengths"), (9, False, "too optimistic"),
+    (10, False, "too optimistic"), (15, False, "too optimistic"), (5, False, "below the C of 16"),
+    (0, False, "below the C of 16"), (7.5, False, "not a whole number"), ("7", False, "not a number"),
+    (True, False, "not a number"),
+])
+def test_reversal_reach_prediction(predicted, passed, diagnosis, capsys):
+    result = check_reversal_reach(predicted, lambda: _table(REACH_32), KNOWN)
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_reversal_reach_verdict_follows_the_measurement(capsys):
+    further = _table([0.9, 0.6, 0.4, 0.2, 0.05] + [0.0] * 6)  # none from 10 on
+    assert no_exact_from(further) == 10
+    assert check_reversal_reach(9, lambda: further, KNOWN)
+    assert not check_reversal_reach(7, lambda: further, KNOWN)
+    result = check_reversal_reach(7, lambda: further, KNOWN)
+    assert result.diagnosis == "too pessimistic"
+
+
+def test_reversal_reach_no_exact_from_ignores_gaps():
+    assert no_exact_from(_table([0.5, 0.0, 0.05] + [0.0] * 8)) == 8  # a late exact string counts
+    assert no_exact_from(_table([0.0] * 11)) == 5
+    assert no_exact_from(_table([1.0] * 11)) == 16
+
+
+@pytest.mark.parametrize("measured", [
+    _table([1.0] * 11),  # beyond the C of 64: not this model
+    _table([0.0] * 11),  # below the C of 16
+    {5: {"ed_score": 0.5}},  # no 'exact'
+    [0.5, 0.25],  # not a dict
+])
+def test_reversal_reach_rejects_a_wrong_measurement(measured, capsys):
+    result = check_reversal_reach(7, lambda: measured, KNOWN)
+    assert not result and result.diagnosis == "measurement"
+
+
+def test_reversal_reach_not_done(capsys):
+    assert not check_reversal_reach(None, lambda: _table(REACH_32), KNOWN)
+    assert "not done yet" in capsys.readouterr().out
+
+
+def test_measure_reversal_scores_every_test_length():
+    import torch
+
+    from attnbook.tasks.reversal import random_pairs
+    test = random_pairs(0, torch.Generator().manual_seed(5), 5, 7, lengths=[5, 6, 7, 7])
+    table = measure_reversal(8, test, steps=2)
+    assert sorted(table) == [5, 6, 7]
+    assert all({"exact", "ed_score"} <= set(row) for row in table.values())
+
+
+@pytest.mark.parametrize("prediction, passed, diagnosis", [
+    (REACH_COMMITTED, True, ""), (REACH_COMMITTED + 1, True, ""), (REACH_COMMITTED - 1, True, ""),
+    (REACH_COMMITTED + 2, False, "too optimistic"), (REACH_COMMITTED - 2, False, "too pessimistic"),
+    (7.5, False, "not a whole number"), (None, False, ""),
+])
+def test_command_line_reversal_reach(prediction, passed, diagnosis, capsys):
+    result = check_reversal_reach_file(None, prediction=prediction)
+    assert bool(result) == passed and result.diagnosis == diagnosis

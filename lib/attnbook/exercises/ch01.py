@@ -6,7 +6,9 @@ trained model when each word keeps its own start state but reads another word's 
 step; ``measure_swapped_context`` runs the experiment (it can also swap the start state, or both); the checker checks the measurement against its expected range and explains
 the gap to the prediction. In the second (``check_first_letter``), the reader predicts how often a
 linear probe reads the first letter of a 10-letter word from the *forward half* of the frozen C
-alone (``measure_halves``: both halves, probed apart). ``check_probe_middle`` (the worst-kept
+alone (``measure_halves``: both halves, probed apart). In the third (``check_reversal_reach``),
+the reader predicts the string length from which a C of 32 numbers writes no reversed string back
+exactly (``measure_reversal``: the chapter's live reversal run at another width). ``check_probe_middle`` (the worst-kept
 letter read from the whole C, ``measure_probe``) is an earlier version of that exercise.
 
 Expected answers come from the library (``attnbook.metrics.edit_distance``,
@@ -1142,6 +1144,106 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                    "too pessimistic")
 
 
+# --- predict, then measure: how long a string a C of 32 numbers writes back -------------------
+
+REACH_WIDTH = 32  # the C the exercise asks about; the chapter's live run prints 16 and 64
+REACH_STEPS = 300  # as in the chapter's live run
+REACH_TOLERANCE = 1  # a prediction this many symbols from the measurement passes
+REACH_COMMITTED = 7  # the committed one-thread CPU run: no string of 7 or more symbols exactly right
+
+
+def measure_reversal(width: int, test_strings: list, steps: int = REACH_STEPS, seed: int = 0) -> dict:
+    """Train Chapter 1's reversal model with a C of ``width`` numbers for ``steps`` steps, as the
+    chapter's live run does (strings of 5-15 symbols), and score it on ``test_strings``: per
+    length, ``ed_score`` (mean 1 - ED/S) and ``exact`` (the share written back exactly)."""
+    from attnbook.tasks.reversal import score_reversal, train_reversal
+
+    return score_reversal(train_reversal(width, steps=steps, lo=5, hi=15, seed=seed), test_strings)
+
+
+def no_exact_from(table: dict) -> int:
+    """The shortest length from which no test string of that length or longer comes back exactly
+    (one past the longest length when even the longest still has one)."""
+    lengths = sorted(int(L) for L in table)
+    exact = [L for L in lengths if table[L]["exact"] > 0]
+    return max(exact) + 1 if exact else lengths[0]
+
+
+def _reach_unreadable(name: str, predicted: object, variable: str) -> CheckResult | None:
+    if predicted is None:
+        return _finish(name, False, f"not done yet: write your prediction into {variable}, then run the "
+                       "cell.")
+    if not isinstance(predicted, (int, float)) or isinstance(predicted, bool):
+        return _finish(name, False, f"{variable} must be a number (a string length such as 9), got "
+                       f"{type(predicted).__name__}.", "not a number")
+    if predicted != int(predicted):
+        return _finish(name, False, f"a string length is a whole number of symbols: {predicted} is not one "
+                       f"(round it).", "not a whole number")
+    return None
+
+
+def check_reversal_reach(predicted: int | None, measure: Callable[[], dict], known: dict) -> CheckResult:
+    """Compare the predicted length from which a C of 32 numbers writes no reversed string back
+    exactly with ``measure()``'s (``measure_reversal(32, ...)``), and explain it beside ``known``:
+    the chapter's live tables for a C of 16 and of 64 (``{16: table, 64: table}``)."""
+    name = f"the reach of a C of {REACH_WIDTH} numbers"
+    unreadable = _reach_unreadable(name, predicted, "prediction_reversal_reach")
+    if unreadable is not None:
+        return unreadable
+    predicted = int(predicted)
+    r16, r64 = no_exact_from(known[16]), no_exact_from(known[64])
+    measured = measure()
+    if (not isinstance(measured, dict) or not measured
+            or not all(isinstance(v, dict) and "exact" in v for v in measured.values())
+            or sorted(measured) != sorted(known[16])):
+        return _finish(name, False, "run the measurement as given: measure_reversal(32, test_strings) returns, "
+                       "for every length of the chapter's test strings, a dict with 'exact'.", "measurement")
+    r32 = no_exact_from(measured)
+    if not r16 <= r32 <= r64:
+        return _finish(name, False, f"the measurement (no string exactly right from {r32} symbols on) is not "
+                       f"between the C of 16 ({r16}) and the C of 64 ({r64}): run it on the chapter's test "
+                       f"strings with a C of {REACH_WIDTH}, as given.", "measurement")
+    lengths = sorted(measured)
+    print("   length:     " + " ".join(f"{L:>4}" for L in lengths) + "   (share of strings exactly right)")
+    for width, table in ((16, known[16]), (REACH_WIDTH, measured), (64, known[64])):
+        print(f"   C of {width:>2}:    " + " ".join(f"{table[L]['exact']:4.0%}" for L in lengths))
+    meaning = (f"after {REACH_STEPS} steps a C of 16 numbers writes no string of {r16} or more symbols back "
+               f"exactly, a C of {REACH_WIDTH} none of {r32} or more, a C of 64 none of {r64} or more. The "
+               f"reach grows with C's width but is far from one symbol per number: read from {REACH_WIDTH} "
+               f"numbers, no {r32}-symbol test string comes back, though each symbol is one of only 8 "
+               "letters. Whatever the "
+               "encoder read must fit through C, so a longer input needs a wider C.")
+    # "doubling C buys nothing" is the misconception the exercise exists to catch, so it is named
+    # before the tolerance test (the C of 16's length, where the C of 32 measures further)
+    if predicted == r16 < r32:
+        return _finish(name, False, "you expected doubling C from 16 to 32 numbers to buy nothing: " + meaning,
+                       "like the C of 16")
+    if abs(predicted - r32) <= REACH_TOLERANCE:
+        return _finish(name, True, f"your prediction is within {REACH_TOLERANCE} symbol of the measurement: "
+                       + meaning)
+    if predicted in (REACH_WIDTH, REACH_WIDTH + 1):
+        return _finish(name, False, "you expected one symbol per number of C: " + meaning,
+                       "one symbol per number")
+    if predicted > max(lengths):
+        return _finish(name, False, f"you expected every tested length ({lengths[0]}-{lengths[-1]}) to come "
+                       f"back exactly; even the C of 64 fails from {r64}: " + meaning,
+                       "beyond the tested lengths")
+    if predicted == 2 * r16:
+        return _finish(name, False, "you expected the reach to double when C doubles from 16 to 32: "
+                       + meaning, "in proportion to the width")
+    if predicted == r64:
+        return _finish(name, False, "you expected half the width to reach as far as the C of 64: " + meaning,
+                       "like the C of 64")
+    if predicted < r16:
+        return _finish(name, False, "you expected a wider C to reach less far than the C of 16: " + meaning,
+                       "below the C of 16")
+    if predicted > r32:
+        return _finish(name, False, f"a C of {REACH_WIDTH} reaches less far than you expected: " + meaning,
+                       "too optimistic")
+    return _finish(name, False, f"a C of {REACH_WIDTH} reaches further than you expected: " + meaning,
+                   "too pessimistic")
+
+
 # --- the command line: the two predict-then-measure exercises read the file's prediction ----------
 NO_MODEL_NOTE = ("the command line has no trained model, so it only checks that your prediction lies in "
                  "the range the notebook's check accepts as a measurement of the chapter's model; run the "
@@ -1231,8 +1333,25 @@ def check_first_letter_file(fn: object = None, prediction: object = None) -> Che
                             "too pessimistic", "too optimistic")
 
 
+def check_reversal_reach_file(fn: object = None, prediction: object = None) -> CheckResult:
+    """``prediction_reversal_reach``: the predicted length from which a C of 32 numbers writes no
+    reversed string back exactly; the command line's form of ``check_reversal_reach``. With no
+    model it judges the prediction against the committed run's measurement (``REACH_COMMITTED``)."""
+    name = f"the reach of a C of {REACH_WIDTH} numbers"
+    unreadable = _reach_unreadable(name, prediction, "prediction_reversal_reach")
+    if unreadable is not None:
+        return unreadable
+    note = (f"the chapter's committed run measures {REACH_COMMITTED}; the command line has no trained model, "
+            "so run the notebook's cell for your own measurement and the verdict")
+    if abs(int(prediction) - REACH_COMMITTED) <= REACH_TOLERANCE:
+        return _finish(name, True, f"{int(prediction)} is within {REACH_TOLERANCE} symbol of it: {note}.")
+    side = "too pessimistic" if prediction < REACH_COMMITTED else "too optimistic"
+    return _finish(name, False, f"{int(prediction)} is more than {REACH_TOLERANCE} symbol from it: {note}.", side)
+
+
 check_swapped_context_file.prediction_only = True  # no function to write, only the prediction
 check_first_letter_file.prediction_only = True
+check_reversal_reach_file.prediction_only = True
 
 
 EXERCISES = {
@@ -1242,6 +1361,7 @@ EXERCISES = {
     "sample_decode": check_sample_decode,
     "swapped_context": check_swapped_context_file,
     "first_letter": check_first_letter_file,
+    "reversal_reach": check_reversal_reach_file,
 }
 # ``check_greedy_decode`` and ``check_edit_distance`` (an earlier decoding exercise, and an
 # exercise on the metric PER uses) stay for their tests; the notebook asks for ``shift_targets``,
