@@ -898,8 +898,8 @@ def test_every_sep_mistake_is_triggered():
     (41.4, "no different"),  # the naive guess: "the same as mean pooling"
     (40.6, "no different"),
     (45.0, "wrong direction"),  # above mean pooling; the measurement is below it
-    (30.0, "right direction, far"), (32.3, "right direction, far"),
-    (39.9, "close"), (35.0, "close"), (32.5, "close"),
+    (30.0, "right direction, far"), (32.3, "right direction, far"), (32.5, "right direction, far"),
+    (39.9, "close"), (35.0, "close"), (34.5, "close"),
 ])
 def test_sep_prediction_needs_the_direction(prediction, verdict):
     # measured 37.4% against 41.4% for mean pooling, the figures when the exercise was written
@@ -994,8 +994,8 @@ def test_sep_probe_prints_no_tick_for_a_wrong_direction(monkeypatch, capsys):
     genres8 = torch.arange(8)  # 8 classes: chance is 12.5%
     for prediction, passed, verdict in ((45.0, False, "wrong direction"),
                                         (40.0, False, "no different"),
-                                        (34.0, True, "close"), (30.5, True, "close"),
-                                        (29.0, False, "right direction, far"),
+                                        (34.0, True, "close"), (32.5, True, "close"),
+                                        (31.5, False, "right direction, far"),
                                         (12.5, False, "chance or below"),
                                         (0, False, "chance or below")):
         result = check_sep_probe(sep_reference, prediction, encoder, Tokens(), ["a", "b"],
@@ -1010,3 +1010,42 @@ def test_sep_probe_prints_no_tick_for_a_wrong_direction(monkeypatch, capsys):
                              ["a", "b"], torch.tensor([0, 1]), 0.40)
     assert not result and result.diagnosis == "last position"
     assert "measured" not in capsys.readouterr().out
+
+
+# ----------------------------------------------------------------------------- the [MASK]-only twin
+from attnbook.exercises.ch06 import TWIN_CLOSE, check_twin_prediction, judge_twin_prediction  # noqa: E402
+
+
+@pytest.mark.parametrize("prediction, verdict", [
+    (8.7, "close"), (0.0, "close"), (18.0, "close"),
+    (69.4, "as the 80/10/10 model"), (60.0, "as the 80/10/10 model"),  # the naive guess
+    (100.0, "too high"), (35.0, "too high"),
+])
+def test_twin_prediction_verdicts(prediction, verdict):
+    # the twin measured 8.7% and the 80/10/10 model 69.4% when the exercise was written
+    assert judge_twin_prediction(prediction, 8.7, 69.4)[0] == verdict
+
+
+def test_twin_prediction_is_asked_before_measuring(capsys):
+    def measure():
+        raise AssertionError("measured before a valid prediction")
+
+    for prediction, diagnosis in ((None, "no prediction"), (0.09, "prediction not a percentage"),
+                                  (140, "prediction not a percentage"),
+                                  ("9", "prediction not a percentage"), (True, "prediction not a percentage")):
+        result = check_twin_prediction(prediction, measure)
+        assert not result
+        assert result.diagnosis == diagnosis, result.message
+
+
+def test_twin_prediction_passes_only_near_the_measurement(capsys):
+    assert check_twin_prediction(12.0, lambda: (8.7, 69.4))
+    for prediction, diagnosis in ((69.0, "as the 80/10/10 model"), (90.0, "too high")):
+        result = check_twin_prediction(prediction, lambda: (8.7, 69.4))
+        assert not result and result.diagnosis == diagnosis
+    assert TWIN_CLOSE <= 10
+
+
+def test_sep_prediction_window_is_three_points():
+    assert judge_sep_prediction(34.5, 37.4, 41.4)[0] == "close"
+    assert judge_sep_prediction(34.0, 37.4, 41.4)[0] == "right direction, far"

@@ -1022,7 +1022,7 @@ SEP_MISTAKES = (
 )
 
 
-SEP_CLOSE = 5.0  # points: a prediction must be this near the measurement, on the right side
+SEP_CLOSE = 3.0  # points: a prediction must be this near the measurement, on the right side
 SEP_SAME = 1.0  # points: a prediction this near the mean-pooled figure says "no different"
 
 
@@ -1129,6 +1129,51 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
                         f"pooling, within {SEP_CLOSE:g} points of the measurement.", verdict)
     return _verdict(exercise, False, f"{cases}, but the prediction did not pass (the verdict "
                     f"above: {verdict}).", verdict)
+
+
+TWIN_CLOSE = 10.0  # points: a passing prediction of the [MASK]-only twin's share
+
+
+def judge_twin_prediction(prediction: float, twin: float, mixed: float) -> tuple[str, str]:
+    """The verdict on a prediction (all in %) of how often the ``[MASK]``-only twin's output at a
+    visible token names that token (``twin``, measured), beside the 80/10/10 model's ``mixed``.
+    Only "close" (within ``TWIN_CLOSE`` points of ``twin``) passes."""
+    error = prediction - twin
+    if abs(error) <= TWIN_CLOSE:
+        return "close", (f"a close prediction: within {TWIN_CLOSE:g} points of the twin's "
+                         f"{twin:.1f}%.")
+    if abs(prediction - mixed) <= TWIN_CLOSE:
+        return "as the 80/10/10 model", (
+            f"you predicted about what the 80/10/10 model does ({mixed:.1f}%), but the twin "
+            f"measured {twin:.1f}%: no chosen token of the twin was ever visible, so its loss never "
+            f"asked the vector at a visible token to carry that token.")
+    return ("too high" if error > 0 else "too low"), (
+        f"{abs(error):.1f} points {'too high' if error > 0 else 'too low'}: the twin measured "
+        f"{twin:.1f}% (the 80/10/10 model {mixed:.1f}%); a passing prediction is within "
+        f"{TWIN_CLOSE:g} points.")
+
+
+def check_twin_prediction(prediction: float | None, measure: Callable | None = None) -> CheckResult:
+    """Predict, then measure: ``prediction`` (in %) of the share of visible tokens, nothing hidden,
+    at which the ``[MASK]``-only twin's output names the token itself. ``measure()`` runs only
+    after the prediction is a percentage; it prints the measurement and returns
+    ``(twin %, 80/10/10 model %)``."""
+    exercise = "the [MASK]-only twin"
+    if prediction is None:
+        return _verdict(exercise, False, "write your prediction (a share in %) into `twin_prediction` "
+                        "first: the measurement comes after it.", "no prediction")
+    if isinstance(prediction, bool) or not isinstance(prediction, (int, float)) or not 0 <= prediction <= 100:
+        return _verdict(exercise, False, f"the prediction must be a number of percent between 0 and "
+                        f"100, got {prediction!r}.", "prediction not a percentage")
+    if 0 < prediction < 1:
+        return _verdict(exercise, False, f"a prediction of {prediction} looks like a fraction: write it "
+                        f"in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
+    if measure is None:
+        raise ValueError("give measure, the function that measures both models")
+    twin, mixed = measure()
+    verdict, sentence = judge_twin_prediction(float(prediction), float(twin), float(mixed))
+    print(f"   your prediction minus the measurement, in points: {prediction - twin:+.1f}")
+    return _verdict(exercise, verdict == "close", sentence, "" if verdict == "close" else verdict)
 
 
 # check_masking stays importable (and tested), but the chapter no longer asks for it: the
