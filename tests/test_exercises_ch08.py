@@ -539,6 +539,16 @@ def test_attention_pairs_half_the_square(half, capsys):
     assert_rejected(check_attention_pairs, wrong, "half the square", capsys)
 
 
+@pytest.mark.parametrize("rounding", [round, int, float])
+def test_attention_pairs_same_factor_as_positions(rounding, capsys):
+    def wrong(t0, n):  # the pairs divided by the factor the position-passes shrink by
+        slow, _ = attention_pairs(t0, n)
+        passes = attention_pairs(t0, n, positions=True)
+        return slow, rounding(slow * passes[1] / passes[0])
+
+    assert_rejected(check_attention_pairs, wrong, "same factor as the positions", capsys)
+
+
 def test_attention_pairs_accepts_floats_and_lists(capsys):
     assert check_attention_pairs(lambda t0, n: [float(x) for x in attention_pairs(t0, n)])
     assert "22x fewer" in capsys.readouterr().out  # the chapter's run, measured
@@ -646,6 +656,8 @@ def test_window_prediction_close_passes(prediction, capsys):
 @pytest.mark.parametrize("prediction, mistake, said", [
     (40.0, "wrong direction", "did not cost"),  # "a quarter of the context, much worse"
     (25.0, "wrong direction", "did not cost"),  # "about the chapter's, a little worse"
+    (24.8, "no change predicted", "predicted no change"),  # the chapter's GPT's own value
+    (24.7, "no change predicted", "predicted no change"),
     (23.0, "too small a gain", "larger than you"),  # "a little better than 23.37"
     (9.0, "too large a gain", "too far"),  # "as good as the 4-gram"
     (2.9, "too large a gain", "too far"),  # a loss in nats, not a perplexity

@@ -965,6 +965,20 @@ def _right(t0: int, n: int) -> tuple[int, int]:
     return _slow(t0, n), _fast(t0, n)
 
 
+def _same_factor(args: tuple, got: object) -> bool:
+    """The cached pairs as the recomputed pairs divided by the position-passes' factor (the
+    recomputed count right or not), rounded any way."""
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        return False
+    t0, n = args
+    factor = _slow(t0, n, lambda m: m) / _fast(t0, n, start=lambda m: m, per_step=lambda _: 1)
+    try:
+        guess = float(got[0]) / factor
+        return abs(float(got[1]) - guess) <= 1 and float(got[1]) != _right(t0, n)[1]
+    except (TypeError, ValueError):
+        return False
+
+
 def _self_pair_left_out(args: tuple, got: object) -> bool:
     """Both counts without the diagonal (query j with key j), or one without it and the other
     right, unless that one value is also what a wrong number of calls gives."""
@@ -1035,6 +1049,11 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                 "positions scores m (m + 1) / 2 pairs, not m (m - 1) / 2, and a cached step's "
                 "query at position t scores t pairs, not t - 1.",
                 when=_self_pair_left_out),
+        Mistake("same factor as the positions", "the cache divides the position-passes by "
+                "some factor, but not the pairs by the same one: each cached step computes one "
+                "position, yet its query still scores every key before it, so the pairs fall "
+                "by less (count each step's keys, as for the slow way).",
+                when=_same_factor),
         Mistake("one call too many", "the last token chosen is never read by the model: "
                 "num_new tokens take num_new calls (the slow way: over t0, ..., t0 + num_new "
                 "- 1 positions; with the cache: start, then num_new - 1 steps).",
@@ -1196,6 +1215,13 @@ def check_window_prediction(measure: Callable[[], tuple[float, float]],
             f"{WINDOW_CHAPTER_RANGE[1]:g}); you predicted {float(prediction):.2f}")
     if abs(prediction - short) <= 0.15 * short:
         return _finish(name, True, f"{said}: within 15%.")
+    if abs(prediction - chapter) <= 0.005 * chapter:
+        return _prediction_off(name, said, "you predicted no change, the chapter's GPT's own "
+                        "perplexity on these windows; the shorter window helped instead. Section "
+                        "8.4's right panel shows why it could: the chapter's GPT gains almost "
+                        "nothing from the tokens beyond the first 16 or so, and at the same tokens "
+                        "per step the 16-window model trains on four times as many windows. Which "
+                        "of the two explains the gain is not measured.", "no change predicted")
     if prediction >= chapter:
         return _prediction_off(name, said, f"the shorter window did not cost this model "
                         "anything; it helped. Section 8.4's right panel shows why it could: the "
