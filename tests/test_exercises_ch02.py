@@ -571,7 +571,22 @@ def local_p_no_sigmoid(scores, lengths, query, W_p, v_p, sigma):
     return align * torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2)), centre
 
 
+def local_p_window_normalised(scores, lengths, query, W_p, v_p, sigma, over="real"):
+    """The Gaussian made to sum to 1 over the (real or all) positions before it multiplies."""
+    real = torch.arange(scores.shape[1])[None, :] < lengths[:, None]
+    align = torch.softmax(scores.masked_fill(~real, float("-inf")), -1).masked_fill(~real, 0.0)
+    centre = (lengths.float() - 1) * torch.sigmoid(torch.tanh(query @ W_p.T) @ v_p)
+    j = torch.arange(scores.shape[1]).float()[None, :]
+    window = torch.exp(-(j - centre[:, None]) ** 2 / (2 * sigma ** 2))
+    if over == "real":
+        window = window * real
+    return align * window / window.sum(-1, keepdim=True), centre
+
+
 LOCAL_P_WRONG = [
+    # unnamed before round r54 (review r54-02, defect 8): the Gaussian normalised over positions
+    (local_p_window_normalised, "Gaussian normalised over positions"),
+    (lambda *a: local_p_window_normalised(*a, over="all"), "Gaussian normalised over positions"),
     (local_p_no_sigmoid, "no sigmoid"),  # unnamed before round ch2v25
     # unnamed before the seventeenth review (rev02h): the paper's centre shifted by half, a clamped centre
     (local_p_paper_shift, "paper's centre shifted by half"),
@@ -908,12 +923,21 @@ def test_command_line_needs_only_the_prediction(tmp_path, capsys):
     ((0.28, 0.73), True, ""), ([0.3, 0.7], True, ""),
     ((1.0, 1.0), False, "renormalised"), ((2.51, 6.59), False, "softmax left out"),
     ((0.73, 0.28), False, "swapped"), ((0.5, 0.5), False, "wrong totals"),
+    ((0.11, 0.11), False, "Gaussian normalised"), ((0.20, 0.80), False, "wrong totals"),
     ("big", False, "not two numbers"), (None, False, ""),
 ])
 def test_local_p_totals_prediction(predicted, passed, diagnosis, capsys):
     from attnbook.exercises.ch02 import check_local_p_totals
     result = check_local_p_totals(predicted)
     assert bool(result) == passed and result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_local_p_totals_unrecognised_pairs_get_no_diagnosis_line(capsys):
+    """An unrecognised pair is told only that neither total matches (review r54-02, defect 8)."""
+    from attnbook.exercises.ch02 import check_local_p_totals
+    check_local_p_totals((0.20, 0.80))
+    out = capsys.readouterr().out
+    assert "neither total matches" in out and "Gaussian factor" not in out
 
 
 def test_local_p_totals_match_the_reference_formula():

@@ -418,7 +418,7 @@ def check_coverage_score(fn: Callable) -> CheckResult:
 def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths=True, squared=True,
              two=True, renorm=False, rounded=False, masked=True, transpose=True, tanh=True, inclusive=False,
              one_sided=False, density=False, one_based=False, absolute=False, window_inside=False,
-             clamp=False, sigmoid=True):
+             clamp=False, sigmoid=True, window_norm=None):
     S = scores.shape[-1]
     Wq = query @ W_p.T if transpose else query @ W_p  # (B, A)
     hidden = torch.tanh(Wq) if tanh is True else Wq
@@ -447,6 +447,10 @@ def _local_p(scores, lengths, query, W_p, v_p, sigma, *, span="L-1", use_lengths
         window = window / (sigma * math.sqrt(2 * math.pi))
     if one_sided:
         window = torch.where(distance < 0, torch.ones_like(window), window)  # letters before p undamped
+    if window_norm:  # the Gaussian itself made to sum to 1 over the positions ("real" or "all")
+        keep = token_mask(lengths, S) if window_norm == "real" else torch.ones_like(window, dtype=torch.bool)
+        window = window * keep
+        window = window / window.sum(-1, keepdim=True).clamp_min(1e-30)
     weights = align * window
     if window_inside:  # the Gaussian multiplied into the scores, inside the softmax
         weights = _masked(scores * window, mask).nan_to_num(0.0)
@@ -494,6 +498,11 @@ LOCAL_P_MISTAKES = [
     Mistake("Gaussian density", "you divided the Gaussian by σ√(2π), as for a probability density: "
             "Luong et al.'s factor is exp(-(j - p)² / (2σ²)) alone, 1 at the centre.",
             gives=lambda *a: _local_p(*a, density=True)),
+    *[Mistake("Gaussian normalised over positions", "you normalised the Gaussian to sum to 1 over the "
+              "positions before multiplying: Luong et al.'s factor is exp(-(j - p)² / (2σ²)) as it is, 1 at "
+              "the centre, so a letter at the centre keeps its whole softmax weight.",
+              gives=lambda *a, over=over: _local_p(*a, window_norm=over))
+      for over in ("real", "all")],
     Mistake("no factor 2", "the Gaussian is exp(-(j - p)² / (2σ²)): the 2 is missing.",
             gives=lambda *a: _local_p(*a, two=False)),
     Mistake("sigma not squared", "the Gaussian divides by 2σ², the variance, not by 2σ.",
@@ -1043,12 +1052,15 @@ def check_local_p_totals(predicted) -> CheckResult:
          "those are the Gaussian's sums alone; each letter's softmax weight is 1/9, so divide by 9."),
         (lambda: abs(one - truth[1]) <= 0.05 and abs(three - truth[0]) <= 0.05, "swapped",
          "swapped: the narrow window (sigma 1) keeps less of the word than the wide one."),
+        (lambda: abs(one - 1 / 9) <= 0.02 and abs(three - 1 / 9) <= 0.02, "Gaussian normalised",
+         "1/9 at both widths is a Gaussian normalised to sum to 1 over the positions; Luong et al.'s "
+         "factor is 1 at the centre and is not normalised, so the total changes with sigma."),
     ]
     for test, diagnosis, text in known:
         if test():
             return _finish(name, False, text, diagnosis)
-    return _finish(name, False, f"the totals are {truth[0]:.2f} and {truth[1]:.2f}, not {one:.2f} and "
-                   f"{three:.2f}: each letter keeps 1/9 times its Gaussian factor.", "wrong totals")
+    return _finish(name, False, f"neither total matches: measure them, {truth[0]:.2f} and {truth[1]:.2f}, "
+                   f"not {one:.2f} and {three:.2f}.", "wrong totals")
 
 
 def check_luong_prediction(new_hidden_changes, h_tilde_changes) -> CheckResult:
