@@ -1271,6 +1271,8 @@ def test_target_length_reference_passes(capsys):
     (462, "wrong prediction", "the input measured"),
     (513, "wrong prediction", "the whole text"),
     (90, "wrong prediction", "off by -14"),
+    (103.4, "wrong prediction", "the formula unrounded"),  # 76.8 + 25.6 + 1, not rounded
+    (104.6, "wrong prediction", "wrong count"),
     (None, "no prediction", "no prediction was given"),
     ("short", "prediction not a number", "not a number"),
 ])
@@ -1282,7 +1284,7 @@ def test_target_length_rejects_a_wrong_prediction(prediction, diagnosis, phrase,
     assert phrase in out and "✓" not in out
 
 
-@pytest.mark.parametrize("prediction", [104, 103.4, 104.6])  # within one token (rounded counts)
+@pytest.mark.parametrize("prediction", [104, 104.0, 103.6])  # rounds to the count
 def test_target_length_accepts_a_prediction_within_the_tolerance(prediction, capsys):
     assert check_target_length(target_length, prediction)
     assert "(right)" in capsys.readouterr().out
