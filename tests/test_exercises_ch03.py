@@ -734,14 +734,14 @@ class SelfAttention(nn.Module):
     def __init__(self, d_model, bias=True, dropout=0.0, *, scale=True, dim=-1, invert=False,
                  use_mask=True, out=True, dropout_on="weights", eval_dropout=False,
                  multiply_mask=False, mask_after=False, swap_qk=False, fill_zero=False,
-                 transpose_mask=False):
+                 transpose_mask=False, fill=float("-inf")):
         super().__init__()
         self.q_proj, self.k_proj, self.v_proj, self.out_proj = (
             nn.Linear(d_model, d_model, bias=bias) for _ in range(4))
         self.p, self.scale, self.dim, self.invert, self.use_mask = dropout, scale, dim, invert, use_mask
         self.out, self.dropout_on, self.eval_dropout = out, dropout_on, eval_dropout
         self.multiply_mask, self.mask_after, self.swap_qk = multiply_mask, mask_after, swap_qk
-        self.fill_zero, self.transpose_mask = fill_zero, transpose_mask
+        self.fill_zero, self.transpose_mask, self.fill = fill_zero, transpose_mask, fill
         self.drop = nn.Dropout(dropout)  # the module form, as a reader would write it
 
     def forward(self, x, mask=None):
@@ -763,7 +763,7 @@ class SelfAttention(nn.Module):
         elif mask is not None and self.use_mask and self.fill_zero:
             scores = scores.masked_fill(~mask, 0.0)  # a mistake: blocked scores 0, not -inf
         elif mask is not None and self.use_mask and not self.mask_after:
-            scores = scores.masked_fill(mask if self.invert else ~mask, float("-inf"))
+            scores = scores.masked_fill(mask if self.invert else ~mask, self.fill)
         if self.dropout_on == "masked scores":  # a mistake: dropout after the mask fill
             scores = self.drop(scores) if on else scores
         a = torch.softmax(scores, dim=self.dim)
@@ -835,6 +835,8 @@ SELF_ATTENTION_WRONG = [
     (self_attention(scale="d_k"), "scaled by d_k"),
     (self_attention(swap_qk=True), "queries and keys swapped"),
     (self_attention(transpose_mask=True), "mask transposed"),
+    (self_attention(fill=-1e4), "blocked scores filled with a finite number"),  # -1e4 leaks
+    (self_attention(fill=-1e3), "blocked scores filled with a finite number"),
     (SelfAttentionNoBias, ""),
     (SelfAttentionQKVFused, ""),
 ]
@@ -842,6 +844,49 @@ SELF_ATTENTION_WRONG = [
 
 def test_self_attention_reference_passes():
     assert check_self_attention_module(self_attention())
+
+
+class SelfAttentionOtherOrder(SelfAttention):
+    """Right answers written another way: q scaled before Q Kᵀ, blocked keys at the most negative
+    float32 (exactly zero weight) or through F.scaled_dot_product_attention."""
+
+    def __init__(self, d_model, bias=True, dropout=0.0, *, how="scale q"):
+        super().__init__(d_model, bias, dropout)
+        self.how = how
+
+    def forward(self, x, mask=None):
+        q, k, v = self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        if self.how == "sdpa":
+            p = self.p if self.training else 0.0
+            return self.out_proj(F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p))
+        scores = (q / math.sqrt(x.shape[-1])) @ k.mT
+        if mask is not None:
+            fill = torch.finfo(scores.dtype).min if self.how == "finfo" else float("-inf")
+            scores = scores.masked_fill(~mask, fill)
+        return self.out_proj(self.drop(torch.softmax(scores, dim=-1)) @ v)
+
+
+@pytest.mark.parametrize("how", ["scale q", "finfo"])
+def test_self_attention_right_variants_pass(how):
+    cls = type("SelfAttention", (SelfAttentionOtherOrder,), {
+        "__init__": lambda self, d, bias=True, dropout=0.0: SelfAttentionOtherOrder.__init__(
+            self, d, bias, dropout, how=how)})
+    assert check_self_attention_module(cls)
+
+
+def test_self_attention_far_case_passes_sdpa_in_eval_cases():
+    """F.scaled_dot_product_attention draws its dropout differently, so only the eval-mode cases,
+    the far one (scores near -20000) included, are compared here."""
+    from attnbook.exercises import ch03
+    cls = type("SelfAttention", (SelfAttentionOtherOrder,), {
+        "__init__": lambda self, d, bias=True, dropout=0.0: SelfAttentionOtherOrder.__init__(
+            self, d, bias, dropout, how="sdpa")})
+    run = ch03._self_attention_runner(cls)
+    weights = ch03._far_weights(ch03._module_weights(8, 4, True), 4)
+    x = torch.randn(2, 5, 4, generator=torch.Generator().manual_seed(108))
+    mask = torch.ones(5, 5, dtype=torch.bool).tril()
+    expected = ch03._reference_self_attention(x, mask, weights, True, 0.0, False)
+    assert torch.allclose(run(x, mask, weights, True, 0.0, False), expected, atol=1e-3, rtol=1e-4)
 
 
 @pytest.mark.parametrize(("wrong", "diagnosis"), SELF_ATTENTION_WRONG)

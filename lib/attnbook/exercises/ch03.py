@@ -1212,11 +1212,12 @@ def _module_weights(seed: int, d: int, bias: bool) -> dict[str, torch.Tensor]:
 
 def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_mask=True,
             dropout=0.0, dropout_on="weights", value_only=False, multiply_mask=False,
-            mask_after=False, swap_qk=False, transpose_mask=False):
+            mask_after=False, swap_qk=False, transpose_mask=False, fill=float("-inf")):
     """Self-attention written out from a state dict; the keyword arguments make known mistakes
     (``dropout_on``: "weights", the right place, or "scores" (before the mask), "masked scores"
     (after it), "renormalised", "unscaled", "value",
-    "context" (A V, before out_proj), "output", "weights and output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ)."""
+    "context" (A V, before out_proj), "output", "weights and output"; ``mask_after``: blocked weights zeroed after the softmax; ``swap_qk``: K Qᵀ;
+    ``fill``: the score given to blocked keys, -inf when right)."""
     def linear(name, t):
         return t @ weights[name + ".weight"].T + (weights[name + ".bias"] if bias else 0.0)
     q, k, v = (linear(n, x) for n in _PROJECTIONS[:3])  # (B, T, D)
@@ -1231,7 +1232,7 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     if mask is not None and use_mask and multiply_mask:
         scores = scores * mask  # (B, T, T): blocked scores become 0, not -inf
     elif mask is not None and use_mask and not mask_after:
-        scores = scores.masked_fill(mask if invert else ~mask, float("-inf"))
+        scores = scores.masked_fill(mask if invert else ~mask, fill)
     if dropout_on == "masked scores":  # dropout after the mask: a dropped -inf becomes nan
         scores = torch.nn.functional.dropout(scores, dropout)
     a = torch.softmax(scores, dim=dim)  # (B, T, T)
@@ -1256,6 +1257,19 @@ def _attend(x, mask, weights, bias, *, divisor=None, dim=-1, invert=False, use_m
     if dropout_on in ("output", "weights and output"):
         out = torch.nn.functional.dropout(out, dropout)
     return out
+
+
+def _far_weights(weights: dict[str, torch.Tensor], d: int, score: float = -2e4) -> dict[str, torch.Tensor]:
+    """The same projections with q_proj's bias moved by +c·e_0 and k_proj's by -c·e_0, so that
+    every score q · k / √d lies near ``score`` (c² / √d = -score; a few hundred either side):
+    a blocked key filled with a finite number above that, -1e4 say, outscores every real one."""
+    c = math.sqrt(-score * math.sqrt(d))
+    far = dict(weights)
+    far["q_proj.bias"] = weights["q_proj.bias"].clone()
+    far["k_proj.bias"] = weights["k_proj.bias"].clone()
+    far["q_proj.bias"][0] += c
+    far["k_proj.bias"][0] -= c
+    return far
 
 
 def _reference_self_attention(x, mask, weights, bias, dropout, training):
@@ -1341,6 +1355,14 @@ SELF_ATTENTION_MISTAKES = [
             "a dropped link, not a dropped feature.",
             when=lambda args, got: args[5] and args[4] > 0 and isinstance(got, torch.Tensor)
             and compare(got, _dropped("value")(*args), 1e-5, 1e-5) is None),
+    Mistake("blocked scores filled with a finite number", "masked_fill(~mask, -1e4) (or another "
+            "finite number) still gives blocked keys weight when the real scores are lower than "
+            "the fill: here every score is near -20000, so the blocked keys took all the weight. "
+            "A blocked key's weight must be exactly 0 whatever the scores are: fill with "
+            "float('-inf') (section 3.5), as exercise 2 does for padding.",
+            when=lambda args, got: args[1] is not None and isinstance(got, torch.Tensor)
+            and any(compare(got, _attend(*args[:4], fill=fill), 1e-3, 1e-4) is None
+                    for fill in (-1e4, -1e3, -5e3))),
     Mistake("blocked scores set to 0", "the blocked scores became 0, not -inf (what "
             "scores.masked_fill(~mask, 0.0) does, and multiplying the scores by the mask too): "
             "exp(0) = 1 still gives those keys weight, as much as a key that scores 0. Fill them "
@@ -1391,11 +1413,12 @@ def check_self_attention_module(cls: Callable) -> CheckResult:
     with a boolean mask broadcastable to ``(B, T, T)`` (True = may attend), returns ``(B, T, D)``:
     the same numbers as ``MultiHeadAttention(d_model, num_heads=1)`` with the same weights."""
     cases = []
-    for n, (b, t, d, bias, mask_kind, dropout, training) in enumerate([
+    for n, (b, t, d, bias, mask_kind, dropout, training, *far) in enumerate([
         (2, 3, 4, True, None, 0.0, False), (1, 5, 8, False, None, 0.0, False),
         (2, 4, 6, True, "causal", 0.0, False), (2, 5, 4, False, "keys", 0.0, False),
         (1, 1, 4, True, "causal", 0.0, False),
         (2, 4, 8, True, "causal", 0.5, True), (2, 4, 8, False, None, 0.3, False),
+        (2, 5, 4, True, "causal", 0.0, False, -2e4),  # every score near -20000: a finite fill leaks
     ], start=1):
         g = torch.Generator().manual_seed(100 + n)
         x = torch.randn(b, t, d, generator=g)
@@ -1406,13 +1429,17 @@ def check_self_attention_module(cls: Callable) -> CheckResult:
             lengths = torch.tensor([t, max(1, t - 2)])
             mask = token_mask(lengths, t)[:, None, :].expand(b, t, t)  # (B, T, T)
         weights = _module_weights(n, d, bias)
+        if far:
+            weights = _far_weights(weights, d, far[0])
         expected = _reference_self_attention(x, mask, weights, bias, dropout, training)
         mode = f"{'train' if training else 'eval'} mode, dropout {dropout}"
+        scores = f", scores near {far[0]:g}" if far else ""
         cases.append(Case(
-            f"x {tuple(x.shape)}, bias={bias}, mask {mask_kind or 'none'}, {mode}",
+            f"x {tuple(x.shape)}, bias={bias}, mask {mask_kind or 'none'}, {mode}{scores}",
             (x, mask, weights, bias, dropout, training), expected,
             hint="q, k, v = q_proj(x), k_proj(x), v_proj(x); scores = q kᵀ / √D; -inf where the "
-                 "mask is False; A = softmax over the keys; dropout on A; out_proj(A v)."))
+                 "mask is False; A = softmax over the keys; dropout on A; out_proj(A v).",
+            atol=1e-3 if far else 1e-5, rtol=1e-4 if far else 1e-5))
     unscaled = _unscaled_dropout(cls)  # found whatever random numbers the reader's mask uses
     if unscaled:
         message = f"✗ SelfAttention module: {unscaled}"
