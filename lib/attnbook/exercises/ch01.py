@@ -1047,10 +1047,10 @@ def check_probe_middle(predicted: float | None, measure: Callable[[], dict]) -> 
     print("   most common: " + " ".join(f"{m:4.0%}" for m in majority))
     meaning = (f"the first and last letters come back {_percent(accuracy[0])} and {_percent(accuracy[-1])} "
                f"of the time, the letter at position {where} only {_percent(lowest)} (compare the 8- and "
-               "12-letter curves of the benchmark). This trained C keeps a 10-letter word with a hole in "
-               "its middle, though 256 numbers can hold the whole word (the random projection of §1.10): "
-               "the hole is what this encoder kept after 1,200 steps, and the decoder too must get the "
-               "middle from C alone.")
+               "12-letter curves of the benchmark). For a linear read-out this trained C holds a 10-letter "
+               "word with a hole in its middle, though 256 numbers can hold the whole word linearly (the "
+               "random projection of §1.10); a nonlinear probe reads much more of the middle (not run "
+               "here), and the decoder too must read the middle from C alone.")
     if abs(predicted - lowest) <= PROBE_TOLERANCE:
         return _finish(name, True, f"your prediction is within {100 * PROBE_TOLERANCE:.0f} points of the "
                        "measurement: " + meaning)
