@@ -995,6 +995,13 @@ def test_reversal_reach_rejects_a_wrong_measurement(measured, capsys):
     assert not result and result.diagnosis == "measurement"
 
 
+def test_reversal_reach_teaches_budget_not_capacity(capsys):
+    check_reversal_reach(7, lambda: _table(REACH_32), KNOWN)
+    out = capsys.readouterr().out
+    assert "not what C can hold" in out and "21 bits" in out and "together with the decoder" in out
+    assert "must fit through C" not in out
+
+
 def test_reversal_reach_not_done(capsys):
     assert not check_reversal_reach(None, lambda: _table(REACH_32), KNOWN)
     assert "not done yet" in capsys.readouterr().out
@@ -1011,7 +1018,8 @@ def test_measure_reversal_scores_every_test_length():
 
 
 @pytest.mark.parametrize("prediction, passed, diagnosis", [
-    (REACH_COMMITTED, True, ""), (REACH_COMMITTED + 1, True, ""), (REACH_COMMITTED - 1, True, ""),
+    (REACH_COMMITTED, True, ""), (REACH_COMMITTED + 1, True, ""),
+    (REACH_COMMITTED - 1, False, "like the C of 16"),
     (REACH_COMMITTED + 2, False, "too optimistic"), (REACH_COMMITTED - 2, False, "too pessimistic"),
     (7.5, False, "not a whole number"), (None, False, ""),
 ])
