@@ -1017,7 +1017,7 @@ from attnbook.exercises.ch06 import TWIN_CLOSE, check_twin_prediction, judge_twi
 
 
 @pytest.mark.parametrize("prediction, verdict", [
-    (8.7, "close"), (0.0, "close"), (18.0, "close"),
+    (8.7, "close"), (4.7, "close"), (12.7, "close"), (0.0, "too low"), (18.0, "too high"),
     (69.4, "as the 80/10/10 model"), (60.0, "as the 80/10/10 model"),  # the naive guess
     (100.0, "too high"), (35.0, "too high"),
 ])
@@ -1043,7 +1043,7 @@ def test_twin_prediction_passes_only_near_the_measurement(capsys):
     for prediction, diagnosis in ((69.0, "as the 80/10/10 model"), (90.0, "too high")):
         result = check_twin_prediction(prediction, lambda: (8.7, 69.4))
         assert not result and result.diagnosis == diagnosis
-    assert TWIN_CLOSE <= 10
+    assert TWIN_CLOSE <= 5
 
 
 def test_sep_prediction_window_is_three_points():

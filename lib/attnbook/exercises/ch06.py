@@ -1131,7 +1131,8 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
                     f"above: {verdict}).", verdict)
 
 
-TWIN_CLOSE = 10.0  # points: a passing prediction of the [MASK]-only twin's share
+TWIN_CLOSE = 5.0  # points: a passing prediction of the [MASK]-only twin's share
+MIXED_CLOSE = 10.0  # points: a prediction this near the 80/10/10 model is named as such
 
 
 def judge_twin_prediction(prediction: float, twin: float, mixed: float) -> tuple[str, str]:
@@ -1142,7 +1143,7 @@ def judge_twin_prediction(prediction: float, twin: float, mixed: float) -> tuple
     if abs(error) <= TWIN_CLOSE:
         return "close", (f"a close prediction: within {TWIN_CLOSE:g} points of the twin's "
                          f"{twin:.1f}%.")
-    if abs(prediction - mixed) <= TWIN_CLOSE:
+    if abs(prediction - mixed) <= MIXED_CLOSE:
         return "as the 80/10/10 model", (
             f"you predicted about what the 80/10/10 model does ({mixed:.1f}%), but the twin "
             f"measured {twin:.1f}%: no chosen token of the twin was ever visible, so its loss never "
