@@ -20,6 +20,7 @@ import torch
 from torch import nn
 
 from attnbook.env import get_device, use_full_float32
+from tools.nbval_device import mask_trained_digits, on_another_device, remove_sanitizer
 from attnbook.layers.masks import token_mask
 from attnbook.models.transformer import Transformer, TransformerConfig
 
@@ -39,6 +40,8 @@ def pytest_configure(config):
             raise pytest.UsageError(
                 f"ATTNBOOK_DEVICE={requested}: {err}. Refusing to run the GPU tests on the CPU; "
                 "unset ATTNBOOK_DEVICE to test on the CPU.") from err
+    if on_another_device():  # checked notebook cells compare with numbers masked (tools/nbval_device.py)
+        mask_trained_digits(config)
     use_full_float32()  # the book's numerics policy (attnbook.env), as in every chapter
     config.addinivalue_line(
         "markers", "runs_alone: measures CPU load or time; under pytest-xdist the other workers wait "
@@ -55,6 +58,7 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    remove_sanitizer(config)
     folder = config.stash.get(TURNS_FOLDER, None)
     if folder:
         shutil.rmtree(folder, ignore_errors=True)

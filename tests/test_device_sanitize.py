@@ -1,5 +1,5 @@
 """On another device (``ATTNBOOK_DEVICE=cuda``), checked cells compare with every number masked
-(tools/nbval_device.py, applied to the notebooks by chapters/conftest.py): digits and column padding may differ, words may not, and a range report
+(tools/nbval_device.py, applied by tests/conftest.py for the whole run): digits and column padding may differ, words may not, and a range report
 that raises still fails its cell."""
 import re
 from pathlib import Path
@@ -48,6 +48,11 @@ def test_the_chapters_own_rules_come_first():
 def test_the_notebooks_conftest_masks_numbers_only_on_another_device(tmp_path):
     """A checked cell whose stored number differs from the one it prints passes under
     ATTNBOOK_DEVICE=cuda (masked) and fails on the CPU (where the digits are pinned)."""
+    import inspect
+
+    import conftest as tests_conftest
+    wiring = inspect.getsource(tests_conftest.pytest_configure)
+    assert "mask_trained_digits(config)" in wiring and "on_another_device()" in wiring
     import json
     import os
     import shutil
@@ -61,7 +66,13 @@ def test_the_notebooks_conftest_masks_numbers_only_on_another_device(tmp_path):
                 "display_name": "Python 3", "language": "python"}}, "nbformat": 4,
                 "nbformat_minor": 5}
     (tmp_path / "digits.ipynb").write_text(json.dumps(notebook))
-    shutil.copy(ROOT / "chapters" / "conftest.py", tmp_path / "conftest.py")
+    (tmp_path / "conftest.py").write_text(  # the two calls tests/conftest.py makes
+        "from tools.nbval_device import mask_trained_digits, on_another_device, remove_sanitizer\n"
+        "def pytest_configure(config):\n"
+        "    if on_another_device():\n"
+        "        mask_trained_digits(config)\n"
+        "def pytest_unconfigure(config):\n"
+        "    remove_sanitizer(config)\n")
     shutil.copy(ROOT / "tests" / "nbval_sanitize.cfg", tmp_path / "sanitize.cfg")
 
     def passes(device):

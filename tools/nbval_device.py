@@ -4,7 +4,9 @@ On a GPU (``ATTNBOOK_DEVICE=cuda``) trained numbers differ in their last digits 
 CPU outputs (other kernels, other summation orders). There the checked cells compare with every
 number and the column padding masked: the text around the numbers must still match, and the
 claims themselves are held by the range reports (``attnbook.checks.report_in_range``), which
-raise when a value leaves its range. ``chapters/conftest.py`` applies it to the notebooks.
+raise when a value leaves its range. ``tests/conftest.py`` applies it: run the whole suite
+(``ATTNBOOK_DEVICE=cuda pytest``), as the GPU workflow does, so that it is loaded (a conftest in
+``chapters/`` would shadow the tests' ``from conftest import ...``).
 """
 from __future__ import annotations
 
