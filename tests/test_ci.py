@@ -157,7 +157,9 @@ def test_under_xdist_a_runs_alone_test_runs_while_the_other_worker_waits(tmp_pat
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-n", "2", "--dist", "load", "-p", "no:cacheprovider", "-q",
          "--rootdir", str(tmp_path), "test_turns.py"],
-        cwd=tmp_path, env={**os.environ, "TURNS_LOG": str(log)}, capture_output=True, text=True, timeout=300)
+        cwd=tmp_path, env={**os.environ, "TURNS_LOG": str(log), "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), os.environ.get("PYTHONPATH", "")])},  # the conftest imports tools/ from the root
+        capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
     runs = [(name, float(start), float(end)) for name, start, end in map(str.split, log.read_text().splitlines())]
     alone = [(s, e) for name, s, e in runs if name == "alone"]
