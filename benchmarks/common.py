@@ -150,6 +150,21 @@ def run_and_write(fn: Callable[..., dict], jobs_args: list[tuple], jobs: int, ou
                        "machine": machine(jobs if jobs > 1 else None), "runs": rows})
 
 
+def grid_main(doc: str, run: Callable[..., dict], grid: Callable[[bool], list[tuple]], name: str,
+              argv: list[str] | None = None) -> int:
+    """The whole ``main`` of a sweep script: parse the experiment options, run ``run(*args)`` for
+    every tuple of ``grid(smoke)``, and write the rows to ``name`` (``out_path``'s rule)."""
+    p = experiment_parser(doc)
+    args = p.parse_args(argv)
+    check_jobs(p, args)
+    out = out_path(args, name)
+    rows = run_jobs(run, grid(args.smoke), args.jobs)
+    if out is not None:
+        write_result(out, {"description": doc.splitlines()[0],
+                           "machine": machine(args.jobs if args.jobs > 1 else None), "runs": rows})
+    return 0
+
+
 def log_rows(paths: Iterable[Path]) -> list[dict]:
     """The JSON objects printed one per line in earlier runs' logs (other lines are skipped)."""
     return [json.loads(line) for path in paths for line in path.read_text().splitlines() if line.startswith("{")]

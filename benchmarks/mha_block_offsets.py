@@ -90,16 +90,7 @@ def grid(smoke: bool = False) -> list[tuple]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = common.experiment_parser(__doc__)
-    args = p.parse_args(argv)
-    common.check_jobs(p, args)
-    rows = common.run_jobs(run, grid(args.smoke), args.jobs)
-    out = common.out_path(args, "mha_block_offsets.json")
-    if out is not None:
-        common.write_result(out, {"description": __doc__.splitlines()[0],
-                                  "machine": common.machine(args.jobs if args.jobs > 1 else None),
-                                  "runs": rows})
-    return 0
+    return common.grid_main(__doc__, run, grid, "mha_block_offsets.json", argv)
 
 
 if __name__ == "__main__":

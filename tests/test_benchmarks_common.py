@@ -73,3 +73,25 @@ def test_jobs_below_one_is_a_usage_error():
     with pytest.raises(SystemExit):
         common.check_jobs(parser, parser.parse_args(["--jobs", "0"]))
     common.check_jobs(parser, parser.parse_args(["--jobs", "1"]))
+
+
+def _square_run(x: int) -> dict:
+    return {"x": x, "square": x * x}
+
+
+def _grid(smoke: bool) -> list[tuple]:
+    return [(2,)] if smoke else [(2,), (3,)]
+
+
+def test_grid_main_runs_the_grid_and_writes_its_rows(tmp_path):
+    out = tmp_path / "sweep.json"
+    assert common.grid_main("A sweep.\n\nmore", _square_run, _grid, "unused.json",
+                            ["--out", str(out)]) == 0
+    result = json.loads(out.read_text())
+    assert result["description"] == "A sweep."
+    assert result["runs"] == [{"x": 2, "square": 4}, {"x": 3, "square": 9}]
+    smoke = tmp_path / "smoke.json"
+    common.grid_main("A sweep.", _square_run, _grid, "unused.json", ["--smoke", "--out", str(smoke)])
+    assert json.loads(smoke.read_text())["runs"] == [{"x": 2, "square": 4}]
+    with pytest.raises(SystemExit):
+        common.grid_main("A sweep.", _square_run, _grid, "unused.json", ["--jobs", "0"])
