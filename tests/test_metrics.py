@@ -81,3 +81,46 @@ def test_error_positions_rejects_an_empty_reference():
     from attnbook.metrics import error_positions
     with pytest.raises(ValueError, match="reference is empty"):
         error_positions(["a"], [])
+
+
+def test_sign_test_p_hand_computed():
+    import math
+
+    from attnbook.metrics import sign_test_p
+
+    assert sign_test_p(0, 0) == 1.0
+    assert sign_test_p(3, 3) == 1.0  # capped at 1
+    assert sign_test_p(5, 0) == pytest.approx(2 / 32)  # 2 * (1/2)^5
+    assert sign_test_p(0, 5) == sign_test_p(5, 0)
+    # 27 against 18: twice the lower binomial tail of 45 fair coin flips
+    tail = sum(math.comb(45, k) for k in range(19)) / 2**45
+    assert sign_test_p(27, 18) == pytest.approx(2 * tail)
+    with pytest.raises(ValueError):
+        sign_test_p(-1, 2)
+    with pytest.raises(ValueError):
+        sign_test_p(1.5, 2)
+
+
+def test_bootstrap_interval_reproducible_and_brackets_the_mean():
+    import torch
+
+    from attnbook.metrics import bootstrap_interval
+
+    values = torch.tensor([1.0] * 30 + [0.0] * 70)
+    low, high = bootstrap_interval(values, lambda d: d.mean(1))
+    assert (low, high) == bootstrap_interval(values, lambda d: d.mean(1))  # seeded
+    assert low < 0.3 < high and 0.15 < low and high < 0.45
+    # the same draws as resampling by hand with the same seed
+    pick = torch.randint(100, (2000, 100), generator=torch.Generator().manual_seed(0))
+    by_hand = values[pick].mean(1).quantile(torch.tensor([0.025, 0.975])).tolist()
+    assert [low, high] == by_hand
+    # rows of several numbers: a ratio of sums, as in the chapters' paired comparisons
+    rows = torch.stack([torch.full((50,), 2.0), torch.ones(50)], dim=1)  # (50, 2)
+    assert bootstrap_interval(rows, lambda d: d[..., 1].sum(1) / d[..., 0].sum(1)) == (0.5, 0.5)
+    assert bootstrap_interval(torch.zeros(1), lambda d: d.mean(1)) == (0.0, 0.0)
+    with pytest.raises(ValueError):
+        bootstrap_interval(torch.zeros(0), lambda d: d.mean(1))
+    with pytest.raises(ValueError):
+        bootstrap_interval(values, lambda d: d.mean(1), level=1.5)
+    with pytest.raises(ValueError):
+        bootstrap_interval(values, lambda d: d)  # not one value per draw

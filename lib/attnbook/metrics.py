@@ -1,7 +1,12 @@
-"""Sequence metrics: edit distance, word error rate (WER) and phoneme error rate (PER)."""
+"""Sequence metrics: edit distance, word error rate (WER) and phoneme error rate (PER); and two
+small paired statistics the chapters use to compare systems on the same items (an exact sign test
+and a percentile bootstrap interval)."""
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Hashable, Sequence
+
+import torch
 
 
 def edit_distance(hyp: Sequence[Hashable], ref: Sequence[Hashable]) -> int:
@@ -122,3 +127,49 @@ def per_by_bucket(
 ) -> dict[str, float]:
     """PER per bucket of input length (each bucket's edit distance over its reference phonemes)."""
     return {k: phoneme_error_rate(h, r) for k, (h, r) in _group_by_bucket(words, hyps, refs, bucket_of).items()}
+
+
+def sign_test_p(wins: int, losses: int) -> float:
+    """Two-sided exact sign test: ``wins`` items favour one side, ``losses`` the other (ties left
+    out). Under "no difference" each is a fair coin flip; returns the binomial p-value, capped at 1.
+    On paired right/wrong outcomes (the items exactly one system gets right) it is McNemar's exact
+    test."""
+    if isinstance(wins, bool) or isinstance(losses, bool) or int(wins) != wins or int(losses) != losses:
+        raise ValueError(f"wins and losses must be whole counts, got {wins!r} and {losses!r}")
+    if wins < 0 or losses < 0:
+        raise ValueError(f"wins and losses must be >= 0, got {wins} and {losses}")
+    n, fewer = int(wins + losses), int(min(wins, losses))
+    if n == 0:
+        return 1.0
+    return min(1.0, 2 * sum(math.comb(n, k) for k in range(fewer + 1)) / 2**n)
+
+
+def bootstrap_interval(
+    rows: torch.Tensor,
+    statistic: Callable[[torch.Tensor], torch.Tensor],
+    draws: int = 2000,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float]:
+    """Percentile bootstrap interval of ``statistic`` over the items (rows) of ``rows`` ``(N, ...)``.
+
+    The ``N`` rows are resampled with replacement ``draws`` times (a generator seeded with
+    ``seed``, so the interval is reproducible); ``statistic`` maps the resampled ``(draws, N, ...)``
+    tensor to ``(draws,)`` (e.g. ``lambda d: d.mean(1)``). Returns the middle ``level`` of the
+    ``draws`` values as ``(low, high)``. Paired comparisons resample items, each row holding both
+    systems' numbers for one item; the systems themselves are treated as fixed.
+    """
+    if rows.ndim < 1 or rows.shape[0] < 1:
+        raise ValueError(f"rows must have shape (N, ...) with N >= 1, got {tuple(rows.shape)}")
+    if draws < 1:
+        raise ValueError(f"draws must be >= 1, got {draws}")
+    if not 0 < level < 1:
+        raise ValueError(f"level must be between 0 and 1, got {level}")
+    n = rows.shape[0]
+    pick = torch.randint(n, (draws, n), generator=torch.Generator().manual_seed(seed))
+    values = statistic(rows[pick])
+    if values.shape != (draws,):
+        raise ValueError(f"statistic must return shape ({draws},), got {tuple(values.shape)}")
+    tail = (1 - level) / 2
+    low, high = values.float().quantile(torch.tensor([tail, 1 - tail])).tolist()
+    return low, high

@@ -1121,10 +1121,11 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict]) -> 
                f"time (always guessing the most common first letter: {_percent(floor[0])}), while the "
                f"backward half, which read it last, gives it back {_percent(backward[0])}; the forward half "
                f"gives back its own last letter {_percent(forward[-1])} and the fifth {_percent(forward[4])}. "
-               "The halves divide the work: the backward half ends on the first letter and carries it, so "
-               "the forward half need not (a trained one-directional encoder keeps the first letter "
-               "almost always, section 1.10); the whole C reads the first letter well through the "
-               "backward half.")
+               "Each half holds best what it read last: the backward half ends on the first letter and "
+               "carries it, so the forward half need not (a trained one-directional encoder keeps the first "
+               "letter almost always, section 1.10); the whole C reads the first letter well through the "
+               "backward half. The solution compares an untrained encoder (the null): the split is there "
+               "before training too.")
     # "keeps nothing" is the misconception the exercise exists to catch, so it is named before the
     # tolerance test: a prediction within FLOOR_MARGIN of the floor and more than FLOOR_MARGIN below
     # the measurement fails, even where the tolerance alone would pass it (0.14 against 24%)
