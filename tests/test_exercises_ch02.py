@@ -46,6 +46,11 @@ def softmax_nan_rows(scores, mask):  # right except that an all-padding row is N
     return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
+def softmax_overflow_zeroed(scores, mask):  # no shift by the maximum; the overflow's NaN set to 0
+    e = scores.masked_fill(~mask, float("-inf")).exp()
+    return (e / e.sum(-1, keepdim=True)).nan_to_num(0.0)
+
+
 def softmax_in_place(scores, mask):
     scores.masked_fill_(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
@@ -59,6 +64,7 @@ MASKED_SOFTMAX_WRONG = [
     (softmax_naive_exp, "overflow"),
     (softmax_big_negative, "empty rows"),
     (softmax_nan_rows, "empty rows"),
+    (softmax_overflow_zeroed, "overflow to zero"),
     (softmax_in_place, MUTATION),
     (not_done, ""),
 ]

@@ -2,7 +2,8 @@
 
 Expected answers come from the book's library (``attnbook.layers.masks``) or from the formulas
 written out below; each checker lists the known mistakes it can name. The chapter's exercises
-are ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
+are ``check_masked_softmax`` (the first: a masked softmax from exp, max and sum, stable for large
+scores and all zeros on a row without real positions), ``check_local_p_attention`` (Luong's local-p attention: a predicted centre and a Gaussian
 window), ``check_coverage_loss`` (See et al.'s coverage vector and loss), ``check_luong_step``
 and the predict-then-measure ``check_trained_uniform_prediction`` (a three-way choice: a decoder
 trained with uniform weights placed against the model without attention and the fixed band, read from the committed
@@ -10,7 +11,7 @@ trained with uniform weights placed against the model without attention and the 
 with ``check_uniform_attention`` as its second part (the page's trained model decoded with uniform
 weights by ``measure_uniform_attention``; notebook only, it needs the trained models);
 ``check_uniform_prediction``,
-``check_masked_softmax``, ``check_additive_score``, ``check_local_softmax`` and
+``check_additive_score``, ``check_local_softmax`` and
 ``check_coverage_score`` are earlier editions' exercises, kept for their readers. ``EXERCISES`` maps the
 notebook's function names to their checkers.
 Legend: B batch, S source length, D hidden width, E input width, Dq query width, Dk key width,
@@ -56,6 +57,14 @@ def _empty_rows_not_zero(args, got) -> bool:
             and not bool((got[empty].nan_to_num(1.0) == 0).all()))
 
 
+def _overflow_zeroed(args, got) -> bool:
+    """Large scores, and a row with real positions whose weights are all 0 (an overflow's NaN zeroed)."""
+    scores, mask = args
+    if not (isinstance(got, torch.Tensor) and got.shape == scores.shape) or _has_nan(got):
+        return False
+    return bool(scores.abs().max() > 50) and bool(((got.sum(-1) == 0) & mask.any(-1)).any())
+
+
 MASKED_SOFTMAX_MISTAKES = [
     Mistake("ignores mask", "padding got weight: set the scores of padding to -inf before the softmax.",
             gives=lambda s, m: torch.softmax(s, dim=-1)),
@@ -65,11 +74,15 @@ MASKED_SOFTMAX_MISTAKES = [
             "to 1: mask the scores before it.", gives=lambda s, m: torch.softmax(s, dim=-1) * m),
     Mistake("wrong axis", "each row (one sequence) must sum to 1: take the softmax over the positions, dim=-1.",
             gives=lambda s, m: _masked(s, m, dim=0).nan_to_num(0.0)),
-    Mistake("overflow", "your weights are NaN where the scores are large: exp overflows; use torch.softmax "
-            "(it subtracts the row maximum first).",
+    Mistake("overflow", "your weights are NaN where the scores are large: exp overflows (float32 above about "
+            "88), and inf / inf is NaN; subtract each row's largest real score before exp (torch.softmax "
+            "does the same).",
             when=lambda args, got: _has_nan(got) and bool(args[1].any(-1).all())),
     Mistake("empty rows", "a row with no real position must get all-zero weights (not NaN, not uniform): "
             "fill the weights of padding with 0 after the softmax.", when=_empty_rows_not_zero),
+    Mistake("overflow to zero", "a row with real positions got all-zero weights where the scores are large: "
+            "exp overflowed to inf, inf / inf is NaN, and turning the NaN into 0 hid it; subtract each row's "
+            "largest real score before exp.", when=_overflow_zeroed),
 ]
 
 
@@ -1083,6 +1096,7 @@ def check_luong_prediction(new_hidden_changes, h_tilde_changes) -> CheckResult:
 
 
 EXERCISES = {
+    "masked_softmax": check_masked_softmax,
     "local_p_attention": check_local_p_attention,
     "coverage_loss": check_coverage_loss,
     "luong_step": check_luong_step,
