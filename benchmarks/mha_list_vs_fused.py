@@ -1,6 +1,6 @@
 """Time Chapter 4's list of heads against the fused layer at H = 1, 8 and 64, forward + backward.
 
-Usage (from the repository root): ``python benchmarks/mha_list_vs_fused.py [--repeats 30]``
+Usage (from the repository root): ``python benchmarks/mha_list_vs_fused.py [--repeats 200]``
 (``--repeats 2 --out FILE``: a run of seconds, for the tests)
 
 Section 4.2 calls the fused layer "efficient": three (D, D) projections and one batched product
@@ -131,7 +131,7 @@ def quartiles(values: list[float]) -> list[float]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = common.parser(__doc__)
-    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--repeats", type=int, default=200)
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--out", default=None, help="where to write the JSON "
                         "(default lib/attnbook/results/mha_list_vs_fused.json)")
