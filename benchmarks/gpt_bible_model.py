@@ -11,7 +11,8 @@ the World English Bible with one chapter in 20 held out, the 512-token byte-leve
 of width 64, 4 heads, 2 layers, windows of 64; AdamW at 1e-2, betas 0.9/0.95, weight decay
 0.01, batches of 64 windows, 10% warm-up then linear decay over ``--steps``, gradients clipped
 to norm 1, seed 0 for the weights and the batches, one thread. The held-out perplexity is
-measured every tenth of the run. The results file stores the weights' SHA-256 (the chapter
+measured every tenth of the run, and with it the loss on as many training windows (evenly
+spaced over the training text, measured the same way: a train-vs-held-out curve). The results file stores the weights' SHA-256 (the chapter
 refuses a file that does not match), the held-out perplexity and per-position losses, and
 the CPU seconds (user + sys) of the training.
 """
@@ -31,7 +32,10 @@ from attnbook.checks import count_parameters
 from attnbook.models.gpt import GPT, GPTConfig
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.tasks.language_modeling import next_token_loss
-from attnbook.tasks.token_stream import lm_batches, model_loss, position_losses
+from attnbook.tasks.language_modeling import next_token_cross_entropy
+from attnbook.tasks.token_stream import (
+    held_out_windows, lm_batches, model_loss, position_losses,
+)
 from attnbook.train import fit
 from gpt_vs_ngram import WINDOW, VOCAB, streams
 
@@ -51,8 +55,20 @@ def main() -> None:
                                   weight_decay=0.01)
     batches = lm_batches(train, WINDOW, 64, torch.Generator().manual_seed(0))
 
+    # as many training windows as held-out ones, evenly spaced over the training text
+    count = len(held_out_windows(test, WINDOW))
+    starts = torch.linspace(0, len(train) - WINDOW - 1, count).long()  # (N,)
+    train_windows = train[starts[:, None] + torch.arange(WINDOW + 1)]  # (N, WINDOW + 1)
+
+    def train_loss(m: torch.nn.Module) -> float:  # the same measure as model_loss
+        with torch.no_grad():
+            total = sum(next_token_cross_entropy(m, chunk, reduction="sum").item()
+                        for chunk in train_windows.split(64))
+        return total / train_windows[:, 1:].numel()
+
     def held_out(m: torch.nn.Module) -> dict[str, float]:
-        row = {"perplexity": math.exp(model_loss(m, test, WINDOW))}
+        row = {"perplexity": math.exp(model_loss(m, test, WINDOW)),
+               "train_loss": train_loss(m)}
         print(json.dumps(row), flush=True)
         return row
 
@@ -85,6 +101,13 @@ def main() -> None:
         "perplexity": round(math.exp(loss), 4), "loss": loss,
         "curve": [{"step": s, "perplexity": round(p, 3)}
                   for s, p in history.metrics["perplexity"]],
+        # the same steps: loss (nats) on the training windows, and the mean training-batch
+        # loss of the tenth of the run that ends there
+        "train_curve": [{"step": s, "train_windows_loss": round(x, 4),
+                         "batch_loss": round(sum(history.losses[s - tenth:s]) / tenth, 4)}
+                        for s, x in history.metrics["train_loss"]
+                        for tenth in [max(1, steps // 10)]],
+        "train_windows": count,
         "position_losses": [round(x, 4) for x in position_losses(model, test, WINDOW).tolist()],
         "held_out_targets": (len(test) - 1) // WINDOW * WINDOW,
         "cpu_seconds": round(cpu_seconds, 1), "wall_seconds": round(wall_seconds, 1),

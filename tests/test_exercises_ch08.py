@@ -806,8 +806,23 @@ def test_top_p_named_mistakes_from_the_review(capsys):
         return logits.masked_fill(probs < (1 - p) * probs.max(-1, keepdim=True).values,
                                   float("-inf"))
 
+    def keeps_two(logits, p):  # the definition, with a floor of two tokens
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        drop[..., :2] = False
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
+    def ascending_keeps_two(logits, p):  # Hugging Face's warper, min_tokens_to_keep=2
+        sorted_logits, order = logits.sort(-1, descending=False)
+        drop = sorted_logits.softmax(-1).cumsum(-1) <= 1 - p
+        drop[..., -2:] = False
+        return logits.masked_fill(drop.scatter(-1, order, drop), float("-inf"))
+
     expect_rejected(check_top_p, threshold, capsys, "min-p")
     expect_rejected(check_top_p, ascending, capsys, "ascending sort")
+    # the review's wrong answer was named a min-p threshold: a floor of two tokens is named
+    expect_rejected(check_top_p, keeps_two, capsys, "min_tokens_to_keep=2")
+    expect_rejected(check_top_p, ascending_keeps_two, capsys, "min_tokens_to_keep=2")
     expect_rejected(check_top_p, lambda logits, p: top_p(logits, p).log_softmax(-1), capsys,
                     "log-probabilities")
     expect_rejected(check_top_p, lambda logits, p: logits.log_softmax(-1).masked_fill(

@@ -9,7 +9,7 @@ BLOCK = f"{L}.CausalBlock"
 DESC = (
     "The library's GPT, labelled with Section 8.3's symbols. Token ids x_1 ... x_T, shape (B, T) (U, the equation's (T, V) matrix, is their one-hot) go through "
     "embeddings (Embeddings: token table W_E plus LearnedPositionalEmbedding W_P), giving X^(0) = U W_E + W_P, "
-    "shape (B, T, D), then L CausalBlocks (blocks), X^(l) = block(X^(l-1)), ending at X^(L). The residual stream "
+    "shape (B, T, D), then n_blocks CausalBlocks (blocks), X^(l) = block(X^(l-1)) for l = 1 ... n_blocks, ending at X^(n_blocks). The residual stream "
     "runs straight up; each block adds two updates to it, pre-norm: x = x + self_attn(norm1(x)) with "
     "causal_mask (T, P+T), reading and extending a KVCache of the P positions already decoded "
     "(B, H, P, Dh), and x = x + feed_forward(norm2(x)). A final LayerNorm (final_norm) closes the stack, "
@@ -87,9 +87,9 @@ def stream_and_frame(fig: Figure, pluses: list[float]) -> None:
     fig.line([(SX, pluses[0] - 9), (SX, pluses[1] + 11)], "stream")
     frame_top = pluses[1] - 40
     fig.frame(122, frame_top, 588, TOP - frame_top,
-              fig.code("CausalBlock", BLOCK) + " × L: X^{(l)} = block(X^{(l-1)})", "top-left")
+              fig.code("CausalBlock", BLOCK) + " × n_blocks: X^{(l)} = block(X^{(l-1)})", "top-left")
     fig.text(702, frame_top + 17, fig.code("blocks", f"{GPT}:blocks"), "code", anchor="end", size=11, colour="#555555")
-    fig.shape(SX + 6, frame_top - 20, "X^{(L)} (B, T, D)")
+    fig.shape(SX + 6, frame_top - 20, "X^{(n_blocks)} (B, T, D)")
     fig.text(SX - 12, 330, "residual stream", "note", anchor="end")
     fig.text(SX - 12, 344, "(B, T, D)", "shape", anchor="end")
 

@@ -345,7 +345,11 @@ def check_top_p(fn: Callable) -> CheckResult:
         return torch.tensor(rows, dtype=torch.float64).log()
 
     examples = [
-        # first: a threshold filter and a cumsum of logits fail here differently
+        # first: only a floor of two tokens (Hugging Face's min_tokens_to_keep=2) fails here
+        # with the top two kept; a min-p threshold and an unsorted cumsum pass or differ
+        ("probabilities 0.04 0.8 0.1 0.06, rho=0.5: one token reaches rho, only it stays",
+         probs_to_logits([[0.04, 0.8, 0.1, 0.06]]), 0.5),
+        # then: a threshold filter and a cumsum of logits fail here differently
         ("probabilities 0.6 0.35 0.05, rho=0.5: only the top stays",
          probs_to_logits([[0.6, 0.35, 0.05]]),
          0.5),
@@ -428,6 +432,14 @@ def check_top_p(fn: Callable) -> CheckResult:
         probs = logits.softmax(-1)
         return logits.masked_fill(probs < (1 - p) * probs.amax(-1, keepdim=True), float("-inf"))
 
+    def keeps_two(logits, p):  # min_tokens_to_keep=2: never fewer than the top two
+        if p >= 1.0:
+            return logits.clone()
+        probs, order = logits.softmax(-1).sort(dim=-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        drop[..., :2] = False
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop), float("-inf"))
+
     def log_probs(logits, p):
         return filter_logits(logits, top_p=p).log_softmax(-1)
 
@@ -476,6 +488,11 @@ def check_top_p(fn: Callable) -> CheckResult:
                 "(1 - rho) times the top one (a min-p-style threshold): top-p keeps the most likely "
                 "tokens until their *summed* probability reaches rho (sort, cumulative sum).",
                 gives=threshold),
+        # after the threshold: on the second case both keep the top two; the first case
+        # tells them apart, and only this floor fails it
+        Mistake("keeps at least two tokens", "you kept at least two tokens (as Hugging Face's "
+                "min_tokens_to_keep=2 does): the nucleus can be one token, when the most likely "
+                "one alone reaches rho; only that one is always kept.", gives=keeps_two),
     ]
     return run_cases("top-p filter", _without(fn, ("filter_logits",), _TOP_P_LIBRARY), cases,
                      mistakes)
