@@ -583,6 +583,7 @@ def test_invented_prediction_close_passes(capsys):
     ({0.5: 0.07, 1.5: 0.20}, "magnitude", "removes more than you thought"),
     ({0.5: 0.01, 1.5: 0.70}, "magnitude", "smaller than you thought"),  # "flat: gibberish"
     ({0.5: 0.07, 1.5: 0.70}, "magnitude", "; and the rise"),  # both off: both explained
+    ({0.5: 0.03, 1.5: 0.12}, "magnitude", "the tail is long"),  # the review's: too low at 1.5
 ])
 def test_invented_prediction_off_passes_with_its_diagnosis(prediction, mistake, said, capsys):
     # the measurement ran: the exercise passes, and the wrong prediction is named, not failed

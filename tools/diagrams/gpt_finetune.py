@@ -6,7 +6,7 @@ from .svg import Figure
 GPT = "attnbook.models.gpt.GPT"
 DESC = (
     "Section 8.7's classifier. One verse, its BPE tokens x_1 ... x_n right-padded with the id 0 to "
-    "T = 64 positions, goes through the chapter's GPT (token and position embeddings, L causal blocks, "
+    "T = 64 positions, goes through the chapter's GPT (token and position embeddings, n_blocks causal blocks, "
     "the final LayerNorm; no read-out): (B, T, D) states. The causal mask keeps the padding out of "
     "every real position. Their mean over the n real tokens (or, for one probe, the last real token's "
     "state) gives (B, D); a new nn.Linear(D, 2) gives two logits, OT and NT, scored by cross-entropy "
@@ -36,7 +36,7 @@ def draw() -> Figure:
     fig.text(60, 452, "one verse: n BPE tokens, right-padded with 0 to T = 64", "note", anchor="start")
     # the GPT, without its read-out
     fig.rect(45, 262, 410, 88, "module", rx=5)
-    fig.text(CX, 290, fig.code("GPT", GPT) + ": embeddings, L causal blocks, final_norm", "code", size=12)
+    fig.text(CX, 290, fig.code("GPT", GPT) + ": embeddings, n_blocks causal blocks, final_norm", "code", size=12)
     fig.text(CX, 312, "pre-trained on the Bible (copied), or random (from scratch)", "note")
     fig.text(CX, 334, "the causal mask: no real position reads the padding", "note")
     fig.line([(CX, 260), (CX, 224)], "stream")

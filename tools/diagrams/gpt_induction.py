@@ -11,7 +11,7 @@ DESC = (
     "positions 0 to r - 1 and the same segment again at positions r to 2r - 1 (positions count from "
     "0). At a position i of the second copy the current token A also sits at position i - r of the "
     "first copy, and the token after it, B, at position i - r + 1. Layer 1: a previous-token head at "
-    "every position j attends to j - 1, so position i - r + 1 carries 'the token before me was A'. "
+    "every position attends to the one before it, so position i - r + 1 carries 'the token before me was A'. "
     "Layer 2: the induction head's query at i (token A) matches that key at i - r + 1 and copies its "
     "token B, the prediction for position i + 1. The prefix-matching score is a head's mean "
     "attention weight from i to i - r + 1 over the second copy."
@@ -49,7 +49,7 @@ def draw() -> Figure:
     fig.line([(mid[2], TOKENS_Y + 30), (mid[3] - 20, LAYER1_Y - 2)], "weights")
     fig.line([(mid[3] + 6, TOKENS_Y + 30), (mid[3] + 6, LAYER1_Y - 2)], "stream")
     fig.tensor(xs[3] - 40, LAYER1_Y, "B; before me: A", "key", w=CW + 80)
-    fig.text(xs[3] + CW + 60, LAYER1_Y + 42, "previous-token head: j attends to j − 1,",
+    fig.text(xs[3] + CW + 60, LAYER1_Y + 42, "previous-token head: each position attends to the one before,",
              "note", anchor="start")
     fig.text(xs[3] + CW + 60, LAYER1_Y + 60, "so the key at i − r + 1 carries A", "note",
              anchor="start")
@@ -66,6 +66,6 @@ def draw() -> Figure:
     fig.text(30, 420, fig.code("induction_scores", SCORE) + ": a head's mean weight from i to "
              "i − r + 1 over the second copy (the prefix-matching score)", "note", anchor="start")
     fig.legend(30, 448, ["stream", "weights", "key", "query", "value"],
-               meanings={"stream": "tokens", "weights": "attends to j − 1", "key": "layer 1's output",
+               meanings={"stream": "tokens", "weights": "attends to the position before", "key": "layer 1's output",
                          "query": "query at i, attends", "value": "copied token"})
     return fig
