@@ -1028,11 +1028,12 @@ SEP_SAME = 1.0  # points: a prediction this near the mean-pooled figure says "no
 
 
 def sep_noise(accuracies: Sequence[float]) -> float:
-    """Two standard errors (in points) of the mean of the per-split accuracies (fractions): how
-    far the measurement could move with other splits, or on another machine (whose few-ulp
-    differences move it far less)."""
+    """The standard error (in points) of the mean of the per-split accuracies (fractions): the
+    scale on which the measurement moves with other splits. Another machine runs the same
+    splits, and its rounding differences move the measurement far less, so a band this much
+    wider keeps a correct prediction passing there."""
     values = [100 * float(a) for a in accuracies]
-    return 2 * statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
+    return statistics.stdev(values) / math.sqrt(len(values)) if len(values) > 1 else 0.0
 
 
 def judge_sep_prediction(prediction: float, measured: float, mean_pooled: float,
@@ -1128,7 +1129,7 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
           f"the mean-pooled features gave {100 * mean_pooled:.1f}%")
     chance = 100 / len(set(int(label) for label in labels))  # one class in C
     noise = sep_noise(accuracies)
-    print(f"   the measurement's noise: two standard errors of the 5-split mean, {noise:.1f} points")
+    print(f"   the measurement's noise: the standard error of the 5-split mean, {noise:.1f} points")
     verdict, sentence = judge_sep_prediction(prediction, 100 * measured, 100 * mean_pooled, chance, noise)
     print("   verdict: " + sentence)
     if per_split is not None:
