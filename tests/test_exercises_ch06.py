@@ -918,6 +918,24 @@ def test_sep_prediction_at_or_below_chance_is_refused(prediction):
     assert judge_sep_prediction(12.6, 37.4, 41.4, chance=12.5)[0] == "right direction, far"
 
 
+def test_sep_prediction_band_covers_the_measurement_noise():
+    # review r58-06: a prediction 3.5 points from one noisy measurement failed; the band is
+    # SEP_CLOSE plus the standard error of the 5-split mean
+    from attnbook.exercises.ch06 import SEP_CLOSE, sep_noise
+    assert judge_sep_prediction(33.9, 37.4, 41.4)[0] == "right direction, far"
+    assert judge_sep_prediction(33.9, 37.4, 41.4, noise=1.0)[0] == "close"
+    assert judge_sep_prediction(33.3, 37.4, 41.4, noise=1.0)[0] == "right direction, far"
+    verdict, sentence = judge_sep_prediction(33.9, 37.4, 41.4, noise=1.0)
+    assert f"{SEP_CLOSE + 1.0:.1f} points" in sentence and "noise" in sentence
+    # the direction rules do not widen with the noise
+    assert judge_sep_prediction(43.0, 37.4, 41.4, noise=3.0)[0] == "wrong direction"
+    assert judge_sep_prediction(41.0, 37.4, 41.4, noise=3.0)[0] == "no different"
+    assert judge_sep_prediction(12.0, 37.4, 41.4, noise=30.0)[0] == "chance or below"
+    # the standard error: stdev / sqrt(n), in points
+    assert sep_noise([0.35] * 5) == 0.0
+    assert abs(sep_noise([0.30, 0.40]) - 5.0) < 1e-6
+
+
 def test_sep_probe_needs_the_mean_pooled_figure():
     with pytest.raises(ValueError, match="mean_pooled"):
         check_sep_probe(sep_reference, 35.0, model=object())
