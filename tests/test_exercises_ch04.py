@@ -621,9 +621,16 @@ TORCH_MASK_WRONG = [
 
 def test_torch_masks_reference_passes():
     from attnbook.exercises.ch04 import check_torch_masks_left_padded
-    assert check_torch_masks_left_padded(torch_masks_left_padded)
     assert check_torch_masks_left_padded(masks_in_one)
-    assert check_torch_masks_left_padded(masks_minus_inf)
+
+
+@pytest.mark.parametrize("right_outputs", [torch_masks_left_padded, masks_minus_inf])
+def test_torch_masks_pair_or_float_rejected_for_form(right_outputs, capsys):
+    """Right outputs, but not the one boolean (B·H, T, S) attn_mask the exercise asks for."""
+    from attnbook.exercises.ch04 import check_torch_masks_left_padded
+    out = assert_rejected(check_torch_masks_left_padded, right_outputs,
+                          "not one (B·H, T, S) attn_mask", capsys)
+    assert "(B·H, T, S)" in out
 
 
 @pytest.mark.parametrize("wrong,diagnosis", TORCH_MASK_WRONG)
@@ -635,7 +642,7 @@ def test_torch_masks_rejects(wrong, diagnosis, capsys):
 def test_torch_masks_leave_the_random_state_alone():
     from attnbook.exercises.ch04 import check_torch_masks_left_padded
     torch.manual_seed(0)
-    check_torch_masks_left_padded(torch_masks_left_padded)
+    check_torch_masks_left_padded(masks_in_one)
     after = torch.rand(3)
     torch.manual_seed(0)
     assert torch.equal(after, torch.rand(3))
@@ -680,7 +687,7 @@ def test_every_torch_mask_diagnosis_is_triggered_by_a_wrong_answer():
 # --- predict, then measure: a second PyTorch layer (ex-ch04-torch-masks) ---------------------
 def test_second_layer_right_choice_passes_with_the_readers_masks():
     from attnbook.exercises.ch04 import check_second_layer_prediction
-    assert check_second_layer_prediction(torch_masks_left_padded, "b")
+    assert check_second_layer_prediction(masks_in_one, "b")
     assert check_second_layer_prediction(masks_in_one, " B ")
 
 
@@ -693,7 +700,7 @@ def test_second_layer_right_choice_passes_with_the_readers_masks():
 ])
 def test_second_layer_rejects_wrong_choices(choice, diagnosis, named, capsys):
     from attnbook.exercises.ch04 import check_second_layer_prediction
-    result = check_second_layer_prediction(torch_masks_left_padded, choice)
+    result = check_second_layer_prediction(masks_in_one, choice)
     assert not result and result.diagnosis == diagnosis
     assert named in capsys.readouterr().out
 

@@ -882,9 +882,18 @@ class _NanMistake:
         return True
 
 
+def _one_head_mask(fn: Callable) -> bool:
+    """True when the reader returns (None, attn_mask) with attn_mask boolean, (B·H, T, S)."""
+    lengths, T, H = torch.tensor([5, 3]), 5, 2
+    key_padding_mask, attn_mask = fn(lengths, T, H)
+    return (key_padding_mask is None and isinstance(attn_mask, torch.Tensor)
+            and attn_mask.dtype == torch.bool and tuple(attn_mask.shape) == (2 * H, T, T))
+
+
 def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
-    """``torch_masks_left_padded(lengths (B,), T, num_heads) -> (key_padding_mask, attn_mask)``
-    for ``nn.MultiheadAttention`` (True = ignore), left padding, causal. Judged by outputs: PyTorch's
+    """``torch_masks_left_padded(lengths (B,), T, num_heads) -> (None, attn_mask)``, one boolean
+    (B·H, T, S) mask for ``nn.MultiheadAttention`` (True = ignore), left padding, causal. Judged
+    by outputs, then by form (one head-expanded boolean mask): PyTorch's
     layer with the reader's masks must equal the library layer with the book's mask (True = may
     attend) at every real query, weights copied by ``to_torch_multihead``."""
     setups = [  # (lengths, T, H): every case has left padding and a full-length sequence
@@ -916,6 +925,12 @@ def check_torch_masks_left_padded(fn: Callable) -> CheckResult:
         result = run_cases("PyTorch masks, left padding", functools.wraps(fn)(outputs), cases,
                            mistakes)
     message = result.message
+    if result and not _one_head_mask(fn):  # right outputs, but not the one mask asked for
+        message = (f"{result.exercise}: not yet. Your masks give the right outputs, but this "
+                   "exercise asks for a single boolean attn_mask of shape (B·H, T, S), True = "
+                   "ignore, and None for key_padding_mask: fold the padding into it and give "
+                   "each head its copy, sequence b's H copies at rows b·H .. b·H + H - 1.")
+        result = CheckResult(result.exercise, False, message, "not one (B·H, T, S) attn_mask")
     if not result and nan_seen:  # say what the "inf" is: NaN at a real query, and which
         where, lengths, T = nan_seen[0]
         message = message.replace("values differ (largest difference inf)",
@@ -1002,7 +1017,9 @@ def check_second_layer_prediction(masks_fn: Callable, predicted: object) -> Chec
                               f"got {predicted!r}.", "not a choice")
     choice = predicted.strip().lower()
     with contextlib.redirect_stdout(io.StringIO()):
-        masks_right = bool(check_torch_masks_left_padded(masks_fn))
+        masks_check = check_torch_masks_left_padded(masks_fn)
+    # right outputs are enough to measure with (a pair or float masks too)
+    masks_right = bool(masks_check) or masks_check.diagnosis == "not one (B·H, T, S) attn_mask"
     if not masks_right:
         return _finish_choice(name, False, f"your choice ({choice}) is written; the measurement "
                               "uses your torch_masks_left_padded, which does not pass its checker "
