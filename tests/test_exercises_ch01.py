@@ -789,6 +789,17 @@ def test_first_letter_rejects_a_wrong_measurement(measured, capsys):
     assert not result and result.diagnosis == "measurement"
 
 
+def test_first_letter_feedback_names_the_untrained_null(capsys):
+    check_first_letter(0.24, _halved)
+    out = capsys.readouterr().out
+    assert "untrained" in out and "17.9%" in out and "before training" in out
+    null = {half: {"accuracy": [a] + [0.5] * 9, "majority": [0.1] * 10}
+            for half, a in (("forward", 0.18), ("backward", 0.999))}
+    check_first_letter(0.24, _halved, null=null)
+    out = capsys.readouterr().out
+    assert "18.0%" in out and "99.9%" in out and "points to the forward half" in out
+
+
 def test_first_letter_not_done(capsys):
     assert not check_first_letter(None, _halved)
     assert "not done yet" in capsys.readouterr().out
@@ -978,6 +989,35 @@ def test_reversal_reach_verdict_follows_the_measurement(capsys):
     assert result.diagnosis == "too pessimistic"
 
 
+REACH_32_SEED_8 = [0.6, 0.3, 0.05] + [0.0] * 8  # another seed of the C of 32: none from 8 on
+
+
+@pytest.mark.parametrize("predicted, passed, diagnosis", [
+    (7, True, ""), (8, True, ""), (9, True, ""),  # within a symbol of the seeds' range 7-8
+    (6, False, "like the C of 16"), (10, False, "too optimistic"), (11, False, "like the C of 64"),
+    (12, False, "in proportion to the width"), (32, False, "one symbol per number"),
+    (16, False, "beyond the tested lengths"), (5, False, "below the C of 16"),
+])
+def test_reversal_reach_graded_against_the_range_over_seeds(predicted, passed, diagnosis, capsys):
+    seeds = [_table(REACH_32), _table(REACH_32_SEED_8), _table(REACH_32_SEED_8)]
+    result = check_reversal_reach(predicted, lambda: seeds, KNOWN)
+    assert bool(result) == passed
+    assert result.diagnosis == diagnosis, capsys.readouterr().out
+
+
+def test_reversal_reach_one_seed_alone_is_graded_strictly(capsys):
+    assert not check_reversal_reach(9, lambda: _table(REACH_32), KNOWN)  # 7 alone: 9 is too far
+    assert check_reversal_reach(9, lambda: [_table(REACH_32), _table(REACH_32_SEED_8)], KNOWN)
+    out = capsys.readouterr().out
+    assert "seed 1" in out and "7-8" in out
+
+
+def test_reversal_reach_rejects_a_wrong_seed_among_several(capsys):
+    seeds = [_table(REACH_32), _table([1.0] * 11)]  # the second is not this model
+    result = check_reversal_reach(7, lambda: seeds, KNOWN)
+    assert not result and result.diagnosis == "measurement"
+
+
 def test_reversal_reach_no_exact_from_ignores_gaps():
     assert no_exact_from(_table([0.5, 0.0, 0.05] + [0.0] * 8)) == 8  # a late exact string counts
     assert no_exact_from(_table([0.0] * 11)) == 5
@@ -1019,8 +1059,9 @@ def test_measure_reversal_scores_every_test_length():
 
 @pytest.mark.parametrize("prediction, passed, diagnosis", [
     (REACH_COMMITTED, True, ""), (REACH_COMMITTED + 1, True, ""),
+    (REACH_COMMITTED + 2, True, ""),  # within a symbol of the three seeds' 7-8
     (REACH_COMMITTED - 1, False, "like the C of 16"),
-    (REACH_COMMITTED + 2, False, "too optimistic"), (REACH_COMMITTED - 2, False, "too pessimistic"),
+    (REACH_COMMITTED + 3, False, "too optimistic"), (REACH_COMMITTED - 2, False, "too pessimistic"),
     (7.5, False, "not a whole number"), (None, False, ""),
 ])
 def test_command_line_reversal_reach(prediction, passed, diagnosis, capsys):
