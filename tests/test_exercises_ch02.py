@@ -58,6 +58,7 @@ def softmax_in_place(scores, mask):
 
 MASKED_SOFTMAX_WRONG = [
     (lambda s, m: torch.softmax(s, dim=-1), "ignores mask"),
+    (lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1), "masked with zero"),
     (lambda s, m: masked_softmax(s, ~m).nan_to_num(0.0), "inverted mask"),
     (lambda s, m: torch.softmax(s, dim=-1) * m, "zeroed after softmax"),
     (lambda s, m: masked_softmax(s.T, m.T).T.nan_to_num(0.0), "wrong axis"),

@@ -68,6 +68,9 @@ def _overflow_zeroed(args, got) -> bool:
 MASKED_SOFTMAX_MISTAKES = [
     Mistake("ignores mask", "padding got weight: set the scores of padding to -inf before the softmax.",
             gives=lambda s, m: torch.softmax(s, dim=-1)),
+    Mistake("masked with zero", "padding got weight: a score of 0 still has exp(0) = 1; fill padding's scores "
+            "with -inf, not 0, before the softmax.",
+            gives=lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1)),
     Mistake("inverted mask", "your mask is inverted: True marks the real positions, the ones that keep their score.",
             gives=lambda s, m: _masked(s, ~m).nan_to_num(0.0)),
     Mistake("zeroed after softmax", "you zeroed padding after the softmax, so the real weights no longer sum "
