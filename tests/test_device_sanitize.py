@@ -34,6 +34,12 @@ def test_digits_and_column_widths_are_masked():
     assert sanitize(cpu) == sanitize(gpu)
 
 
+def test_a_range_over_seeds_matches_one_number():
+    sanitize = sanitizer()  # seeds that agree on one device may disagree on another
+    assert sanitize("none of 7 or more (seeds 0-2)") == sanitize("none of 7-8 or more (seeds 0-2)")
+    assert sanitize("none of 7 or more") != sanitize("none of 7 or fewer")
+
+
 def test_words_still_count():
     sanitize = sanitizer()
     assert sanitize("beam wins 12 of 40") != sanitize("greedy wins 12 of 40")

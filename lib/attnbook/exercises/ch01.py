@@ -1258,7 +1258,8 @@ def check_reversal_reach(predicted: int | None, measure: Callable[[], dict | lis
         return _finish(name, False, "you expected doubling C from 16 to 32 numbers to buy nothing: " + meaning,
                        "like the C of 16")
     if lo - REACH_TOLERANCE <= predicted <= hi + REACH_TOLERANCE:
-        where = "the measurement" if lo == hi else f"the range the seeds measure ({lo}-{hi})"
+        # the same words whether the seeds agree or not (their range differs across devices)
+        where = f"the range the seeds measure ({_span(lo, hi)})" if len(tables) > 1 else "the measurement"
         return _finish(name, True, f"your prediction is within {REACH_TOLERANCE} symbol of {where}: "
                        + meaning)
     if predicted in (REACH_WIDTH, REACH_WIDTH + 1):
