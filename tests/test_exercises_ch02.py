@@ -927,7 +927,8 @@ def test_command_line_needs_only_the_prediction(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    ((0.28, 0.73), True, ""), ([0.3, 0.7], True, ""),
+    ((0.28, 0.73), True, ""), ([0.279, 0.725], True, ""), ((0.31, 0.73), False, "wrong totals"),
+    ((0.30, 0.70), False, "wrong totals"),
     ((1.0, 1.0), False, "renormalised"), ((2.51, 6.59), False, "softmax left out"),
     ((0.73, 0.28), False, "swapped"), ((0.5, 0.5), False, "wrong totals"),
     ((0.11, 0.11), False, "Gaussian normalised"), ((0.20, 0.80), False, "wrong totals"),
@@ -945,6 +946,20 @@ def test_local_p_totals_unrecognised_pairs_get_no_diagnosis_line(capsys):
     check_local_p_totals((0.20, 0.80))
     out = capsys.readouterr().out
     assert "neither total matches" in out and "Gaussian factor" not in out
+
+
+@pytest.mark.parametrize("predicted, verdicts", [
+    ((0.20, 0.80), ("too low", "too high")), ((0.31, 0.73), ("too high", "right")),
+    ((0.28, 0.60), ("right", "too low")),
+])
+def test_local_p_totals_name_the_direction_never_the_value(predicted, verdicts, capsys):
+    """A wrong guess is told which total is too high or too low, never the measured totals
+    (review r60-02, defect 6)."""
+    from attnbook.exercises.ch02 import check_local_p_totals
+    check_local_p_totals(predicted)
+    out = capsys.readouterr().out
+    assert f"sigma 1 is {verdicts[0]}, at sigma 3 {verdicts[1]}" in out
+    assert "0.28" not in out and "0.73" not in out and "0.2785" not in out
 
 
 def test_local_p_totals_match_the_reference_formula():

@@ -1045,7 +1045,8 @@ def _local_p_total(sigma: float, n: int = 9) -> float:
 
 def check_local_p_totals(predicted) -> CheckResult:
     """``predicted``: the reader's (total at sigma 1, total at sigma 3) for the local-p exercise's
-    9-letter word with equal scores and the centre at 4, written before measuring; within 0.05."""
+    9-letter word with equal scores and the centre at 4, written before measuring; each within 0.015
+    (right to two decimals). A wrong total is named only as too high or too low, never given."""
     name = "local-p totals"
     if predicted is None:
         return _finish(name, False, "not done yet: write (total at sigma 1, total at sigma 3) into "
@@ -1056,7 +1057,7 @@ def check_local_p_totals(predicted) -> CheckResult:
         return _finish(name, False, f"write two numbers, (total at sigma 1, total at sigma 3); got {predicted!r}.",
                        "not two numbers")
     truth = (_local_p_total(1.0), _local_p_total(3.0))
-    if all(abs(a - b) <= 0.05 for a, b in zip((one, three), truth)):
+    if all(abs(a - b) <= _TOTAL_TOLERANCE for a, b in zip((one, three), truth)):
         return _finish(name, True, f"measured {truth[0]:.2f} and {truth[1]:.2f}: the row keeps only the share "
                        "of the word inside the window, so the context shrinks with it.")
     gauss = tuple(9 * t for t in truth)
@@ -1075,8 +1076,15 @@ def check_local_p_totals(predicted) -> CheckResult:
     for test, diagnosis, text in known:
         if test():
             return _finish(name, False, text, diagnosis)
-    return _finish(name, False, f"neither total matches: measure them, {truth[0]:.2f} and {truth[1]:.2f}, "
-                   f"not {one:.2f} and {three:.2f}.", "wrong totals")
+    verdicts = [("right" if abs(a - b) <= _TOTAL_TOLERANCE else "too high" if a > b else "too low")
+                for a, b in zip((one, three), truth)]
+    start = "neither total matches" if "right" not in verdicts else "one total is off"
+    return _finish(name, False, f"{start}: your total at sigma 1 is {verdicts[0]}, at sigma 3 "
+                   f"{verdicts[1]} (each must be right to two decimals). Work it out again, or "
+                   "measure it with your function.", "wrong totals")
+
+
+_TOTAL_TOLERANCE = 0.015  # right to two decimals: (0.31, 0.73) is not (0.28, 0.73)
 
 
 def check_luong_prediction(new_hidden_changes, h_tilde_changes) -> CheckResult:
