@@ -13,7 +13,7 @@ from attnbook.exercises.ch03 import (
     check_window_causal_mask,
 )
 from attnbook.layers.attention import scaled_dot_product_attention
-from attnbook.layers.masks import causal_mask, key_mask, token_mask
+from attnbook.layers.masks import causal_mask, key_mask, masked_softmax, token_mask
 from attnbook.exercises.core import MUTATION
 from attnbook.layers.positional import sinusoidal_encoding
 from conftest import assert_rejected
@@ -21,9 +21,9 @@ from torch import nn
 
 
 # --- reference solutions (they live here, not in the library) --------------------------------
-def attention(q, k, v):
+def attention(q, k, v, mask=None):
     scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    return own_softmax(scores, dim=-1) @ v
+    return own_softmax(scores, dim=-1, mask=mask) @ v
 
 
 def attention_pool(x, query, lengths):
@@ -72,16 +72,31 @@ def not_done(*args):
 
 
 # --- wrong answers, each with the diagnosis it must get -----------------------------------------
-def own_softmax(scores, dim=-1):
-    """The exercise's softmax, written by hand (PyTorch's is off limits there)."""
-    shifted = (scores - scores.amax(dim=dim, keepdim=True)).exp()
-    return shifted / shifted.sum(dim=dim, keepdim=True)
+def own_softmax(scores, dim=-1, mask=None, guard=True, fill=float("-inf")):
+    """The exercise's softmax, written by hand (PyTorch's is off limits there). A row with no
+    allowed key gets weights 0 (``guard=False``: nan, the unguarded shift)."""
+    if mask is not None:
+        scores = scores.masked_fill(~mask, fill)
+    top = scores.amax(dim=dim, keepdim=True)
+    if guard:
+        top = top.masked_fill(top == float("-inf"), 0.0)
+    shifted = (scores - top).exp()
+    total = shifted.sum(dim=dim, keepdim=True)
+    return shifted / (total.clamp_min(1e-30) if guard else total)
 
 
-def sdpa(divisor=None, dim=-1):
-    def fn(q, k, v):
+def sdpa(divisor=None, dim=-1, mask_as=None, guard=True, fill=float("-inf")):
+    """Attention with one slip: the scale (``divisor``), the softmax's axis, or how the mask is
+    used (``mask_as``: "ignored", "inverted"; ``guard=False``: nan for a row with no allowed
+    key; ``fill``: a finite fill)."""
+    def fn(q, k, v, mask=None):
         d = math.sqrt(q.shape[-1]) if divisor is None else divisor(q, k)
-        return own_softmax(q @ k.transpose(-2, -1) / d, dim=dim) @ v
+        if mask is not None and mask_as == "ignored":
+            mask = None
+        if mask is not None and mask_as == "inverted":
+            mask = ~mask
+        return own_softmax(q @ k.transpose(-2, -1) / d, dim=dim, mask=mask, guard=guard,
+                           fill=fill) @ v
     return fn
 
 
@@ -89,9 +104,9 @@ def sdpa_value_width(q, k, v):  # the scale taken from the value's width, d_v
     return own_softmax(q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1]), dim=-1) @ v
 
 
-def sdpa_in_place(q, k, v):
+def sdpa_in_place(q, k, v, mask=None):
     q /= math.sqrt(q.shape[-1])  # scales the caller's query
-    return own_softmax(q @ k.transpose(-2, -1), dim=-1) @ v
+    return own_softmax(q @ k.transpose(-2, -1), dim=-1, mask=mask) @ v
 
 
 def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum subtracted
@@ -99,8 +114,8 @@ def sdpa_own_softmax_unshifted(q, k, v):  # exp(scores) / sum, no row maximum su
     return e / e.sum(-1, keepdim=True) @ v
 
 
-def sdpa_key_untransposed(q, k, v):
-    return own_softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1) @ v  # only runs when S == Dk
+def sdpa_key_untransposed(q, k, v, mask=None):
+    return own_softmax(q @ k / math.sqrt(q.shape[-1]), dim=-1, mask=mask) @ v  # only runs when S == Dk
 
 
 def sdpa_global_max(q, k, v):  # one maximum for the whole tensor: far-below rows underflow
@@ -157,6 +172,11 @@ def sdpa_shift_numerator_only(q, k, v):  # exp(s - max) / sum(exp(s))
 
 
 SDPA_WRONG = [
+    (sdpa(mask_as="ignored"), "mask ignored"),
+    (sdpa(mask_as="inverted"), "mask inverted"),
+    (sdpa(guard=False), "masked row gives nan"),
+    (sdpa(fill=-1e9), "finite fill"),
+    (sdpa(fill=-1e9, guard=False), "finite fill"),
     (sdpa_max_no_keepdim, "max without keepdim"),
     (sdpa_max_over_queries, "max over the queries"),
     (sdpa_sum_over_queries, "sum over the queries"),
@@ -174,7 +194,8 @@ SDPA_WRONG = [
     (sdpa(lambda q, k: q.shape[-1]), "scaled by d_k"),
     (sdpa_value_width, "scaled by √d_v"),
     (sdpa(lambda q, k: 1 / math.sqrt(q.shape[-1])), "multiplied by √d_k"),
-    (lambda q, k, v: own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])), "returns weights"),
+    (lambda q, k, v, mask=None: own_softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]),
+                                            mask=mask), "returns weights"),
     (sdpa_in_place, MUTATION),
     (sdpa_own_softmax_unshifted, "softmax overflowed"),
     (sdpa_key_untransposed, ""),
@@ -715,6 +736,7 @@ def test_length_prediction_is_on_the_command_line(tmp_path, capsys):
     lambda q, k, v: torch.log_softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1).exp() @ v,
     lambda q, k, v: F.log_softmax(q @ k.mT / math.sqrt(q.shape[-1]), dim=-1).exp() @ v,
     lambda q, k, v: (q @ k.mT / math.sqrt(q.shape[-1])).log_softmax(-1).exp() @ v,
+    lambda q, k, v, mask=None: masked_softmax(q @ k.mT / math.sqrt(q.shape[-1]), mask) @ v,
 ])
 def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
     """The exercise asks for the reader's own softmax: each of PyTorch's (and the library's
@@ -726,6 +748,7 @@ def test_sdpa_refuses_a_ready_made_softmax_and_puts_it_back(ready_made, capsys):
     assert torch.allclose(F.softmax(x, -1), own_softmax(x))
     assert torch.allclose(torch.log_softmax(x, -1).exp(), x.log_softmax(-1).exp())
     assert torch.allclose(torch.special.softmax(x, -1), own_softmax(x))
+    assert torch.allclose(masked_softmax(x, None), own_softmax(x))
 
 
 class SelfAttention(nn.Module):

@@ -11,11 +11,13 @@ CH03_RIGHT = '''
 import math
 import torch
 
-def batched_attention(query, key, value):
+def batched_attention(query, key, value, mask=None):
     scores = query @ key.transpose(-2, -1) / math.sqrt(query.shape[-1])
-    scores = scores - scores.amax(-1, keepdim=True)
-    weights = scores.exp() / scores.exp().sum(-1, keepdim=True)
-    return weights @ value
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    top = scores.amax(-1, keepdim=True)
+    scores = scores - top.masked_fill(top == float("-inf"), 0.0)
+    return scores.exp() / scores.exp().sum(-1, keepdim=True).clamp_min(1e-30) @ value
 
 def attention_pool(x, query, lengths):
     real = torch.arange(x.shape[1])[None, :] < lengths[:, None]

@@ -148,7 +148,43 @@ def _uses_dot_t(fn: Callable) -> bool:
     return re.search(r"\.T\b", source) is not None
 
 
+def _empty_rows(mask: torch.Tensor, shape: torch.Size) -> torch.Tensor:
+    """(..., T, 1): True for the queries that may attend to no key."""
+    return ~mask.expand(*shape[:-1], mask.shape[-1]).any(-1, keepdim=True)
+
+
+def _nan_only_in_empty_rows(args: tuple, got: object) -> bool:
+    q, k, v, mask = args
+    right = scaled_dot_product_attention(q, k, v, mask)[0]
+    if not isinstance(got, torch.Tensor) or got.shape != right.shape:
+        return False
+    empty = _empty_rows(mask, right.shape).expand_as(right)
+    return bool(got[empty].isnan().all() and torch.allclose(got[~empty], right[~empty], atol=1e-5))
+
+
+def _finite_fill(q, k, v, mask):
+    """A finite fill (-1e9): a query with no allowed key spreads its weight evenly."""
+    right = scaled_dot_product_attention(q, k, v, mask)[0]  # (..., T, Dv)
+    even = v.mean(-2, keepdim=True).expand_as(right)  # (..., T, Dv): uniform weights
+    return torch.where(_empty_rows(mask, right.shape), even, right)
+
+
 SDPA_MISTAKES = [
+    Mistake("mask ignored", "your output is the UNMASKED attention: set the scores where the mask is "
+            "False to -inf before the softmax (mask: True = may attend).",
+            gives=lambda q, k, v, mask: scaled_dot_product_attention(q, k, v)[0]),
+    Mistake("mask inverted", "you hid the keys where the mask is True: in this book True = may "
+            "attend, so fill the scores where the mask is False (scores.masked_fill(~mask, -inf)).",
+            gives=lambda q, k, v, mask: scaled_dot_product_attention(q, k, v, ~mask)[0]),
+    Mistake("masked row gives nan", "the query whose every key is masked got nan: its scores are "
+            "all -inf, so its largest score is -inf and -inf - (-inf) is nan. Give such a row "
+            "weights 0, so that its output is 0 (the library's masked_softmax does): e.g. replace "
+            "a row maximum of -inf by 0 before subtracting it, and divide by the sum only where it "
+            "is above 0.", when=lambda args, got: len(args) == 4 and _nan_only_in_empty_rows(args, got)),
+    Mistake("finite fill", "the query with no allowed key got the mean of the values: a finite fill "
+            "such as -1e9 leaves all its scores equal, so the softmax spreads its row evenly over "
+            "keys it may not see. Fill with -inf and give a row with no allowed key weights 0 "
+            "(output 0), as masked_softmax does.", gives=_finite_fill),
     Mistake("unscaled", "the scores look unscaled: divide Q Kᵀ by √d_k.", gives=lambda q, k, v: _sdpa(q, k, v, 1.0)),
     Mistake("wrong axis", "the softmax runs over the wrong axis: each query's weights over the keys must sum "
             "to 1, so softmax over the last dimension of the (..., T, S) scores.",
@@ -249,7 +285,8 @@ def _shift_measurement(fn: Callable) -> float:
 
 def check_scaled_dot_product_attention(fn: Callable, prediction: object = _NOT_ASKED,
                                        ) -> CheckResult:
-    """``batched_attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv)) -> (..., T, Dv)``.
+    """``batched_attention(query (..., T, Dk), key (..., S, Dk), value (..., S, Dv), mask=None)
+    -> (..., T, Dv)``; ``mask`` is boolean, broadcastable to ``(..., T, S)``, True = may attend.
     Given a ``prediction`` (the weight on key 0 for the scores 1000, 999 and 0), the checker then
     measures it with ``fn`` and explains the gap (``SHIFT_OUTCOME``)."""
     result = _check_sdpa_cases(fn)
@@ -258,8 +295,27 @@ def check_scaled_dot_product_attention(fn: Callable, prediction: object = _NOT_A
     return check_prediction(SHIFT_OUTCOME, prediction, _shift_measurement(fn))
 
 
+def _empty_row_mask(seed: int, batch: tuple[int, ...], t: int, s: int) -> torch.Tensor:
+    """A random (..., T, S) mask (True = may attend) in which the first query of the first
+    sequence may attend to no key, and every other row keeps at least one key and hides one."""
+    g = torch.Generator().manual_seed(seed)
+    mask = torch.rand(*batch, t, s, generator=g) < 0.6  # (..., T, S)
+    mask[..., 0] = True  # every row keeps key 0 ...
+    mask[..., -1] = False  # ... and hides the last key
+    mask.view(-1, t, s)[0, 0] = False  # ... except one query with no allowed key at all
+    return mask
+
+
 def _check_sdpa_cases(fn: Callable) -> CheckResult:
     cases = []
+    hint = ("scores = Q Kᵀ / √d_k with d_k = query.shape[-1]; masked scores -inf; softmax over "
+            "the keys (the last dimension of the scores), each row shifted by its own largest "
+            "score; a row with no allowed key gets weights 0; then weights @ V.")
+    # a case that breaks a textbook softmax comes first: scores near 1000 (exp overflows)
+    q, k, v = _qkv(6, (), 4, 4, 8, 3, 30.0)
+    cases.append(Case(f"scores near 1000: query {tuple(q.shape)}, key {tuple(k.shape)}, value "
+                      f"{tuple(v.shape)}", (q, k, v), scaled_dot_product_attention(q, k, v)[0],
+                      hint=hint))
     for n, (batch, t, s, dk, dv, scale) in enumerate([
         ((), 3, 3, 4, 4, 1.0), ((2,), 3, 5, 16, 2, 1.0), ((2, 3), 4, 6, 64, 8, 1.0), ((1,), 2, 4, 8, 3, 3.0),
         ((3,), 1, 7, 9, 5, 1.0), ((2,), 5, 1, 4, 3, 1.0),
@@ -269,9 +325,22 @@ def _check_sdpa_cases(fn: Callable) -> CheckResult:
         expected = scaled_dot_product_attention(q, k, v)[0]
         cases.append(Case(
             f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}", (q, k, v), expected,
-            hint="scores = Q Kᵀ / √d_k with d_k = query.shape[-1]; softmax over the keys (the last "
-                 "dimension of the scores); then weights @ V.",
+            hint=hint,
         ))
+    # then masks (True = may attend), one with a query whose every key is masked: its output
+    # must be 0, as the library's masked_softmax gives, not nan
+    for n, (batch, t, s) in enumerate([((2,), 3, 5), ((2, 2), 4, 4)], start=20):
+        q, k, v = _qkv(n, batch, t, s, 8, 3)
+        mask = _empty_row_mask(n, batch, t, s)  # (..., T, S)
+        cases.append(Case(
+            f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}, mask "
+            f"{tuple(mask.shape)} in which query 0 of the first sequence may see no key",
+            (q, k, v, mask), scaled_dot_product_attention(q, k, v, mask)[0], hint=hint))
+    q, k, v = _qkv(22, (2, 3), 4, 4, 8, 3)
+    causal = torch.ones(4, 4, dtype=torch.bool).tril()  # (T, S): broadcast over (2, 3)
+    cases.append(Case(f"query {tuple(q.shape)}, a causal (4, 4) mask for every sequence",
+                      (q, k, v, causal), scaled_dot_product_attention(q, k, v, causal)[0],
+                      hint=hint))
     return run_cases("scaled dot-product attention", _key_t_named(_without_softmax(fn)), cases,
                      SDPA_MISTAKES)
 
@@ -282,21 +351,24 @@ class _LibrarySoftmax(RuntimeError):
 
 def _without_softmax(fn: Callable) -> Callable:
     """``fn`` with PyTorch's softmax and every ready-made attention out of reach: while it runs,
-    ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``, ``F.scaled_dot_product_attention`` and
+    ``torch.softmax``, ``F.softmax``, ``Tensor.softmax``, ``masked_softmax``,
+    ``F.scaled_dot_product_attention`` and
     the library's ``scaled_dot_product_attention`` raise, and are put back afterwards."""
     import attnbook.layers as layers
     import attnbook.layers.attention as attention
+    import attnbook.layers.masks as masks
     import torch.nn.functional as F  # noqa: N812 - PyTorch's own name
 
     def refuse(*args, **kwargs):
         raise _LibrarySoftmax("the exercise asks for your own softmax: torch.softmax, F.softmax, "
-                              "torch.special.softmax, log_softmax (then .exp()), Tensor.softmax "
-                              "and ready-made attention are off limits here; "
+                              "torch.special.softmax, log_softmax (then .exp()), Tensor.softmax, "
+                              "masked_softmax and ready-made attention are off limits here; "
                               "subtract each row's largest score, exponentiate, divide by the sum.")
     hidden = _hiding(fn, {torch.softmax, F.softmax, torch.special.softmax, torch.log_softmax,
-                          F.log_softmax, torch.special.log_softmax,
+                          F.log_softmax, torch.special.log_softmax, masks.masked_softmax,
                           F.scaled_dot_product_attention, attention.scaled_dot_product_attention},
-                     [vars(torch), vars(F), vars(torch.special), vars(attention), vars(layers)],
+                     [vars(torch), vars(F), vars(torch.special), vars(attention), vars(masks),
+                      vars(layers)],
                      refuse)
     if not callable(fn):
         return fn
