@@ -78,6 +78,7 @@ def write_page_model(out: Path, model: torch.nn.Module, head: dict, history, tes
         "weights": weights.name,
         "sha256": sha256_of(weights),
         "train_seconds": round(history.seconds, 1),
+        "clipped_steps": history.clipped,
         "test_words": len(test),
         "test_wer": result.wer,
         "test_per": result.per,

@@ -91,6 +91,15 @@ def test_fit_rejects_bad_arguments_and_non_finite_loss():
         fit(model, _batches(), lambda m, b: m(b[0]).sum() * float("nan"), opt, steps=2, progress=False)
 
 
+def test_fit_counts_clipped_steps():
+    model = nn.Linear(2, 1)
+    opt = torch.optim.SGD(model.parameters(), lr=0.0)  # weights stay: the same norm each step
+    batches = iter([(torch.ones(1, 2), None)] * 6)
+    loss = lambda m, b: 10 * m(b[0]).sum()  # noqa: E731  gradient norm 10 * sqrt(3)
+    assert fit(model, batches, loss, opt, steps=3, clip_norm=1.0, progress=False).clipped == 3
+    assert fit(model, batches, loss, opt, steps=3, clip_norm=100.0, progress=False).clipped == 0
+
+
 def test_smoothed_losses():
     h = History(steps=[1, 2, 3, 4], losses=[4.0, 2.0, 0.0, 2.0])
     assert h.smoothed_losses(window=2) == [4.0, 3.0, 1.0, 1.0]

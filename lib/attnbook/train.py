@@ -26,6 +26,7 @@ class History:
     losses: list[float] = field(default_factory=list)
     metrics: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     seconds: float = 0.0
+    clipped: int = 0  # steps whose gradient norm exceeded ``clip_norm`` (clipping shortened them)
 
     def log_metric(self, name: str, step: int, value: float) -> None:
         self.metrics.setdefault(name, []).append((step, float(value)))
@@ -102,7 +103,8 @@ def fit(
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if clip_norm is not None:
-            nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+            norm = nn.utils.clip_grad_norm_(model.parameters(), clip_norm)  # before clipping
+            history.clipped += int(norm > clip_norm)
         optimizer.step()
         if scheduler is not None:
             scheduler.step()

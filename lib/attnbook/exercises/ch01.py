@@ -1166,7 +1166,7 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict],
 
 REACH_WIDTH = 32  # the C the exercise asks about; the chapter's live run prints 16 and 64
 REACH_STEPS = 300  # as in the chapter's live run
-REACH_TOLERANCE = 1  # within this many symbols of the measurement passes, except the C of 16's own reach
+REACH_TOLERANCE = 0  # within this many symbols of the measured range passes (0: inside it)
 REACH_COMMITTED = 7  # the committed one-thread CPU run: no string of 7 or more symbols exactly right
 REACH_COMMITTED_16 = 6  # the chapter's C of 16 in the same run: none of 6 or more
 REACH_COMMITTED_SEEDS = (7, 8)  # the committed C of 32 over seeds 0, 1, 2: 7, 8, 8
@@ -1207,13 +1207,18 @@ def _reach_unreadable(name: str, predicted: object, variable: str) -> CheckResul
     return None
 
 
+def _within(tolerance: int) -> str:
+    """How a passing prediction relates to the measured range: "inside" or "within N symbols of"."""
+    return "inside" if tolerance == 0 else f"within {tolerance} symbol{'s' * (tolerance > 1)} of"
+
+
 def check_reversal_reach(predicted: int | None, measure: Callable[[], dict | list],
                          known: dict) -> CheckResult:
     """Compare the predicted length from which a C of 32 numbers writes no reversed string back
     exactly with ``measure()``'s: one table of ``measure_reversal(32, ...)`` or a list of them
     (one per seed), and explain it beside ``known``: the chapter's live tables for a C of 16 and
-    of 64 (``{16: table, 64: table}``). Over several seeds a prediction within
-    ``REACH_TOLERANCE`` of the range of their reaches passes: one seed is one noisy draw."""
+    of 64 (``{16: table, 64: table}``). Over several seeds a prediction inside the range of their
+    reaches (widened by ``REACH_TOLERANCE``) passes: one seed is one noisy draw."""
     name = f"the reach of a C of {REACH_WIDTH} numbers"
     unreadable = _reach_unreadable(name, predicted, "prediction_reversal_reach")
     if unreadable is not None:
@@ -1260,8 +1265,7 @@ def check_reversal_reach(predicted: int | None, measure: Callable[[], dict | lis
     if lo - REACH_TOLERANCE <= predicted <= hi + REACH_TOLERANCE:
         # the same words whether the seeds agree or not (their range differs across devices)
         where = f"the range the seeds measure ({_span(lo, hi)})" if len(tables) > 1 else "the measurement"
-        return _finish(name, True, f"your prediction is within {REACH_TOLERANCE} symbol of {where}: "
-                       + meaning)
+        return _finish(name, True, f"your prediction is {_within(REACH_TOLERANCE)} {where}: " + meaning)
     if predicted in (REACH_WIDTH, REACH_WIDTH + 1):
         return _finish(name, False, "you expected one symbol per number of C: " + meaning,
                        "one symbol per number")
@@ -1390,9 +1394,9 @@ def check_reversal_reach_file(fn: object = None, prediction: object = None) -> C
         return _finish(name, False, f"{int(prediction)} is the C of 16's reach: you expected doubling C to "
                        f"buy nothing; {note}.", "like the C of 16")
     if lo - REACH_TOLERANCE <= int(prediction) <= hi + REACH_TOLERANCE:
-        return _finish(name, True, f"{int(prediction)} is within {REACH_TOLERANCE} symbol of {lo}-{hi}: {note}.")
+        return _finish(name, True, f"{int(prediction)} is {_within(REACH_TOLERANCE)} {lo}-{hi}: {note}.")
     side = "too pessimistic" if prediction < lo else "too optimistic"
-    return _finish(name, False, f"{int(prediction)} is more than {REACH_TOLERANCE} symbol from it: {note}.", side)
+    return _finish(name, False, f"{int(prediction)} is outside it: {note}.", side)
 
 
 check_swapped_context_file.prediction_only = True  # no function to write, only the prediction
