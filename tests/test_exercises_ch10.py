@@ -340,7 +340,19 @@ def fill_skips_token_after_span(inputs, target, eos_id):
     return out
 
 
+def fill_ignoring_eos(inputs, target, eos_id):
+    """</s> never tested: it joins the last span in the target and stays at the end of the text."""
+    spans, current = {}, None
+    for token in target:
+        if token > 900:
+            current = spans.setdefault(token, [])
+        elif current is not None:
+            current.append(token)
+    return [x for token in inputs for x in (spans.get(token, []) if token > 900 else [token])]
+
+
 @pytest.mark.parametrize("wrong, diagnosis", [
+    (fill_ignoring_eos, "eos ignored"),
     (fill_first_hole_takes_all, "all spans into the first hole"),
     (fill_skips_token_after_span, "drops a kept token"),
     (fill_keep_sentinels, "sentinels kept"),
@@ -394,6 +406,26 @@ def corrupt_closing_first_sentinel(tokens, mask, sentinel, eos_id):
     """The paper's closing sentinel, numbered as if it were the first (a plausible slip)."""
     inputs, target = corrupt(tokens, mask, sentinel, eos_id)
     return inputs, target[:-1] + [sentinel(0), eos_id]
+
+
+def corrupt_whole_text_target(tokens, mask, sentinel, eos_id):
+    """The input is right; the target rebuilds the whole text (cell 10.5's 'rebuild the text')."""
+    inputs, _ = corrupt(tokens, mask, sentinel, eos_id)
+    return inputs, list(tokens) + [eos_id]
+
+
+def corrupt_whole_text_with_sentinels(tokens, mask, sentinel, eos_id):
+    """The whole text as target, with each span's sentinel before it."""
+    inputs, target, n = [], [], 0
+    for position, (token, hidden) in enumerate(zip(tokens, mask.tolist())):
+        if hidden and (position == 0 or not mask[position - 1]):
+            inputs.append(sentinel(n))
+            target.append(sentinel(n))
+            n += 1
+        if not hidden:
+            inputs.append(token)
+        target.append(token)
+    return inputs + [eos_id], target + [eos_id]
 
 
 def corrupt_no_eos(tokens, mask, sentinel, eos_id):
@@ -453,6 +485,8 @@ def corrupt_in_place(tokens, mask, sentinel, eos_id):
     (corrupt_keeps_hidden, "hidden tokens kept in the input"),
     (corrupt_paper_figure, "final sentinel"),
     (corrupt_closing_first_sentinel, "final sentinel"),
+    (corrupt_whole_text_target, "whole text as target"),
+    (corrupt_whole_text_with_sentinels, "whole text as target"),
     (corrupt_no_eos, "no eos"),
     (corrupt_no_target_eos, "target without eos"),
     (corrupt_no_input_eos, "input without eos"),

@@ -499,6 +499,30 @@ def _past_eos(inputs, target, eos_id):
     return _fill_spans(inputs, [t for t in target if t != eos_id], eos_id)
 
 
+def _eos_ignored(args, got) -> bool:
+    """``</s>`` read as an ordinary token, in the target (it joins the last span, and what follows
+    it is read too), in the input (it is kept as text), or in both."""
+    inputs, target, eos_id = args
+
+    def fill(read_target_eos: bool, read_input_eos: bool) -> list:
+        spans, current = {}, None
+        for token in target:
+            if token == eos_id and not read_target_eos:
+                break
+            if token > SENTINEL_BASE - 100:
+                current = spans.setdefault(token, [])
+            elif current is not None:
+                current.append(token)
+        out = []
+        for token in inputs:
+            if token == eos_id and not read_input_eos:
+                break
+            out.extend(spans.get(token, []) if token > SENTINEL_BASE - 100 else [token])
+        return out
+
+    return any(got == fill(t, i) for t, i in ((True, True), (True, False), (False, True)))
+
+
 def _fill_spans_from(inputs, target, eos_id, lowest: int):
     """``_fill_spans`` with only the ids >= ``lowest`` read as sentinels (the others as text)."""
     spans, current = {}, None
@@ -623,6 +647,9 @@ def check_fill_spans(fn: Callable) -> CheckResult:
         Mistake("eos kept", "</s> ends the sequence; it is not part of the text.", gives=_keeps_eos),
         Mistake("read past eos", "stop reading the target at </s>: whatever follows is not the model's answer.",
                 gives=_past_eos),
+        Mistake("eos ignored", "</s> is not text: it ends the input and the target alike. Read as an "
+                "ordinary token it joins the last span (and the tokens after it are read too), or stays "
+                "at the end of the text: stop at eos_id in both loops.", when=_eos_ignored),
     ]
     return run_cases("fill spans", fn, cases, mistakes)
 
@@ -672,6 +699,26 @@ def _closing_token(args, got) -> bool:
         return False
     return (len(got_target) == len(target) and got_target[:-2] == target[:-2]
             and got_target[-1] == eos_id and got_target[-2] != eos_id)
+
+
+def _whole_text_target(args, got) -> bool:
+    """The target rebuilds the whole text (every token, kept and hidden, in order; with or without
+    sentinels before the spans, with or without </s>), whatever the input is: the layout span
+    corruption exists to avoid."""
+    tokens, mask, sentinel, eos_id = args
+    if not (isinstance(got, tuple) and len(got) == 2) or not bool(mask.any()):
+        return False
+    try:
+        target = list(got[1])
+    except TypeError:
+        return False
+    with_sentinels, n = [], 0
+    for token, start in zip(tokens, _starts(mask)):
+        if start:
+            with_sentinels.append(sentinel(n))
+            n += 1
+        with_sentinels.append(token)
+    return any(target == whole or target == whole + [eos_id] for whole in (list(tokens), with_sentinels))
 
 
 def _no_eos(tokens, mask, sentinel, eos_id):
@@ -838,6 +885,9 @@ def check_corrupt(fn: Callable) -> CheckResult:
                 "neighbour, and it gets sentinel(0).", gives=_no_span_at_start),
         Mistake("last span dropped", "a span that runs to the end of the tokens is still a span: write it to "
                 "the target (no kept token comes to close it).", gives=_last_span_dropped),
+        Mistake("whole text as target", "the target rebuilds the whole text: the layout span corruption "
+                "replaces. Its target holds only the hidden spans, each after its sentinel, then </s>: "
+                "about a fifth as long, so the decoder's work is smaller.", when=_whole_text_target),
         Mistake("final sentinel", "that is the layout of the paper's figure; T5's code (and the library) writes "
                 "no closing sentinel, the target ends with the last span and </s>.", when=_closing_token),
         Mistake("no eos", "both sequences end with eos_id.", gives=_no_eos),
