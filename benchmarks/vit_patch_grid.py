@@ -148,7 +148,7 @@ def main() -> None:
         result = {
             "description": "Chapter 7: the ViT at P = 1 and the CNN with a 2x2 stride-2 stem, beside "
                            "the chapter's two models, 125 training digits, three seeds (the ViT with "
-                           "an MLP head also at 2,000 steps, on 125 and 1,251 digits); written by "
+                           "an MLP head also at 2,000 steps: the runs listed); written by "
                            "benchmarks/vit_patch_grid.py",
             "recipes": {name: r.__dict__ for name, r in recipes(args.smoke).items()},
             "seeds": list(seeds), "shifts": list(SHIFTS), "machine": common.machine(args.jobs),
