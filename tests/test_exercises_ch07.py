@@ -616,6 +616,19 @@ def _class_skips_itself(g, r):  # row 0: every patch, but not the class token it
     return mask
 
 
+def _torus(g, r, rows=True, cols=True):  # distances wrapped around the edges: min(d, g - d)
+    index = torch.arange(g * g)
+    dr = (index[:, None] // g - index[None] // g).abs()
+    dc = (index[:, None] % g - index[None] % g).abs()
+    if rows:
+        dr = torch.minimum(dr, g - dr)
+    if cols:
+        dc = torch.minimum(dc, g - dc)
+    mask = local_mask_reference(g, r).clone()
+    mask[1:, 1:] = torch.maximum(dr, dc) <= r
+    return mask
+
+
 LOCAL_MASK_WRONG = {
     "True = blocked": (lambda g, r: ~local_mask_reference(g, r), "inverted"),
     "a patch may not read itself": (_no_self, "self_excluded"),
@@ -627,6 +640,8 @@ LOCAL_MASK_WRONG = {
     "distance < radius": (lambda g, r: local_mask_reference(g, r - 1), "strict"),
     "neighbours along the flattened sequence": (_flat, "flattened_sequence"),
     "1-D distance |n - m| <= r (g + 1)": (_flat_scaled, "flattened_distance"),
+    "wrap-around (torus) neighbourhood": (_torus, "wrap_around"),
+    "wrap-around in the columns only": (lambda g, r: _torus(g, r, rows=False), "wrap_around"),
     "patches read the class token": (_edited(patches_read_class=True), "patches_read_class"),
     "class token reads only itself": (_edited(class_self=True), "class_reads_self_only"),
     "class token does not read itself": (_class_skips_itself, "class_skips_itself"),

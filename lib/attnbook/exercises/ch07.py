@@ -1024,6 +1024,32 @@ def _local_mask(grid_size: int, radius: int, distance: str = "chebyshev") -> tor
     return mask
 
 
+def _local_mask_wrapped(grid_size: int, radius: int, rows: bool, cols: bool) -> torch.Tensor:
+    """The square neighbourhood on a torus: distances wrap around the grid's edges (in the rows,
+    the columns or both), so the left edge's patches read the right edge's."""
+    index = torch.arange(grid_size * grid_size)
+    r, c = index // grid_size, index % grid_size  # (N,) each
+    dr, dc = (r[:, None] - r[None]).abs(), (c[:, None] - c[None]).abs()  # (N, N)
+    if rows:
+        dr = torch.minimum(dr, grid_size - dr)
+    if cols:
+        dc = torch.minimum(dc, grid_size - dc)
+    mask = _local_mask(grid_size, radius)
+    mask[1:, 1:] = torch.maximum(dr, dc) <= radius
+    return mask
+
+
+def _wraps_around(args: tuple, got: object) -> bool:
+    """The mask is the square neighbourhood with distances wrapped around the grid's edges."""
+    if not (isinstance(got, torch.Tensor) and got.dtype == torch.bool
+            and got.shape == _local_mask(*args).shape):
+        return False
+    got = got.cpu()
+    return not torch.equal(got, _local_mask(*args)) and any(
+        torch.equal(got, _local_mask_wrapped(*args, rows, cols))
+        for rows, cols in ((True, True), (False, True), (True, False)))
+
+
 def _local_mask_flat(grid_size, radius):  # neighbours along the flattened sequence, not the grid
     n = grid_size * grid_size
     mask = _local_mask(grid_size, radius)
@@ -1116,6 +1142,12 @@ LOCAL_MASK_MISTAKES = (
             "row. Patch n sits at row n // grid_size, column n % grid_size; compare rows and "
             "columns separately",
             when=_banded_in_sequence),
+    Mistake("wrap_around",
+            "the distances wrap around the grid's edges (a torus: the difference taken as "
+            "min(d, grid_size - d)), so a patch on the left edge reads the right edge; an image "
+            "has edges, as a convolution padded with zeros does: use the plain differences, "
+            "max(|row difference|, |column difference|) <= radius",
+            when=_wraps_around),
     Mistake("class_skips_itself",
             "the class token does not read itself here (mask[0, 0] is False); row 0 is all True: "
             "the class token reads every token, itself included",
