@@ -51,6 +51,11 @@ def softmax_overflow_zeroed(scores, mask):  # no shift by the maximum; the overf
     return (e / e.sum(-1, keepdim=True)).nan_to_num(0.0)
 
 
+def softmax_max_over_padding(scores, mask):  # shifts by the maximum over all positions
+    e = (scores - scores.amax(-1, keepdim=True)).exp() * mask
+    return e / e.sum(-1, keepdim=True).clamp(min=1e-30)
+
+
 def softmax_in_place(scores, mask):
     scores.masked_fill_(~mask, float("-inf"))
     return torch.softmax(scores, dim=-1).nan_to_num(0.0)
@@ -66,6 +71,7 @@ MASKED_SOFTMAX_WRONG = [
     (softmax_big_negative, "empty rows"),
     (softmax_nan_rows, "empty rows"),
     (softmax_overflow_zeroed, "overflow to zero"),
+    (softmax_max_over_padding, "max over padding"),
     (softmax_in_place, MUTATION),
     (not_done, ""),
 ]

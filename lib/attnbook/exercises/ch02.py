@@ -65,7 +65,23 @@ def _overflow_zeroed(args, got) -> bool:
     return bool(scores.abs().max() > 50) and bool(((got.sum(-1) == 0) & mask.any(-1)).any())
 
 
+def _max_over_padding(args, got) -> bool:
+    """A row whose padding outscores its real positions by far, and whose real weights are all
+    0 or NaN: the shift used a maximum that included the padding, so every real exp underflowed."""
+    scores, mask = args
+    if not (isinstance(got, torch.Tensor) and got.shape == scores.shape):
+        return False
+    real_top = scores.masked_fill(~mask, float("-inf")).amax(-1)  # (B,)
+    pad_top = scores.masked_fill(mask, float("-inf")).amax(-1)  # (B,)
+    rows = mask.any(-1) & (pad_top - real_top > 100)
+    dead = (got.nan_to_num(0.0) == 0) | ~mask  # (B, S): real weights 0 or NaN
+    return bool((rows & dead.all(-1)).any())
+
+
 MASKED_SOFTMAX_MISTAKES = [
+    Mistake("max over padding", "your maximum includes padding: a large score on a padded position "
+            "makes every real exp underflow to 0; subtract the largest real score (fill padding "
+            "with -inf before taking the maximum).", when=_max_over_padding),
     Mistake("ignores mask", "padding got weight: set the scores of padding to -inf before the softmax.",
             gives=lambda s, m: torch.softmax(s, dim=-1)),
     Mistake("masked with zero", "padding got weight: a score of 0 still has exp(0) = 1; fill padding's scores "
@@ -112,6 +128,10 @@ def check_masked_softmax(fn: Callable) -> CheckResult:
         mask = torch.arange(S)[None, :] < torch.tensor(lengths)[:, None]  # (B, S); a length may be 0
         cases.append(Case(description, (scores, mask), _library_masked_softmax(scores, mask),
                           hint="normalise each row over its real positions only (dim=-1); padding gets 0."))
+    scores, mask = torch.tensor([[0.0, 1.0, 200.0]]), torch.tensor([[True, True, False]])
+    cases.append(Case("a large score (200) on a padding position", (scores, mask),
+                      _library_masked_softmax(scores, mask),
+                      hint="shift by the largest real score; padding's score must not count."))
     return run_cases("masked softmax", fn, cases, MASKED_SOFTMAX_MISTAKES)
 
 
