@@ -10,7 +10,7 @@ from attnbook.exercises.ch10 import (
     check_bucket_range, check_corrupt, check_fill_spans, check_no_position_t5, check_span_spread,
     check_trained_buckets,
 )
-from attnbook.models.t5 import T5
+from attnbook.models.t5 import T5, T5Config
 from attnbook.tasks.span_corruption import noise_mask
 
 
@@ -520,6 +520,8 @@ def buckets_left_only(config, src_length, tgt_length):
     (lambda c, s, t: buckets_by_formula(c, s, t, reach=1), "decoder one offset too far"),
     (buckets_left_only, "one side only"),
     (lambda c, s, t: (trained_buckets(c, s, t)[0], []), "loss from the first decoder position only"),
+    (lambda c, s, t: (trained_buckets(c, s, t)[0], trained_buckets(c, s, s)[1]),
+     "decoder fed source-length targets"),
     (lambda c, s, t: (list(range(c.num_buckets)), list(range(c.num_buckets))), "every row counted"),
 ])
 def test_trained_buckets_rejects(wrong, diagnosis):
@@ -620,6 +622,18 @@ def test_no_position_t5_measures_the_decoder(capsys):
     assert check_no_position_t5(t5_without_position_bias, "decoder")
     out = capsys.readouterr().out
     assert out.startswith("✓") and "the decoder is another matter" in out.lower()
+    assert "without the causal mask" in out and "positions 1->2" in out
+
+
+def test_no_position_t5_decoder_steps_fall_and_the_null_is_flat():
+    """From position 1 on the inputs are equal: the causal decoder still changes, less at every
+    step; without the causal mask it does not change at all."""
+    from attnbook.exercises.ch10 import _decoder_position_steps
+    torch.manual_seed(0)
+    model = t5_without_position_bias(T5Config(40, d_model=16, num_heads=2, d_ff=24))
+    steps = _decoder_position_steps(model)
+    assert steps[0] > 1e-3 and steps[-1] < steps[0]
+    assert max(_decoder_position_steps(model, causal=False)) < 1e-5
 
 
 @pytest.mark.parametrize("prediction, phrase, diagnosis", [

@@ -22,11 +22,13 @@ import signal
 import threading
 import time
 from collections.abc import Callable
+from unittest import mock
 
 import torch
 from torch import nn
 
 from attnbook.exercises.core import Case, CheckResult, Mistake, _finish, run_cases
+from attnbook.layers import blocks as _blocks
 from attnbook.layers.relative_position import relative_position_bucket
 from attnbook.models.t5 import T5, T5Config
 from attnbook.tasks.span_corruption import corrupt, noise_mask
@@ -968,6 +970,12 @@ def _one_side_only(config, src_length, tgt_length):
             _trained_buckets(config, src_length, tgt_length)[1])
 
 
+def _decoder_source_length(config, src_length, tgt_length):
+    """The encoder right, the decoder fed a target of the source's length."""
+    return (_trained_buckets(config, src_length, tgt_length)[0],
+            _trained_buckets(config, src_length, src_length)[1])
+
+
 def _first_position_only(config, src_length, tgt_length):
     """The loss taken at the first decoder position only: that query has one key, so the decoder's
     table gets no gradient; the encoder's still does, through the cross-attention."""
@@ -1058,6 +1066,9 @@ def check_trained_buckets(fn: Callable, prediction: int | None = None) -> CheckR
                 when=_one_bucket_each),
         Mistake("lengths swapped", "the source (src_length tokens) goes into the encoder and the target "
                 "(tgt_length tokens) into the decoder: the two lengths are swapped.", gives=_lengths_swapped),
+        Mistake("decoder fed source-length targets", "the encoder's buckets are right, but the decoder's "
+                "are those of a target as long as the source: the target has tgt_length tokens (build the "
+                "decoder's input with tgt_length, not src_length).", gives=_decoder_source_length),
         Mistake("loss from the first decoder position only", "the decoder's table got no gradient: was the "
                 "loss taken at the first target position only (logits[:, 0])? That query sees one key, whose "
                 "softmax weight is 1 whatever the bias. Take the loss over every target position.",
@@ -1164,14 +1175,25 @@ def _causal_still_works(model: nn.Module) -> bool:
     return torch.allclose(a, b)
 
 
-def _decoder_position_spread(model: nn.Module) -> float:
-    """Largest change of the logits between neighbouring positions when every decoder input is
-    the same token: nonzero means the decoder still tells positions apart."""
+DECODER_STEPS_TGT = [0] + [7] * 7  # <pad>, then the same token at positions 1 to 7
+
+
+def _decoder_position_steps(model: nn.Module, causal: bool = True) -> list[float]:
+    """Largest change of the logits from position t to t + 1, for t = 1 to 6, when every decoder
+    input from position 1 on is the same token (the <pad> -> token step, where the inputs differ,
+    is left out). With ``causal=False`` the same decoder runs without its causal mask: the null,
+    in which a position-blind decoder has nothing left to tell positions 1 to 7 apart by."""
     src = torch.randint(3, model.src_vocab_size, (1, 5), generator=torch.Generator().manual_seed(4))
-    tgt = torch.tensor([[0, 7, 7, 7, 7, 7]])
-    with torch.no_grad():
-        logits = model(src, torch.tensor([5]), tgt)[0]  # (T, V)
-    return float((logits[1:] - logits[:-1]).abs().max())
+    tgt = torch.tensor([DECODER_STEPS_TGT])
+    with contextlib.ExitStack() as stack:
+        if not causal:  # every query sees every key: the causal mask replaced by all True
+            stack.enter_context(mock.patch.object(
+                _blocks, "causal_mask",
+                lambda q, k=None, device=None: torch.ones(q, q if k is None else k, dtype=torch.bool,
+                                                          device=device)))
+        with torch.no_grad():
+            logits = model.eval()(src, torch.tensor([5]), tgt)[0]  # (T, V)
+    return (logits[2:] - logits[1:-1]).abs().amax(-1).tolist()
 
 
 NO_POSITION_ANSWER = "decoder"
@@ -1224,7 +1246,7 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
     configs = [T5Config(40, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1, num_decoder_layers=1),
                T5Config(50, d_model=24, num_heads=4, d_ff=16, num_buckets=8, max_distance=20),
                T5Config(30, d_model=8, num_heads=1, d_ff=8, gated=False, num_encoder_layers=3)]
-    spread = 0.0
+    steps, null = [], []
     for n, config in enumerate(configs, start=1):
         torch.manual_seed(n)
         try:
@@ -1268,11 +1290,19 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
         if not _causal_still_works(model):
             return _finish(name, False, "the decoder now sees the future: keep the causal mask (only the "
                            "bias goes).")
-        spread = max(spread, _decoder_position_spread(model))
+        steps.append(_decoder_position_steps(model))
+        null.append(_decoder_position_steps(model, causal=False))
+    mean_steps = [sum(col) / len(col) for col in zip(*steps)]
+    null_max = max(max(row) for row in null)
+    shown = ", ".join(f"{v:.2f}" for v in mean_steps)
     measured = (f"all {len(configs)} configurations: no bias in either stack, and a shuffled source "
-                "gives the same memory, shuffled. The decoder is another matter: fed the same token at "
-                f"every position, its logits still change from one position to the next (by up to "
-                f"{spread:.2f}), because position t averages over t + 1 values under the causal mask.")
+                "gives the same memory, shuffled. The decoder is another matter: fed <pad> then the same "
+                "token at positions 1 to 7, its logits still change from each of those positions to the "
+                f"next, by {shown} (largest change per step, positions 1->2 to 6->7, mean of the "
+                f"{len(configs)} untrained models), falling as the start token's share of the average (about "
+                f"1/(t + 1)) shrinks; the same decoders without the causal mask change by at most "
+                f"{null_max:.0e} (every query sees the same keys). The position signal is the causal "
+                "mask's.")
     guess = prediction.strip().lower() if isinstance(prediction, str) else None
     if prediction is None:  # no measurement shown before a prediction is written
         return _finish(name, False, "not done yet: write your prediction into "
