@@ -214,6 +214,7 @@ def scored_037(monkeypatch):
     """Every trained tagger scores 0.37 on the chapter's test set (no 600-step run in a test)."""
     from attnbook.exercises import ch04
     monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.37)
+    monkeypatch.setattr(ch04, "_all_position_scores", lambda model: [0.3083, 0.9])
 
 
 @pytest.mark.parametrize(("measure", "diagnosis"), [
@@ -239,6 +240,7 @@ def scored_042(monkeypatch):
     from attnbook.exercises import ch04
     monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.042)
     monkeypatch.setattr(ch04, "_single_answer_scores", lambda model: [0.224, 0.6, 0.75])
+    monkeypatch.setattr(ch04, "_all_position_scores", lambda model: [0.035, 0.9])
 
 
 @pytest.mark.parametrize(("measure", "diagnosis"), [
@@ -247,6 +249,7 @@ def scored_042(monkeypatch):
     (lambda: (_tagger(64), 0.3)[1], "not the trained model's score"),  # in the range, made up
     (lambda: (_tagger(64), 0.75)[1], "single answers"),  # above the range, a single answer
     (lambda: (_tagger(64), 0.2)[1], "the one-head model"),  # neither: the generic buckets
+    (lambda: (_tagger(64), 0.035)[1], "scored all positions, ends included"),  # 10/12 of it
 ])
 def test_heads_measurement_names_under_training_and_single_answers(measure, diagnosis, scored_042,
                                                                   capsys):
@@ -261,6 +264,27 @@ def test_heads_measurement_names_a_longer_run(monkeypatch, capsys):
     result = check_heads_measurement(lambda: (_tagger(64), 0.7202)[1], prediction=0.5)
     assert not result and result.diagnosis == "trained longer"
     assert capsys.readouterr().out.startswith("✗")
+
+
+def test_heads_measurement_names_all_positions_in_the_range(monkeypatch, capsys):
+    """0.37 over the interior is 0.308 over all 12 positions (the ends never both right): in
+    the accepted range, still named."""
+    from attnbook.exercises import ch04
+    monkeypatch.setattr(ch04, "_interior_score", lambda model: 0.37)
+    monkeypatch.setattr(ch04, "_all_position_scores", lambda model: [0.3083, 0.37])
+    result = check_heads_measurement(lambda: (_tagger(64), 0.3083)[1], prediction=0.5)
+    assert not result and result.diagnosis == "scored all positions, ends included"
+    out = capsys.readouterr().out
+    assert out.startswith("✗") and "interior" in out and "0.3700" in out
+
+
+def test_all_position_scores_count_the_ends():
+    """Untrained: both right over all 12 positions is near zero, and counting the ends'
+    missing answers as right can only raise it."""
+    from attnbook.exercises.ch04 import _all_position_scores
+    torch.manual_seed(0)
+    wrong_ends, right_ends = _all_position_scores(_tagger(64, trained=False))
+    assert 0.0 <= wrong_ends <= right_ends < 0.2
 
 
 def test_single_answer_scores_are_the_chapters():
@@ -581,6 +605,8 @@ def first_real_hidden_in_sequence_0(lengths, T, num_heads):  # its first real qu
 
 TORCH_MASK_WRONG = [
     (lambda n, T, H: _real_and_causal(n, T), "inverted masks (the book's convention)"),
+    (lambda n, T, H: (None, masks_in_one(n, T, H)[1].logical_not()),  # True = may attend
+     "one mask in the book's convention"),
     (lambda n, T, H: (_real_and_causal(n, T)[0], ~_real_and_causal(n, T)[1]),
      "key_padding_mask inverted"),
     (lambda n, T, H: (~_real_and_causal(n, T)[0], _real_and_causal(n, T)[1]),

@@ -346,6 +346,36 @@ def _single_answer_scores(model: torch.nn.Module) -> list[float]:
     return interior + list(tagging_accuracy(model, tokens, targets).values())
 
 
+def _all_position_scores(model: torch.nn.Module) -> list[float]:
+    """Both answers right over all 12 positions, the two ends included, on the chapter's test
+    set: with an end's missing answer counted wrong (``(named == targets).all(-1).mean()``) and
+    counted right (``tagging_accuracy``'s ``position``)."""
+    from attnbook.data.synthetic import IGNORE, neighbours_task
+
+    tokens, targets = neighbours_task(2000, 12, 16, torch.Generator().manual_seed(123))
+    device = next(model.parameters()).device
+    with torch.no_grad():
+        named = model(tokens.to(device)).argmax(-1).cpu()  # (B, T, 2)
+    right = named == targets
+    return [right.all(-1).float().mean().item(),
+            (right | (targets == IGNORE)).all(-1).float().mean().item()]
+
+
+def _ends_included(value: float, models: list[torch.nn.Module]) -> CheckResult | None:
+    """The verdict when ``value`` is a trained 64-head model's both-right share over all
+    positions, ends included, instead of over the interior ones; else None."""
+    scores = [s for model in models for s in _all_position_scores(model)]
+    if not any(abs(value - s) <= SCORE_TOLERANCE for s in scores):
+        return None
+    interior = ", ".join(f"{_interior_score(m):.4f}" for m in models)
+    return _verdict(HEADS_OUTCOME, False, f"got {value!r}: that is the share of ALL 12 positions "
+                    "with both answers right, the two ends included, of the 64-head model you "
+                    "trained. Position 0 has no letter before and position 11 no letter after, "
+                    "so the chapter scores only the 10 interior positions (1 .. 10), where that "
+                    f"model gets {interior}: return interior_both_right(model).",
+                    "scored all positions, ends included")
+
+
 def _trained_64_head_scores(
     measure: Callable[[], float],
 ) -> tuple[object, list[float], bool, list[torch.nn.Module]]:
@@ -415,6 +445,9 @@ def check_heads_measurement(measure: Callable[[], float], prediction: object = N
                             + HEADS_OUTCOME.how_to_measure, "no 64-head model trained")
     if in_range:
         if not any(abs(value - s) <= SCORE_TOLERANCE for s in scores):
+            ends = _ends_included(value, trained_64)
+            if ends is not None:
+                return ends
             found = ", ".join(f"{s:.4f}" for s in scores)
             return _verdict(HEADS_OUTCOME, False, f"got {measured!r}, but the 64-head model that "
                             f"measure_64_heads() trained scores {found} on the chapter's test set: "
@@ -437,6 +470,9 @@ def check_heads_measurement(measure: Callable[[], float], prediction: object = N
                             "600 steps give: it trained longer (the committed runs reach 54%-72% at "
                             "1,200-2,400 steps) or faster; keep train_neighbours(64)'s defaults.",
                             "trained longer")
+        ends = _ends_included(value, trained_64)
+        if ends is not None:
+            return ends
         singles = [s for model in trained_64
                    for s in _single_answer_scores(model)]
         if any(abs(value - s) <= SCORE_TOLERANCE for s in singles):
@@ -673,6 +709,8 @@ def _torch_masks(lengths: torch.Tensor, T: int, num_heads: int, kind: str = "rig
     if kind == "queries, not keys":  # one (B*H, T, S) mask hiding padded QUERIES (rows)
         rows = real[:, :, None] & causal  # (B, T, S)
         return None, (~rows).repeat_interleave(num_heads, dim=0)
+    if kind == "one mask, book's convention":  # the asked-for (B*H, T, S) mask, not inverted
+        return None, (real[:, None, :] & causal).repeat_interleave(num_heads, dim=0)
     return {
         "inverted": (real, causal),
         "padding inverted": (real, ~causal),
@@ -737,6 +775,11 @@ TORCH_MASK_MISTAKES = [
     _torch_mistake("inverted masks (the book's convention)", "both masks say True = may attend, the "
                    "book's convention; nn.MultiheadAttention's boolean masks mean the opposite: True = "
                    "IGNORE this key. Invert both (~).", "inverted"),
+    _torch_mistake("one mask in the book's convention", "your single (B·H, T, S) attn_mask is "
+                   "True where a query MAY attend (the book's convention, (None, allowed)); for "
+                   "nn.MultiheadAttention a boolean attn_mask is True where a key is IGNORED. "
+                   "Return (None, ~allowed): the real queries then see their keys, and no "
+                   "query's row is all True.", "one mask, book's convention"),
     _torch_mistake("key_padding_mask inverted", "your key_padding_mask is True on the real tokens; "
                    "for nn.MultiheadAttention True marks the PADDING keys to ignore.", "padding inverted"),
     _torch_mistake("attn_mask inverted", "your attn_mask is True where a query may look (j <= i); for "
