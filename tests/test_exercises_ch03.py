@@ -660,6 +660,9 @@ POSITION_WRONG = [
     (position_both_flipped, "both dimensions flipped"),
     (position_t_minus_i, "mirror T - i"),
     (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)).float().mean(0), "answer dimension kept"),
+    # the review's answer: the tokens given the answer dimension instead, a (T, 1) result
+    (lambda m, tok: (m(tok).argmax(-1) == tok.flip(1)[..., None]).float().mean(0),
+     "answer dimension R kept"),
     (lambda m, tok: (m(tok).argmax(-2)[..., 0] == tok.flip(1)).float().mean(0),
      "argmax over the wrong axis"),  # over the one answer slot: every answer is letter 0
     (lambda m, tok: (m(tok).argmax(1)[..., 0] == tok.flip(1)).float().mean(0),

@@ -1165,6 +1165,11 @@ POSITION_MISTAKES = [
             "dimension of its own, so argmax(-1) gives (B, T, 1), which does not line up with the "
             "(B, T) tokens. Take the answer with [..., 0] before comparing.",
             when=lambda args, got: isinstance(got, RaisedError) and got.kind == "answer dimension"),
+    Mistake("answer dimension R kept", "your result has shape (T, 1): you kept the extra answer "
+            "dimension R of the (B, T, R, V) logits (R = 1 here), so the comparison gave (B, T, 1) "
+            "and its mean (T, 1). Take the answer with [..., 0] before comparing, for a (T,) result.",
+            when=lambda args, got: isinstance(got, torch.Tensor) and got.shape == (args[1].shape[1], 1)
+            and compare(got[:, 0], _position_accuracy(*args), 1e-5, 1e-5) is None),
     Mistake("argmax over the positions", "the argmax ran over the positions (dimension 1 of the "
             "(B, T, V) logits left after [..., 0, :]), so it gave (B, V): for each letter, the "
             "position where it scores highest, which does not line up with the (B, T) tokens "
