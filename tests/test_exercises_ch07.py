@@ -288,6 +288,14 @@ UNPATCHIFY_WRONG = {
     "output transposed": (lambda x, P, s, H, W: unpatchify_fold(x, P, s, H, W).transpose(-1, -2),
                           "output_transposed"),
     "max of the overlapping copies": (_max_of_copies, "max_of_copies"),
+    "count capped at 2": (
+        lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
+        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).clamp(max=2),
+        "count_capped"),
+    "count capped at 3": (
+        lambda x, P, s, H, W: F.fold(x.transpose(1, 2), (H, W), P, stride=s)
+        / F.fold(torch.ones_like(x.transpose(1, 2)[:1]), (H, W), P, stride=s).clamp(max=3),
+        "count_capped"),
 }
 
 
@@ -357,7 +365,50 @@ def _columns_renormalised(maps, residuals, each_layer):  # sum(dim=-2) where row
     return out if each_layer else out / out.sum(-2, keepdim=True)
 
 
+def _map_columns_renormalised(maps, residuals, per_head):  # each A / A.sum(dim=-2), then mixed
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        a = (layer / layer.sum(-2, keepdim=True)).mean(1) if per_head else layer.mean(1)
+        a = a if per_head else a / a.sum(-2, keepdim=True)
+        out = ((1 - r) * a + r * torch.eye(T)) @ out
+    return out
+
+
+def _column_vector_form(maps, residuals):  # out @ Â^T each layer: R transposed
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = out @ ((1 - r) * layer.mean(1) + r * torch.eye(T)).transpose(-1, -2)
+    return out
+
+
+def _each_layer_transposed(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.mean(1) + r * torch.eye(T)).transpose(-1, -2) @ out
+    return out
+
+
+def _last_layer_skipped(maps, residuals):  # range(len(maps) - 1)
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for l in range(len(maps) - 1):
+        out = ((1 - residuals[l]) * maps[l].mean(1) + residuals[l] * torch.eye(T)) @ out
+    return out
+
+
 ROLLOUT_WRONG = {
+    "product transposed at the end": (lambda maps, rs: rollout_reference(maps, rs).transpose(-1, -2),
+                                      "product_transposed"),
+    "column-vector form, out @ A^T": (_column_vector_form, "product_transposed"),
+    "each layer transposed": (_each_layer_transposed, "product_transposed"),
+    "last layer skipped": (_last_layer_skipped, "last_layer_skipped"),
+    "maps renormalised over columns": (lambda maps, rs: _map_columns_renormalised(maps, rs, False),
+                                       "map_columns_renormalised"),
+    "each head renormalised over columns": (lambda maps, rs: _map_columns_renormalised(maps, rs, True),
+                                            "map_columns_renormalised"),
     "wrong order": (lambda maps, rs: rollout_reference(list(maps)[::-1], list(rs)[::-1]), "wrong_order"),
     "residuals reversed": (lambda maps, rs: rollout_reference(maps, list(rs)[::-1]), "residuals_reversed"),
     "first weight everywhere": (lambda maps, rs: rollout_reference(maps, [rs[0]] * len(maps)), "one_residual"),
@@ -430,6 +481,9 @@ MEAN_POOL_WRONG = {
     "class token's position on every patch": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[0]).hidden).mean(1)),
         "class_position_everywhere"),
+    "class token's position added to every patch": (lambda m, x: m.readout(m.final_norm(
+        run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:] + m.position_embeddings[0]).hidden
+    ).mean(1)), "class_position_added"),
     "token 0 read": (lambda m, x: m.readout(m.final_norm(
         run_blocks(m.blocks, _patches(m, x) + m.position_embeddings[1:]).hidden)[:, 0]), "first_patch"),
     "trains the model": (lambda m, x: [p.data.mul_(1.01) for p in m.parameters()] and mean_pool_reference(m, x),

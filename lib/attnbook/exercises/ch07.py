@@ -495,6 +495,22 @@ def _unpatchify_cols_over_stride(patches, P, stride, H, W):
     return total / count.clamp(min=1)
 
 
+def _unpatchify_count_capped(args: tuple, got: object) -> bool:
+    """The sum of the copies divided by min(count, k) for some k below the largest count (k = 2: "a
+    pixel is in at most two windows", true only where the stride is at least half the window)."""
+    patches, P, stride, H, W = args
+    if not isinstance(got, torch.Tensor):
+        return False
+    ones = torch.ones_like(patches[:1]).transpose(1, 2)
+    count = torch.nn.functional.fold(ones, (H, W), P, stride=stride)
+    total = _unpatchify_sum(patches, P, stride, H, W)
+    for cap in range(2, int(count.max().item())):
+        wrong = total / count.clamp(max=cap)
+        if got.shape == wrong.shape and torch.allclose(got.detach().double(), wrong.double(), atol=1e-5):
+            return True
+    return False
+
+
 def _unpatchify_stride_ignored(patches, P, stride, H, W):
     """The windows laid side by side every P pixels, as if the stride were P (no overlap)."""
     B, N, CPP = patches.shape
@@ -577,6 +593,11 @@ UNPATCHIFY_MISTAKES = (
             "each pixel kept the largest of its overlapping copies (a max, as in max-pooling); the "
             "exercise asks for their mean: add the copies and divide by each pixel's count",
             gives=_unpatchify_max),
+    Mistake("count_capped",
+            "each pixel's sum was divided by its count capped at a small number (min(count, 2), as if "
+            "a pixel were in at most two windows); with a stride below half the window a pixel is in "
+            "up to (P / stride)^2 windows: divide by its full count (F.fold of a tensor of ones)",
+            when=_unpatchify_count_capped),
     Mistake("sqrt_count",
             "each pixel's sum was divided by the square root of its count; the mean divides by the "
             "count itself",
@@ -729,6 +750,39 @@ def _rollout_last_layer_only(maps, residuals):
     return _rollout(maps[-1:], residuals[-1:])
 
 
+def _rollout_transposed(maps, residuals):
+    """R transposed: the column-vector form (out @ Â^T each layer), or .transpose at the end."""
+    return _rollout(maps, residuals).transpose(-1, -2)
+
+
+def _rollout_each_layer_transposed(maps, residuals):
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        out = ((1 - r) * layer.mean(1) + r * torch.eye(T)).transpose(-1, -2) @ out
+    return out
+
+
+def _rollout_last_layer_skipped(maps, residuals):
+    """The loop stops one layer early (range(len(maps) - 1), or maps[:-1])."""
+    T = maps[0].shape[-1]
+    return _rollout(maps[:-1], residuals[:-1]) if len(maps) > 1 else torch.eye(T).expand(
+        maps[0].shape[0], T, T)
+
+
+def _rollout_map_columns_renormalised(maps, residuals, per_head=False):
+    """Each attention map divided by its column sums (dim=-2) before it is mixed with r I."""
+    T = maps[0].shape[-1]
+    out = torch.eye(T).expand(maps[0].shape[0], T, T)
+    for layer, r in zip(maps, residuals):
+        if per_head:
+            averaged = (layer / layer.sum(-2, keepdim=True)).mean(1)
+        else:
+            averaged = layer.mean(1) / layer.mean(1).sum(-2, keepdim=True)
+        out = ((1 - r) * averaged + r * torch.eye(T)) @ out
+    return out
+
+
 def _rollout_layers_averaged(maps, residuals):
     T = maps[0].shape[-1]
     eye = torch.eye(T)
@@ -753,6 +807,29 @@ ROLLOUT_MISTAKES = (
             "only the last layer's map was used; rollout multiplies every layer's (r I + (1 - r) A), "
             "first layer on the right",
             gives=_rollout_last_layer_only),
+    Mistake("last_layer_skipped",
+            "the last layer was left out (the loop stopped one layer early, range(len(maps) - 1)); "
+            "rollout multiplies all L layers' (1 - r) A + r I, the last one on the left",
+            gives=_rollout_last_layer_skipped),
+    Mistake("product_transposed",
+            "the product came back transposed, R^T (the column-vector form, out @ Â^T, or a "
+            ".transpose at the end): in this book's row form A[i, j] is how much query i reads key j, "
+            "so R = Â_L @ ... @ Â_1 with no transpose, and each row of R sums to 1",
+            gives=_rollout_transposed),
+    Mistake("product_transposed",
+            "each layer's mixed map was transposed before the product; in this book's row form "
+            "A[i, j] is how much query i reads key j: R = Â_L @ ... @ Â_1 with Â = (1 - r) A + r I, "
+            "no transposes",
+            gives=_rollout_each_layer_transposed),
+    Mistake("map_columns_renormalised",
+            "each attention map was renormalised over its columns (a division by sum(dim=-2)) before "
+            "it was mixed; attention's rows already sum to 1 (each query's weights over the keys): "
+            "use the head-averaged map as it is",
+            gives=_rollout_map_columns_renormalised),
+    Mistake("map_columns_renormalised",
+            "each head's map was renormalised over its columns (a division by sum(dim=-2)) before the "
+            "heads were averaged; attention's rows already sum to 1: average the maps as they are",
+            gives=lambda maps, residuals: _rollout_map_columns_renormalised(maps, residuals, True)),
     Mistake("no_identity",
             "the identity is missing: (1 - r) A alone shrinks every layer's rows to sum to 1 - r; add r I "
             "for the residual connection, Â = (1 - r) A + r I",
@@ -899,6 +976,12 @@ def _class_position_everywhere(model, images):
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
 
 
+def _class_position_added(model, images):
+    x = (model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
+         + model.position_embeddings[0])
+    return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).mean(dim=1))
+
+
 def _max_pool(model, images):
     x = model.embeddings.tokens.patch_embedding(images) + model.position_embeddings[1:]
     return model.readout(model.final_norm(run_blocks(model.blocks, x).hidden).amax(dim=1))
@@ -937,6 +1020,10 @@ MEAN_POOL_MISTAKES = (
             "every patch got the class token's position (row 0); patch i gets row 1 + i, "
             "position_embeddings[1:]",
             gives=_class_position_everywhere),
+    Mistake("class_position_added",
+            "every patch got its own position plus the class token's (row 0): the class token is "
+            "gone, and its position with it; add position_embeddings[1:] alone",
+            gives=_class_position_added),
     Mistake("first_patch",
             "token 0 was read, as for the class token; without one, token 0 is the top-left patch: "
             "average all N patches' outputs",
