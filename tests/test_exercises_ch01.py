@@ -285,6 +285,14 @@ def shift_eos_late(targets, bos_id, eos_id, pad_id, clamp=False):
     return tgt_in, tgt_out
 
 
+def shift_out_from_input(targets, bos_id, eos_id, pad_id):  # tgt_out = tgt_in plus <eos>
+    tgt_in, _ = shift_targets(targets, bos_id, eos_id, pad_id)
+    B = targets.shape[0]
+    tgt_out = torch.cat([tgt_in, torch.full((B, 1), pad_id, dtype=targets.dtype)], dim=1)
+    tgt_out[torch.arange(B), (targets != pad_id).sum(-1) + 1] = eos_id
+    return tgt_in, tgt_out
+
+
 SHIFT_WRONG = [
     (shift_sliced, "dropped last column"),  # named by the narrower mistake first
     (lambda *a: shift_sliced(*a, eos=False), "T wide"),
@@ -294,6 +302,9 @@ SHIFT_WRONG = [
     (lambda *a: shift_targets(*a, pad_zero=True), "pad assumed 0"),
     (lambda t, b, e, p: shift_zero_column(t, b, e, p), "new column filled with 0"),
     (lambda *a: shift_targets(*a)[::-1], "swapped"),
+    (lambda *a: (shift_targets(*a)[0], shift_targets(*a)[0].clone()),
+     "tgt_out left unshifted (starts with <bos>)"),  # tgt_out = tgt_in
+    (shift_out_from_input, "tgt_out left unshifted (starts with <bos>)"),  # + <eos>
     (lambda *a: shift_targets(*a, eos_last=True), "eos after the padding"),
     (lambda *a: shift_targets(*a, eos_in_input=True), "eos in the input"),
     (shift_eos_into_input, "eos written into tgt_in"),

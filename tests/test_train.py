@@ -113,3 +113,23 @@ def test_sequence_cross_entropy_ignores_padding():
     torch.testing.assert_close(sequence_cross_entropy(logits, targets, pad_id=0), by_hand)
     with pytest.raises(ValueError, match="disagree"):
         sequence_cross_entropy(logits, targets[:, :2], pad_id=0)
+
+
+@pytest.mark.parametrize("clip_norm", [1.0, 0.1, 1e-3, 100.0])
+def test_clip_grad_norm_mechanics(clip_norm):
+    """What Chapter 1 says about clipping (moved here from the page): clip_grad_norm_ returns
+    the norm before clipping, leaves min(norm, clip_norm), and keeps the direction."""
+    torch.manual_seed(0)
+    model = nn.GRU(4, 8, batch_first=True)
+    states, _ = model(torch.randn(3, 5, 4))
+    states.pow(2).sum().backward()
+
+    def joined():
+        return torch.cat([p.grad.flatten() for p in model.parameters()])
+
+    raw = joined().clone()
+    returned = nn.utils.clip_grad_norm_(model.parameters(), clip_norm)
+    clipped = joined()
+    torch.testing.assert_close(returned, raw.norm())
+    torch.testing.assert_close(clipped.norm(), raw.norm().clamp(max=clip_norm))
+    torch.testing.assert_close(clipped / clipped.norm(), raw / raw.norm())

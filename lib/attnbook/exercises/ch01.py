@@ -238,6 +238,14 @@ def _eos_late(args, got) -> bool:
     return late > 0
 
 
+def _out_starts_with_bos(args, got) -> bool:
+    """The returned target's first column is <bos> in every row (the reference's never is)."""
+    if not (isinstance(got, tuple) and len(got) == 2 and _is_tensor(got[1]) and got[1].dim() == 2):
+        return False
+    out = got[1]
+    return out.shape[0] > 0 and out.shape[1] > 0 and bool((out[:, 0] == args[1]).all())
+
+
 SHIFT_MISTAKES = [
     Mistake("hard-coded ids", "use the bos_id, eos_id and pad_id arguments, not fixed numbers.",
             gives=lambda t, b, e, p: _shift(t, 1, 2, 0)),
@@ -249,6 +257,10 @@ SHIFT_MISTAKES = [
             gives=lambda t, b, e, p: _shift(t, b, e, p, tail_as=0)),
     Mistake("swapped", "the two are swapped: the decoder input starts with <bos>, the target ends with <eos>.",
             gives=lambda t, b, e, p: _shift(t, b, e, p)[::-1]),
+    Mistake("tgt_out left unshifted (starts with <bos>)", "your target tgt_out starts with <bos>, like "
+            "the decoder input: it was never shifted. The target is what the decoder must predict, "
+            "y1 .. yn <eos>: the input moved one step left, so tgt_out[:, t] is the token that follows "
+            "tgt_in[:, t]. Build it from the targets, not from tgt_in.", when=_out_starts_with_bos),
     Mistake("eos after the padding", "<eos> goes right after each row's last real token, not in the last "
             "column: in a padded row the pads come after <eos>.",
             gives=lambda t, b, e, p: _shift(t, b, e, p, eos_at="end")),
