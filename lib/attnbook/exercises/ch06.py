@@ -1176,7 +1176,8 @@ def judge_twin_prediction(prediction: float, twin: float, mixed: float, floor: f
         return "below the constant-guess floor", (
             f"{abs(error):.1f} points too low, and below the constant-guess floor: a model that "
             f"outputs {floor_token} everywhere already names the token at {floor:.1f}% of visible "
-            f"tokens, so an uninformed model is not at 1 in V. The twin measured {twin:.1f}%, at "
+            f"tokens, so a model that learned little lands near that floor, not at chance (1 in "
+            f"V). The twin measured {twin:.1f}%, at "
             f"that floor: its output at a visible token is almost always {floor_token}.")
     if abs(prediction - mixed) <= MIXED_CLOSE:
         return "as the 80/10/10 model", (
