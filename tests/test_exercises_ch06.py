@@ -73,6 +73,10 @@ def max_over_features(hidden, token_mask):  # max over D instead of S: shape (B,
     return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).amax(-1)
 
 
+def max_over_batch(hidden, token_mask):  # max over B instead of S: shape (S, D)
+    return hidden.masked_fill(~token_mask.unsqueeze(-1), float("-inf")).amax(0)
+
+
 def max_mask_inverted(hidden, token_mask):  # -inf written over the real tokens
     return hidden.masked_fill(token_mask.unsqueeze(-1), float("-inf")).amax(1)
 
@@ -85,7 +89,8 @@ MAX_WRONG = [
     (max_with_padding, "padding included"), (max_finite_fill, "finite fill"),
     (max_fill_minus_1e12, "finite fill"), (max_fill_minus_1e30, "finite fill"), (max_large_negative_fill, "finite fill"), (max_zero_filled, "padding zeroed"),
     (max_zero_filled_where, "padding zeroed"), (max_mean, "mean pooling"), (max_cls, "[CLS] vector"),
-    (max_indices, "positions, not values"), (max_mask_inverted, "mask inverted"), (max_in_place, MUTATION), (max_over_features, ""), (max_min, ""),
+    (max_indices, "positions, not values"), (max_mask_inverted, "mask inverted"), (max_in_place, MUTATION), (max_over_features, "max over the wrong dim"),
+    (max_over_batch, "max over the wrong dim"), (max_min, ""),
 ]
 
 
@@ -443,6 +448,11 @@ def wordpiece_capped(word, vocab, max_chars):  # review r44: no piece tried long
     return pieces
 
 
+def wordpiece_unk_string(word, vocab, max_chars):  # review r62-06: rejected but unnamed
+    pieces = wordpiece_reference(word, vocab, max_chars)
+    return "[UNK]" if pieces == ["[UNK]"] else pieces
+
+
 def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a frozenset: this raises
     vocab.add("[UNK]")
     return wordpiece_reference(word, vocab, max_chars)
@@ -459,6 +469,7 @@ def wordpiece_mutates_vocab(word, vocab, max_chars):  # the checker passes a fro
     (wordpiece_by_tokenizer, "library function"), (wordpiece_backtracking, "backtracking"),
     (wordpiece_skips_unknown, "unknown character skipped"), (wordpiece_bare_fallback, "bare piece as fallback"),
     (wordpiece_bytes, "length in bytes"), (wordpiece_capped, "piece length capped"),
+    (wordpiece_unk_string, "[UNK] as a string"),
 ])
 def test_wordpiece_checker(wrong, diagnosis, capsys):
     assert check_wordpiece(wordpiece_reference)
@@ -471,7 +482,7 @@ def test_wordpiece_checker(wrong, diagnosis, capsys):
 def test_every_wordpiece_mistake_is_named_by_a_row():
     rows = {"## on the first piece", "shortest first", "no ## prefix", "partial [UNK]", "max_chars ignored", "max_chars off by one",
             "## ignored in lookup", "backtracking", "unknown character skipped", "bare piece as fallback",
-            "length in bytes", "piece length capped"}
+            "length in bytes", "piece length capped", "[UNK] as a string"}
     assert {m.name for m in WORDPIECE_MISTAKES} == rows
 
 
@@ -1042,6 +1053,22 @@ from attnbook.exercises.ch06 import TWIN_CLOSE, check_twin_prediction, judge_twi
 def test_twin_prediction_verdicts(prediction, verdict):
     # the twin measured 8.7% and the 80/10/10 model 69.4% when the exercise was written
     assert judge_twin_prediction(prediction, 8.7, 69.4)[0] == verdict
+
+
+@pytest.mark.parametrize("prediction", [0.1, 0.0, 3.0, 8.0])
+def test_twin_prediction_below_the_floor_names_it(prediction):
+    # review r62-06: "uninformed, about chance: 0.1%" was told only "too low"
+    verdict, sentence = judge_twin_prediction(prediction, 8.7, 69.4, 8.2, "','")
+    assert verdict == ("close" if prediction >= 8.7 - TWIN_CLOSE else "below the constant-guess floor")
+    if verdict != "close":
+        assert "constant-guess floor" in sentence and "8.2%" in sentence and "','" in sentence
+
+
+def test_twin_check_reads_the_floor_from_measure(capsys):
+    result = check_twin_prediction(1.0, lambda: (8.7, 69.4, 8.2, "','"))
+    assert not result and result.diagnosis == "below the constant-guess floor"
+    assert "8.2%" in result.message
+    assert check_twin_prediction(1.0, lambda: (8.7, 69.4)).diagnosis == "too low"
 
 
 def test_twin_prediction_is_asked_before_measuring(capsys):

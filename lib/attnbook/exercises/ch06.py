@@ -130,6 +130,11 @@ MAX_POOL_MISTAKES = (
     Mistake("positions, not values", "you returned where the maximum is (the indices of .max): return the "
                                      "values.",
             gives=lambda h, m: h.masked_fill(~m.unsqueeze(-1), float("-inf")).max(1).indices.float()),
+    *(Mistake("max over the wrong dim", f"you took the maximum over dim {dim}: the tokens are dim 1 of "
+                                        "(B, S, D), so reduce over dim=1 and keep one value per feature, "
+                                        "(B, D).",
+              gives=lambda h, m, dim=dim: h.masked_fill(~m.unsqueeze(-1), float("-inf")).amax(dim))
+      for dim in (-1, 0)),
 )
 
 
@@ -516,6 +521,10 @@ WORDPIECE_MISTAKES = (
                                       "continues a word exists only with '##'; if no '##' piece matches, the "
                                       "whole word is ['[UNK]'].", gives=_bare_fallback),
     Mistake("## ignored in lookup", _HASH_HINT, gives=_hash_dropped),
+    Mistake("[UNK] as a string", "you returned the string '[UNK]': the function always returns a list of "
+                                 "pieces, so an unknown word is the one-piece list ['[UNK]'].",
+            gives=lambda w, v, m: "[UNK]" if _reference_wordpiece(w, v, m) == ["[UNK]"]
+            else _reference_wordpiece(w, v, m)),
     Mistake("piece length capped", "you never try a piece longer than a few characters: start from the "
                                    "whole remainder of the word (a piece can be as long as the word, "
                                    "'shepherd' is one piece) and shorten it one character at a time.",
@@ -1153,14 +1162,23 @@ TWIN_CLOSE = 5.0  # points: a passing prediction of the [MASK]-only twin's share
 MIXED_CLOSE = 10.0  # points: a prediction this near the 80/10/10 model is named as such
 
 
-def judge_twin_prediction(prediction: float, twin: float, mixed: float) -> tuple[str, str]:
+def judge_twin_prediction(prediction: float, twin: float, mixed: float, floor: float | None = None,
+                          floor_token: str = "the commonest token") -> tuple[str, str]:
     """The verdict on a prediction (all in %) of how often the ``[MASK]``-only twin's output at a
-    visible token names that token (``twin``, measured), beside the 80/10/10 model's ``mixed``.
+    visible token names that token (``twin``, measured), beside the 80/10/10 model's ``mixed``
+    and, if given, the constant-guess ``floor`` (always outputting ``floor_token``).
     Only "close" (within ``TWIN_CLOSE`` points of ``twin``) passes."""
     error = prediction - twin
     if abs(error) <= TWIN_CLOSE:
         return "close", (f"a close prediction: within {TWIN_CLOSE:g} points of the twin's "
                          f"{twin:.1f}%.")
+    if floor is not None and prediction < floor and error < 0:
+        return "below the constant-guess floor", (
+            f"{abs(error):.1f} points too low, and below the constant-guess floor: a model that "
+            f"outputs {floor_token} everywhere already names the token at {floor:.1f}% of visible "
+            f"tokens, so a model that learned little lands near that floor, not at chance (1 in "
+            f"V). The twin measured {twin:.1f}%, at "
+            f"that floor: its output at a visible token is almost always {floor_token}.")
     if abs(prediction - mixed) <= MIXED_CLOSE:
         return "as the 80/10/10 model", (
             f"you predicted about what the 80/10/10 model does ({mixed:.1f}%), but the twin "
@@ -1176,7 +1194,8 @@ def check_twin_prediction(prediction: float | None, measure: Callable | None = N
     """Predict, then measure: ``prediction`` (in %) of the share of visible tokens, nothing hidden,
     at which the ``[MASK]``-only twin's output names the token itself. ``measure()`` runs only
     after the prediction is a percentage; it prints the measurement and returns
-    ``(twin %, 80/10/10 model %)``."""
+    ``(twin %, 80/10/10 model %)``, optionally followed by the constant-guess floor (%) and the
+    token that guess outputs."""
     exercise = "the [MASK]-only twin"
     if prediction is None:
         return _verdict(exercise, False, "write your prediction (a share in %) into `twin_prediction` "
@@ -1189,8 +1208,10 @@ def check_twin_prediction(prediction: float | None, measure: Callable | None = N
                         f"in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
     if measure is None:
         raise ValueError("give measure, the function that measures both models")
-    twin, mixed = measure()
-    verdict, sentence = judge_twin_prediction(float(prediction), float(twin), float(mixed))
+    twin, mixed, *floor = measure()  # optionally the constant-guess floor (%) and its token
+    floor_args = (float(floor[0]), *floor[1:2]) if floor else ()
+    verdict, sentence = judge_twin_prediction(float(prediction), float(twin), float(mixed),
+                                              *floor_args)
     print(f"   your prediction minus the measurement, in points: {prediction - twin:+.1f}")
     return _verdict(exercise, verdict == "close", sentence, "" if verdict == "close" else verdict)
 
