@@ -7,6 +7,7 @@ import torch
 
 from attnbook.exercises.ch02 import check_additive_score, check_luong_step, check_masked_softmax
 from attnbook.exercises.core import MUTATION
+from attnbook.layers import masks as _masks
 from conftest import assert_rejected
 
 
@@ -32,6 +33,18 @@ def not_done(*args):
     raise NotImplementedError
 
 
+# the masked-softmax checker switches the library softmaxes off while the reader's function runs,
+# so its reference and wrong answers build the softmax from exp (NaN on a row of -inf, as torch's)
+def _softmax(x, dim=-1):
+    e = (x - x.amax(dim, keepdim=True)).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def masked_softmax_by_hand(scores, mask):
+    weights = _softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return weights.masked_fill(~mask, 0.0)
+
+
 # --- wrong answers, each with the diagnosis it must get -----------------------------------------
 def softmax_naive_exp(scores, mask):  # exp without subtracting the maximum
     e = scores.exp() * mask
@@ -39,11 +52,11 @@ def softmax_naive_exp(scores, mask):  # exp without subtracting the maximum
 
 
 def softmax_big_negative(scores, mask):  # -1e9 instead of -inf: an all-padding row becomes uniform
-    return torch.softmax(scores.masked_fill(~mask, -1e9), dim=-1)
+    return _softmax(scores.masked_fill(~mask, -1e9), dim=-1)
 
 
 def softmax_nan_rows(scores, mask):  # right except that an all-padding row is NaN
-    return torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
+    return _softmax(scores.masked_fill(~mask, float("-inf")), dim=-1)
 
 
 def softmax_overflow_zeroed(scores, mask):  # no shift by the maximum; the overflow's NaN set to 0
@@ -58,15 +71,30 @@ def softmax_max_over_padding(scores, mask):  # shifts by the maximum over all po
 
 def softmax_in_place(scores, mask):
     scores.masked_fill_(~mask, float("-inf"))
-    return torch.softmax(scores, dim=-1).nan_to_num(0.0)
+    return _softmax(scores, dim=-1).nan_to_num(0.0)
+
+
+def softmax_from_nn_module(scores, mask):  # nn.Softmax calls F.softmax
+    return torch.nn.Softmax(dim=-1)(scores.masked_fill(~mask, float("-inf"))).nan_to_num(0.0)
 
 
 MASKED_SOFTMAX_WRONG = [
-    (lambda s, m: torch.softmax(s, dim=-1), "ignores mask"),
-    (lambda s, m: torch.softmax(s.masked_fill(~m, 0.0), dim=-1), "masked with zero"),
-    (lambda s, m: masked_softmax(s, ~m).nan_to_num(0.0), "inverted mask"),
-    (lambda s, m: torch.softmax(s, dim=-1) * m, "zeroed after softmax"),
-    (lambda s, m: masked_softmax(s.T, m.T).T.nan_to_num(0.0), "wrong axis"),
+    # unnamed before review r64 (defect 2): a library softmax passed every case
+    (lambda s, m: torch.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0), "library softmax"),
+    (lambda s, m: torch.nn.functional.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0),
+     "library softmax"),
+    (lambda s, m: s.masked_fill(~m, float("-inf")).softmax(-1).nan_to_num(0.0), "library softmax"),
+    (lambda s, m: torch.special.softmax(s.masked_fill(~m, float("-inf")), -1).nan_to_num(0.0),
+     "library softmax"),
+    (softmax_from_nn_module, "library softmax"),
+    (lambda s, m: torch.log_softmax(s.masked_fill(~m, float("-inf")), -1).exp().nan_to_num(0.0),
+     "library softmax"),
+    (lambda s, m: _masks.masked_softmax(s, m), "library softmax"),
+    (lambda s, m: _softmax(s, dim=-1), "ignores mask"),
+    (lambda s, m: _softmax(s.masked_fill(~m, 0.0), dim=-1), "masked with zero"),
+    (lambda s, m: masked_softmax_by_hand(s, ~m).nan_to_num(0.0), "inverted mask"),
+    (lambda s, m: _softmax(s, dim=-1) * m, "zeroed after softmax"),
+    (lambda s, m: masked_softmax_by_hand(s.T, m.T).T.nan_to_num(0.0), "wrong axis"),
     (softmax_naive_exp, "overflow"),
     (softmax_big_negative, "empty rows"),
     (softmax_nan_rows, "empty rows"),
@@ -288,7 +316,8 @@ LUONG_WRONG = [
 
 
 @pytest.mark.parametrize(("checker", "reference"), [
-    (check_masked_softmax, masked_softmax), (check_additive_score, additive_score), (check_luong_step, luong_step),
+    (check_masked_softmax, masked_softmax_by_hand), (check_additive_score, additive_score),
+    (check_luong_step, luong_step),
 ])
 def test_reference_passes(checker, reference):
     assert checker(reference)
@@ -307,6 +336,19 @@ def test_additiveassert_rejected(wrong, diagnosis, capsys):
 @pytest.mark.parametrize(("wrong", "diagnosis"), LUONG_WRONG)
 def test_luongassert_rejected(wrong, diagnosis, capsys):
     assert_rejected(check_luong_step, wrong, diagnosis, capsys)
+
+
+def test_masked_softmax_checker_restores_the_library_softmaxes(capsys):
+    """The softmaxes switched off during the reader's function work again afterwards, even when
+    the function raised."""
+    before = (torch.softmax, torch.nn.functional.softmax, torch.special.softmax)
+    check_masked_softmax(lambda s, m: torch.softmax(s, -1))
+    check_masked_softmax(not_done)
+    assert (torch.softmax, torch.nn.functional.softmax, torch.special.softmax) == before
+    assert "softmax" not in torch.Tensor.__dict__ and "log_softmax" not in torch.Tensor.__dict__
+    x = torch.tensor([0.0, 0.0])
+    assert _masks.masked_softmax(x[None], torch.tensor([[True, True]])).tolist() == [[0.5, 0.5]]
+    assert torch.softmax(x, 0).tolist() == x.softmax(0).tolist() == [0.5, 0.5]
 
 
 def test_luong_checker_leaves_the_cell_alone(capsys):
@@ -612,6 +654,11 @@ LOCAL_P_WRONG = [
     (local_p_absolute, "absolute distance"),  # unnamed before the twelfth review (rev02d)
     (local_p_one_based, "1-based positions"),  # unnamed before the tenth review
     (lambda *a: local_p_attention(*a, own_length=False), "padded width"),
+    # named only "values differ" before review r64 (defect 8): S for every row's length, everywhere
+    (lambda s, l, *a: local_p_attention(s, torch.full_like(l, s.shape[-1]), *a), "S in place of lengths"),
+    # S·sigmoid with S everywhere fails first on case 1 (one row, n = S): "L instead of L-1"
+    (lambda s, l, *a: local_p_attention(s, torch.full_like(l, s.shape[-1]), *a, span=0),
+     "L instead of L-1"),
     (lambda *a: local_p_attention(*a, span=0), "L instead of L-1"),
     (lambda *a: local_p_attention(*a, mask=False), "ignores lengths"),
     (lambda *a: local_p_attention(*a, renorm=True), "renormalised"),

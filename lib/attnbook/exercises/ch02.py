@@ -20,8 +20,11 @@ A additive hidden width.
 from __future__ import annotations
 
 import copy
+import functools
 import math
+import os
 import statistics
+import traceback
 from collections.abc import Callable
 
 import torch
@@ -79,6 +82,12 @@ def _max_over_padding(args, got) -> bool:
 
 
 MASKED_SOFTMAX_MISTAKES = [
+    Mistake("library softmax", "this exercise builds the softmax from torch.exp, a maximum and a sum: "
+            "torch.softmax, F.softmax (and so nn.Softmax), Tensor.softmax, torch.special.softmax, "
+            "their log_softmax forms and the library's masked_softmax are switched off while your "
+            "function runs, and calling one stops it. Subtract each row's largest real score, "
+            "exponentiate, and divide by the row's sum.",
+            when=lambda args, got: isinstance(got, _LibrarySoftmaxUsed)),
     Mistake("max over padding", "your maximum includes padding: a large score on a padded position "
             "makes every real exp underflow to 0; subtract the largest real score (fill padding "
             "with -inf before taking the maximum).", when=_max_over_padding),
@@ -103,6 +112,80 @@ MASKED_SOFTMAX_MISTAKES = [
             "exp overflowed to inf, inf / inf is NaN, and turning the NaN into 0 hid it; subtract each row's "
             "largest real score before exp.", when=_overflow_zeroed),
 ]
+
+
+class _LibrarySoftmaxUsed:
+    """What the reader's function "returns" when it called a library softmax (see below)."""
+
+    def __init__(self, name: str, line: str) -> None:
+        self.name, self.line = name, line
+
+    def __repr__(self) -> str:
+        return f"no weights: your function called {self.name}" + (f" ({self.line})" if self.line else "")
+
+
+class _SoftmaxSwitchedOff(RuntimeError):
+    pass
+
+
+def _library_softmaxes() -> dict:
+    """The ready-made softmaxes the exercise rules out, each with the name a verdict gives it."""
+    import attnbook.layers.masks as masks
+    F = nn.functional  # noqa: N806 - PyTorch's own name
+    return {torch.softmax: "torch.softmax", F.softmax: "F.softmax (nn.Softmax calls it)",
+            torch.special.softmax: "torch.special.softmax", torch.log_softmax: "torch.log_softmax",
+            F.log_softmax: "F.log_softmax", torch.special.log_softmax: "torch.special.log_softmax",
+            masks.masked_softmax: "the library's masked_softmax"}
+
+
+def _without_library_softmax(fn: Callable) -> Callable:
+    """``fn`` run with the library softmaxes switched off: torch.softmax, F.softmax (so
+    nn.Softmax), torch.special.softmax, the log_softmax forms, the methods x.softmax and
+    x.log_softmax, and attnbook's masked_softmax, wherever they are bound (torch, F,
+    torch.special, attnbook.layers.masks, and the reader's own globals). Calling one raises inside
+    ``fn``; the wrapper turns that into a ``_LibrarySoftmaxUsed`` answer, which the mistake
+    "library softmax" names. Everything is put back in ``finally``, so the checker's own
+    expected answers and the rest of the page are unaffected."""
+    if not callable(fn):
+        return fn
+    import attnbook.layers.masks as masks
+
+    def switched_off(label):
+        def refuse(*_, **__):
+            raise _SoftmaxSwitchedOff(label)
+        return refuse
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        banned = _library_softmaxes()
+        spaces = [vars(torch), vars(nn.functional), vars(torch.special), vars(masks),
+                  getattr(fn, "__globals__", {})]
+        saved = [(space, name, value) for space in spaces for name, value in list(space.items())
+                 if any(value is b for b in banned)]
+        methods = {name: vars(torch.Tensor).get(name) for name in ("softmax", "log_softmax")}
+        for space, name, value in saved:
+            space[name] = switched_off(next(label for b, label in banned.items() if value is b))
+        for name in methods:
+            setattr(torch.Tensor, name, switched_off(f"Tensor.{name}"))
+        try:
+            return fn(*args, **kwargs)
+        except _SoftmaxSwitchedOff as err:
+            torch_dir = os.path.dirname(torch.__file__)
+            frames = [f for f in traceback.extract_tb(err.__traceback__)
+                      if f.filename != __file__ and not f.filename.startswith(torch_dir)]
+            line = (f"at line {frames[-1].lineno}" + (f": {frames[-1].line}" if frames[-1].line else "")
+                    if frames else "")
+            return _LibrarySoftmaxUsed(str(err), line)
+        finally:
+            for space, name, value in saved:
+                space[name] = value
+            for name, value in methods.items():
+                if value is None:
+                    delattr(torch.Tensor, name)
+                else:
+                    setattr(torch.Tensor, name, value)
+
+    return wrapped
 
 
 def check_masked_softmax(fn: Callable) -> CheckResult:
@@ -132,7 +215,7 @@ def check_masked_softmax(fn: Callable) -> CheckResult:
     cases.append(Case("a large score (200) on a padding position", (scores, mask),
                       _library_masked_softmax(scores, mask),
                       hint="shift by the largest real score; padding's score must not count."))
-    return run_cases("masked softmax", fn, cases, MASKED_SOFTMAX_MISTAKES)
+    return run_cases("masked softmax", _without_library_softmax(fn), cases, MASKED_SOFTMAX_MISTAKES)
 
 
 # --- additive score -------------------------------------------------------------------------------
@@ -502,6 +585,10 @@ LOCAL_P_MISTAKES = [
     Mistake("padded width", "your centre uses the padded width S for every row: p = (n - 1)·sigmoid(·) with n "
             "the row's own length, so that the centre lies on the word's letters.",
             gives=lambda *a: _local_p(*a, use_lengths=False)),
+    Mistake("S in place of lengths", "you used the padded width S in place of each row's length n, "
+            "for the centre and for the real letters: S counts the padding too. The centre is "
+            "(n - 1)·sigmoid(·) and the alignment softmax runs over j < n, both with the row's own "
+            "length from `lengths`.", gives=lambda *a: _local_p(*a, use_lengths=False, masked=False)),
     Mistake("L instead of L-1", "with 0-based positions 0..n-1 (n letters) the centre is (n - 1)·sigmoid(·), not "
             "n·sigmoid(·): n·sigmoid can land after the last letter.", gives=lambda *a: _local_p(*a, span="L")),
     Mistake("ignores lengths", "padding got weight: the alignment softmax runs over the real letters only "
