@@ -416,6 +416,10 @@ ROLLOUT_WRONG = {
                                "mean_residual"),
     "weights swapped": (lambda maps, rs: rollout_reference(maps, [1 - r for r in rs]), "swapped"),
     "per head": (_per_head, "per_head"),
+    "head 0 instead of the mean over heads": (
+        lambda maps, rs: rollout_reference([m[:, :1] for m in maps], rs), "one_head"),
+    "last head instead of the mean over heads": (
+        lambda maps, rs: rollout_reference([m[:, -1:] for m in maps], rs), "one_head"),
     "(A + rI) renormalised": (_added_renormalised, "added_and_renormalised"),
     "max over heads, renormalised": (lambda maps, rs: _max_heads(maps, rs, True), "max_over_heads"),
     "max over heads": (lambda maps, rs: _max_heads(maps, rs, False), "max_over_heads"),

@@ -688,6 +688,11 @@ def _rollout_per_head(maps, residuals):
     return out.mean(1)
 
 
+def _rollout_one_head(maps, residuals, head=0):
+    """One head's map in every layer (layer[:, 0], or the last head) instead of the mean."""
+    return _rollout([layer[:, [head]] for layer in maps], residuals)
+
+
 def _rollout_fixed_half(maps, residuals):
     return _rollout(maps, [0.5] * len(maps))
 
@@ -887,6 +892,14 @@ ROLLOUT_MISTAKES = (
             "the heads were summed; average them (mean over the head dimension), or the rows no "
             "longer sum to 1",
             gives=_rollout_heads_summed),
+    Mistake("one_head",
+            "only head 0's map was used (layer[:, 0]) instead of the mean over heads: average each "
+            "layer's map over all its heads (mean over dim 1) before mixing it with r I",
+            gives=_rollout_one_head),
+    Mistake("one_head",
+            "only the last head's map was used (layer[:, -1]) instead of the mean over heads: average "
+            "each layer's map over all its heads (mean over dim 1) before mixing it with r I",
+            gives=lambda maps, residuals: _rollout_one_head(maps, residuals, head=-1)),
     Mistake("per_head",
             "each head was rolled out on its own and averaged at the end; average the heads in each "
             "layer first",
