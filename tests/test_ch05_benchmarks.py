@@ -130,3 +130,35 @@ def test_committed_step_times_grow_apart_with_length():
         assert r["time_ratio_min"] <= r["time_ratio"] <= r["time_ratio_max"]
     assert runs[0]["time_ratio_max"] < runs[-1]["time_ratio_min"]
     assert runs[-1]["time_ratio"] > 3 * runs[0]["time_ratio"]
+
+
+def test_long_reversal_smoke_runs_both_parts(tmp_path):
+    out = tmp_path / "long.json"
+    script = str(ROOT / "benchmarks" / "long_reversal.py")
+    for part in ("reversal", "mask"):
+        subprocess.run([sys.executable, script, "--smoke", "--part", part, "--out", str(out)],
+                       check=True, capture_output=True, timeout=300)
+    result = json.loads(out.read_text())
+    assert [r["model"] for r in result["reversal"]["runs"]] == ["transformer", "gru_attention"]
+    for run in result["reversal"]["runs"]:
+        assert run["steps"] >= 1 and 0.0 <= run["exact_match"] <= 1.0
+    assert [r["mask"] for r in result["mask"]["runs"]] == ["causal mask", "no mask"]
+
+
+def test_committed_long_reversal_has_equal_budgets_and_three_mask_seeds():
+    result = load_result("long_reversal.json")
+    runs = result["reversal"]["runs"]
+    budget = result["reversal"]["budget_cpu_seconds"]
+    assert {r["model"] for r in runs} == {"transformer", "gru_attention"}
+    for run in runs:  # each run stopped at its budget (one step past it at most)
+        assert budget <= run["train_cpu_seconds"] < budget * 1.1
+    by_seed = {(r["model"], r["seed"]): r for r in runs}
+    for seed in {r["seed"] for r in runs}:
+        t, g = by_seed["transformer", seed], by_seed["gru_attention", seed]
+        assert t["steps"] > g["steps"]  # the chapter: more steps in the same time
+    mask = result["mask"]["runs"]
+    assert sorted({r["seed"] for r in mask}) == [0, 1, 2]
+    for seed in (0, 1, 2):
+        causal, none = (r for r in mask if r["seed"] == seed)
+        assert none["empty"] > 0.9 * none["words"] and causal["empty"] == 0
+        assert none["dev_loss"] < causal["dev_loss"]

@@ -932,23 +932,37 @@ def test_command_line_names_the_reviews_wrong_answers(tmp_path, capsys):
     assert "hint:" not in out, out
 
 
-# --- predict, then compute: the label-smoothing floor at the paper's vocabulary ---------------------
-@pytest.mark.parametrize(("predicted", "passes", "says"), [
+# --- predict, then compute: the label-smoothing floor as a formula in ε and m -------------------
+def _exact(e, m):
+    return -(1 - e + e / m) * math.log(1 - e + e / m) - (m - 1) * (e / m) * math.log(e / m)
+
+
+def _approx(e, m):  # h(ε) + ε log m: within the tolerance at every size
+    return -(1 - e) * math.log(1 - e) - e * math.log(e) + e * math.log(m)
+
+
+def _numeric(e, m):  # builds m probabilities: fails at m = 10^12
+    q = torch.full((m,), e / m, dtype=torch.float64)
+    q[0] += 1 - e
+    return float(-(q * q.log()).sum())
+
+
+@pytest.mark.parametrize(("formula", "passes", "says"), [
     (None, False, "not done yet"),
-    ("about one", False, "one number"),
-    (1.377, True, "as computed"),
-    (1.39, True, "as computed"),
-    (0.685, False, "the floor the chapter printed"),  # copied from the chapter's 43 classes
-    (1.05, False, "add h(ε)"),  # ε log m alone
-    (0.325, False, "about ε·log m on top"),  # h(ε) alone
-    (0.105, False, "the right token alone"),  # -log q(right)
-    (0.0, False, "still pays H(q)"),
-    (2.0, False, "too high"),
-    (1.2, False, "too low"),
+    (1.377, False, "not one number"),  # a number, not a formula
+    (_exact, True, "matches at every size"),
+    (_approx, True, "matches at every size"),
+    (lambda e, m: 0.685, False, "same floor for 43 and for 37,000"),  # the chapter's floor
+    (lambda e, m: e * math.log(m), False, "add h(ε)"),  # ε log m alone
+    (lambda e, m: -math.log(1 - e + e / m), False, "the right token alone"),  # -log q(right)
+    (lambda e, m: 0.0 * m, False, "still pays H(q)"),  # zero
+    (_numeric, False, "must not build m probabilities"),
+    (lambda e, m: _exact(e, m) + 0.5, False, "too high"),
+    (lambda e, m: _exact(e, m) - 0.1, False, "too low"),
 ])
-def test_smoothing_floor_prediction(predicted, passes, says, capsys):
+def test_smoothing_floor_prediction(formula, passes, says, capsys):
     from attnbook.exercises.ch05 import check_smoothing_floor_prediction
-    assert bool(check_smoothing_floor_prediction(predicted, label_smoothed_loss)) is passes
+    assert bool(check_smoothing_floor_prediction(formula, label_smoothed_loss)) is passes
     assert says in capsys.readouterr().out
 
 
@@ -958,7 +972,7 @@ def test_smoothing_floor_is_computed_with_the_readers_loss(capsys):
                                          measure_smoothing_floor, smoothing_floor)
     assert math.isclose(measure_smoothing_floor(label_smoothed_loss),
                         smoothing_floor(FLOOR_EPSILON, FLOOR_VOCABULARY), rel_tol=1e-6)
-    assert not check_smoothing_floor_prediction(1.377, loss_variant("V-1"))
+    assert not check_smoothing_floor_prediction(_exact, loss_variant("V-1"))
     assert "fix label_smoothed_loss first" in capsys.readouterr().out
 
 
@@ -969,14 +983,16 @@ def test_command_line_checks_the_floor_prediction(tmp_path, capsys):
     from attnbook.exercises.__main__ import check_file
     saved = dict(ch05.EXERCISES)
     code = textwrap.dedent(inspect.getsource(label_smoothed_loss))
+    exact = ("def prediction_label_smoothed_loss(e, m):\n"
+             "    return -(1 - e + e / m) * math.log(1 - e + e / m) - (m - 1) * (e / m) * math.log(e / m)\n")
+    constant = "def prediction_label_smoothed_loss(e, m):\n    return 0.685\n"
     try:
         ch05.EXERCISES.clear()
         ch05.EXERCISES["label_smoothed_loss"] = saved["label_smoothed_loss"]
         answers = tmp_path / "answers.py"
-        for prediction, status, says in (("1.38", 0, "as computed"), ("0.685", 1, "chapter printed"),
-                                         (None, 1, "not done yet")):
-            line = f"prediction_label_smoothed_loss = {prediction}\n" if prediction else ""
-            answers.write_text("import torch\n" + line + code)
+        for prediction, status, says in ((exact, 0, "matches at every size"),
+                                         (constant, 1, "same floor for 43"), (None, 1, "not done yet")):
+            answers.write_text("import math\nimport torch\n" + (prediction or "") + code)
             assert check_file("ch05", answers) == status
             assert says in capsys.readouterr().out
     finally:

@@ -408,15 +408,19 @@ def check_label_smoothed_loss(fn: Callable) -> CheckResult:
 
 
 
-# --- predict, then compute: the label-smoothing floor at the paper's vocabulary -------------------
+# --- predict, then compute: the label-smoothing floor as a formula in ε and m ------------------
 # A model whose probabilities equal the smoothed target q still pays the loss H(q). The chapter prints
-# H(q) for its own 43 classes (0.685); the reader predicts it for the paper's ~37,000 tokens, ε = 0.1,
-# nothing excluded, BEFORE computing it, and the checker then computes it with the reader's own loss
-# (logits = log q). H(q) = -(1 - ε + ε/m) log(1 - ε + ε/m) - (m - 1)(ε/m) log(ε/m), about
-# h(ε) + ε log m: the floor grows with the log of the vocabulary.
+# H(q) for its own 43 classes (0.685). The reader writes, BEFORE computing anything, the floor as a
+# closed form floor(epsilon, m) (nothing excluded, m = V). The checker compares it with the reader's own
+# loss (logits = log q) at m = 43 and at the paper's ~37,000 tokens, and with the exact value at m = 10^12
+# (ε = 0.1) and m = 10^9 (ε = 0.2), where no tensor of m probabilities fits in memory: only a formula
+# answers there. H(q) = -(1 - ε + ε/m) log(1 - ε + ε/m) - (m - 1)(ε/m) log(ε/m), about h(ε) + ε log m:
+# the floor grows with the log of the vocabulary.
 FLOOR_VOCABULARY = 37_000
 FLOOR_EPSILON = 0.1
 FLOOR_TOLERANCE = 0.02
+FLOOR_MEASURED = ((FLOOR_EPSILON, 43), (FLOOR_EPSILON, FLOOR_VOCABULARY))  # compared with the reader's loss
+FLOOR_HUGE = ((0.1, 10**12), (0.2, 10**9))  # compared with the exact value: no tensor this size
 
 
 def smoothing_floor(epsilon: float, m: int) -> float:
@@ -437,19 +441,19 @@ def _binary_entropy(epsilon: float) -> float:
     return -(1 - epsilon) * math.log(1 - epsilon) - epsilon * math.log(epsilon)
 
 
-def _floor_misses(predicted: float, m: int, epsilon: float) -> tuple[str, str] | None:
-    """(diagnosis, message) for a known wrong prediction, or None."""
-    h = _binary_entropy(epsilon)
+def _floor_misses(formula: Callable, m: int, epsilon: float) -> tuple[str, str] | None:
+    """(diagnosis, message) for a known wrong formula (judged at ε and m), or None."""
+    predicted = formula(epsilon, m)
+    if abs(predicted) < FLOOR_TOLERANCE:
+        return "zero floor", "a model equal to q still pays H(q) > 0: the target itself is uncertain."
+    if abs(formula(epsilon, 43) - predicted) < 1e-9:
+        return "ignores m", ("your formula gives the same floor for 43 and for 37,000 tokens; the m - 1 "
+                             "small terms ε/m·log(m/ε) sum to about ε·log(m/ε), which grows with m.")
     known = [
-        (smoothing_floor(epsilon, 43), "the chapter's floor", "that is the floor the chapter printed for its 43 "
-         f"classes; the m - 1 small terms ε/m·log(m/ε) sum to about ε·log(m/ε), which grows with m."),
         (epsilon * math.log(m), "epsilon log m only", "you kept the wrong tokens' share, about ε·log m, but not "
          "the entropy of the split itself between the right token (1 - ε) and the rest (ε): add h(ε)."),
-        (h, "binary entropy only", "you kept the entropy of the split between the right token and the rest, "
-         "h(ε), but not the spread of ε over m - 1 other tokens, about ε·log m on top."),
         (-math.log(1 - epsilon + epsilon / m), "right-token log-loss", "that is -log q(right), the loss of "
          "the right token alone; the floor is the whole cross-entropy of q with itself, every token's term."),
-        (0.0, "zero floor", "a model equal to q still pays H(q) > 0: the target itself is uncertain."),
     ]
     for value, name, message in known:
         if abs(predicted - value) < FLOOR_TOLERANCE:
@@ -457,49 +461,61 @@ def _floor_misses(predicted: float, m: int, epsilon: float) -> tuple[str, str] |
     return None
 
 
-def check_smoothing_floor_prediction(predicted_floor: float | None, fn: Callable,
+def check_smoothing_floor_prediction(floor_formula: Callable | None, fn: Callable,
                                      _loss_checked: bool = False) -> CheckResult:
-    """Check ``label_smoothed_loss`` (``check_label_smoothed_loss``), then compute with it the loss of a
-    model equal to the smoothed target at ε = 0.1 over the paper's ~37,000 tokens (nothing excluded),
-    H(q), and compare the reader's prediction (within ``FLOOR_TOLERANCE`` nats)."""
-    name = "label-smoothing floor prediction"
-    if predicted_floor is None:
-        return _finish(name, False, "not done yet: write predicted_floor (H(q) in nats for ε = 0.1 over "
-                       f"{FLOOR_VOCABULARY:,} tokens) before you run the cell.")
-    try:
-        predicted = float(predicted_floor)
-    except (TypeError, ValueError):
-        return _finish(name, False, f"predicted_floor is one number (nats); you wrote {predicted_floor!r}.")
+    """Check ``label_smoothed_loss`` (``check_label_smoothed_loss``), then the reader's closed form
+    ``floor_formula(epsilon, m)`` for H(q): against the reader's own loss for a model equal to q at
+    m = 43 and 37,000 (ε = 0.1), and against the exact value at m = 10^12 and 10^9, where no tensor
+    fits (within ``FLOOR_TOLERANCE`` nats)."""
+    name = "label-smoothing floor formula"
+    if floor_formula is None:
+        return _finish(name, False, "not done yet: write floor_formula(epsilon, m), H(q) in nats as a "
+                       "closed form, before you run the cell.")
+    if not callable(floor_formula):
+        return _finish(name, False, "floor_formula is a function of epsilon and m (a closed form), not "
+                       f"one number; you wrote {floor_formula!r}.", "one number")
     if not _loss_checked and not check_label_smoothed_loss(fn):
-        return _finish(name, False, "fix label_smoothed_loss first: the floor is computed with it.")
-    floor = measure_smoothing_floor(fn)
-    print(f"   your loss for a model equal to q (ε = {FLOOR_EPSILON}, m = {FLOOR_VOCABULARY:,}): "
-          f"{floor:.3f} nats")
-    if abs(predicted - floor) <= FLOOR_TOLERANCE:
-        return _finish(name, True, f"you predicted {predicted:.3f}, as computed: splitting the mass "
-                       f"1 - ε against ε costs h(ε) = {_binary_entropy(FLOOR_EPSILON):.3f}, and spreading ε "
-                       f"over m tokens adds about ε·log m = {FLOOR_EPSILON * math.log(FLOOR_VOCABULARY):.3f}: "
-                       "the floor grows with the log of the vocabulary.")
-    missed = _floor_misses(predicted, FLOOR_VOCABULARY, FLOOR_EPSILON)
+        return _finish(name, False, "fix label_smoothed_loss first: the floor is measured with it.")
+    rows = []
+    for epsilon, m in FLOOR_MEASURED + FLOOR_HUGE:
+        try:
+            predicted = float(floor_formula(epsilon, m))
+        except (MemoryError, RuntimeError, OverflowError, ValueError) as error:
+            return _finish(name, False, f"floor_formula({epsilon}, {m:,}) failed ({type(error).__name__}): "
+                           "it must not build m probabilities; write H(q) as the right token's term plus "
+                           "m - 1 equal terms, two logarithms in all.", "not a closed form")
+        truth = (measure_smoothing_floor(fn, epsilon, m) if (epsilon, m) in FLOOR_MEASURED
+                 else smoothing_floor(epsilon, m))
+        rows.append((epsilon, m, predicted, truth))
+    print("   ε      m                 your formula   " + "measured / exact")
+    for epsilon, m, predicted, truth in rows:
+        how = "your loss" if (epsilon, m) in FLOOR_MEASURED else "exact"
+        print(f"   {epsilon:<6} {m:<17,} {predicted:>8.3f}       {truth:.3f} ({how})")
+    if all(abs(p - t) <= FLOOR_TOLERANCE for _, _, p, t in rows):
+        return _finish(name, True, "your formula matches at every size: splitting the mass 1 - ε against ε "
+                       f"costs h(ε) ({_binary_entropy(FLOOR_EPSILON):.3f} at ε = 0.1), and spreading ε over m "
+                       "tokens adds about ε·log m: the floor grows with the log of the vocabulary.")
+    missed = _floor_misses(floor_formula, FLOOR_VOCABULARY, FLOOR_EPSILON)
     if missed:
-        return _finish(name, False, f"you predicted {predicted:.3f}: {missed[1]}", missed[0])
-    direction = "too high" if predicted > floor else "too low"
-    return _finish(name, False, f"you predicted {predicted:.3f}, {direction}: write H(q) as the right token's "
-                   "term plus m - 1 equal terms of the other tokens, and estimate each with ε = 0.1 and "
-                   f"m = {FLOOR_VOCABULARY:,}.", direction)
+        return _finish(name, False, f"at m = {FLOOR_VOCABULARY:,}: {missed[1]}", missed[0])
+    epsilon, m, predicted, truth = next(r for r in rows if abs(r[2] - r[3]) > FLOOR_TOLERANCE)
+    direction = "too high" if predicted > truth else "too low"
+    return _finish(name, False, f"at ε = {epsilon}, m = {m:,} your formula gives {predicted:.3f}, {direction}: "
+                   "write H(q) as the right token's term plus m - 1 equal terms of the other tokens.",
+                   direction)
 
 
 def check_label_smoothing_file(fn: Callable, prediction: object = None) -> CheckResult:
     """``label_smoothed_loss(logits (B, T, V), targets (B, T), pad_id, epsilon, excluded_ids) -> float``
-    with ``prediction_label_smoothed_loss`` (the floor H(q), nats): the command line's form of
-    ``check_smoothing_floor_prediction`` (the function is checked first)."""
+    with ``prediction_label_smoothed_loss`` (the floor H(q) as a function of epsilon and m): the command
+    line's form of ``check_smoothing_floor_prediction`` (the function is checked first)."""
     if not check_label_smoothed_loss(fn):
-        return _finish("label-smoothing floor prediction", False, "fix label_smoothed_loss first: the floor "
-                       "is computed with it.")
+        return _finish("label-smoothing floor formula", False, "fix label_smoothed_loss first: the floor "
+                       "is measured with it.")
     if prediction is None:
-        return _finish("label-smoothing floor prediction", False, "not done yet: write "
-                       "prediction_label_smoothed_loss = H(q) in nats (ε = 0.1 over 37,000 tokens) in your file "
-                       "before you run the check.")
+        return _finish("label-smoothing floor formula", False, "not done yet: define "
+                       "prediction_label_smoothed_loss(epsilon, m), H(q) in nats as a closed form, in your "
+                       "file before you run the check.")
     return check_smoothing_floor_prediction(prediction, fn, _loss_checked=True)
 
 # --- greedy decoding of a batch with a length cap per row -------------------------------------
