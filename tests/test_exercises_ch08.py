@@ -1065,3 +1065,34 @@ def test_padded_loss_cases_hold_a_real_zero_and_padding():
         assert (x[0, 1] == 0) and int(n[0]) > 1  # a real 0
     assert any(bool((n < x.shape[1]).any()) for x, n in seen)  # padding somewhere
     assert len({tuple(n.tolist()) for _, n in seen}) == len(seen)  # the lengths vary
+
+
+# --- named in review r62-08: three wrong answers that only got a generic hint ---
+
+def test_top_p_probabilities_named(capsys):
+    def probabilities(logits, p):  # the filtered logits' softmax, 0 where dropped
+        return top_p(logits, p).softmax(-1)
+
+    def raw_probabilities(logits, p):  # the probabilities with the dropped ones zeroed
+        return logits.softmax(-1).masked_fill(top_p(logits, p) == float("-inf"), 0.0)
+
+    assert_rejected(check_top_p, probabilities, "probabilities", capsys)
+    assert_rejected(check_top_p, raw_probabilities, "probabilities", capsys)
+
+
+def test_top_p_positional_dim_with_stable_named(capsys):
+    def positional(logits, p):  # PyTorch raises a TypeError: dim must be a keyword
+        probs, order = logits.softmax(-1).sort(-1, descending=True, stable=True)
+        drop = probs.cumsum(-1) - probs >= p
+        return logits.masked_fill(torch.zeros_like(drop).scatter(-1, order, drop),
+                                  float("-inf"))
+
+    expect_rejected(check_top_p, positional, capsys, "sort(dim=-1, descending=True")
+
+
+def test_attention_pairs_prompt_triangle_left_out(capsys):
+    def wrong(t0, n):  # the cached count without start's t0 (t0 + 1) / 2 pairs
+        slow, fast = attention_pairs(t0, n)
+        return slow, fast - t0 * (t0 + 1) // 2
+
+    assert_rejected(check_attention_pairs, wrong, "prompt's triangle left out", capsys)

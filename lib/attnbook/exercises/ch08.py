@@ -443,11 +443,24 @@ def check_top_p(fn: Callable) -> CheckResult:
     def log_probs(logits, p):
         return filter_logits(logits, top_p=p).log_softmax(-1)
 
+    def probabilities(args, got):  # the kept tokens' probabilities, renormalised or not
+        if not isinstance(got, torch.Tensor) or got.shape != args[0].shape:
+            return False
+        filtered = filter_logits(args[0], top_p=args[1])
+        kept = filtered > float("-inf")
+        renormalised = filtered.softmax(-1)
+        raw = args[0].softmax(-1).masked_fill(~kept, 0.0)
+        got = got.to(renormalised.dtype)
+        return any(torch.allclose(got, probs, atol=1e-5) for probs in (renormalised, raw))
+
     def log_probs_unnormalised(logits, p):
         kept = filter_logits(logits, top_p=p) > float("-inf")
         return logits.log_softmax(-1).masked_fill(~kept, float("-inf"))
 
     mistakes = [
+        Mistake("probabilities", "you returned probabilities (softmax, 0 where dropped): "
+                "the filter returns logits, unchanged where kept and -inf where dropped; "
+                "sampling applies the softmax afterwards.", when=probabilities),
         Mistake("log-probabilities", "you returned log-probabilities (the sampling distribution "
                 "is the same, but the values are not the logits): return the logits themselves, "
                 "unchanged where kept, -inf where dropped.", gives=log_probs),
@@ -494,8 +507,32 @@ def check_top_p(fn: Callable) -> CheckResult:
                 "min_tokens_to_keep=2 does): the nucleus can be one token, when the most likely "
                 "one alone reaches rho; only that one is always kept.", gives=keeps_two),
     ]
-    return run_cases("top-p filter", _without(fn, ("filter_logits",), _TOP_P_LIBRARY), cases,
-                     mistakes)
+    return run_cases("top-p filter",
+                     _named_sort_error(_without(fn, ("filter_logits",), _TOP_P_LIBRARY))
+                     if callable(fn) else fn, cases, mistakes)
+
+
+class PositionalDimWithStable(TypeError):
+    """``tensor.sort(-1, descending=True, stable=True)``: PyTorch's sort takes ``stable`` only
+    in the signature whose ``dim`` is a keyword, so it raises a TypeError."""
+
+
+def _named_sort_error(fn: Callable) -> Callable:
+    """``fn`` with PyTorch's TypeError for ``sort(-1, ..., stable=True)`` named: with
+    ``stable`` the dimension must be passed as a keyword."""
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except TypeError as err:
+            # PyTorch's words: "sort() takes from 1 to 0 positional arguments but 1 were given"
+            if str(err).startswith("sort()") and "positional" in str(err):
+                raise PositionalDimWithStable(
+                    "sort(-1, descending=True, stable=True) raises a TypeError: with stable= "
+                    "PyTorch needs the dimension as a keyword, sort(dim=-1, descending=True, "
+                    "stable=True).") from err
+            raise
+    return wrapped
 
 
 _TOP_P_LIBRARY = ("the exercise asks you to build the top-p filter: filter_logits is the "
@@ -1030,6 +1067,10 @@ def check_attention_pairs(fn: Callable) -> CheckResult:
                 when=lambda args, got: not isinstance(got, (tuple, list)) or len(got) != 2),
         Mistake("swapped", "the pair is (recomputed, cached): the slow way first.",
                 when=lambda args, got: tuple(got) == _right(*args)[::-1]),
+        Mistake("prompt's triangle left out", "with the cache, start still scores the "
+                "prompt's own pairs, t0 (t0 + 1) / 2 (query j sees keys 1 .. j); you counted "
+                "only the steps' pairs.",
+                when=_component(1, lambda t0, n: _fast(t0, n, start=lambda m: 0))),
         Mistake("one pair per cached step", "with the cache a step computes one new "
                 "*position*, but its query still reads every cached key: the step at position "
                 "t scores t pairs. The cache saves recomputing the earlier positions' keys, "
