@@ -893,8 +893,7 @@ def test_sep_vectors_checker(wrong, diagnosis, capsys):
 
 def test_sep_probe_asks_for_a_prediction_before_measuring(capsys):
     # the prediction is judged before the model, tokenizer or texts are touched
-    for prediction, diagnosis in ((None, "no prediction"), (0.35, "prediction not a percentage"),
-                                  (140, "prediction not a percentage"),
+    for prediction, diagnosis in ((None, "no prediction"), (140, "prediction not a percentage"),
                                   ("35", "prediction not a percentage")):
         result = check_sep_probe(sep_reference, prediction, model=object())
         assert not result
@@ -1026,6 +1025,11 @@ def test_sep_probe_prints_no_tick_for_a_wrong_direction(monkeypatch, capsys):
                                         (34.0, True, "close"), (32.5, True, "close"),
                                         (31.5, False, "right direction, far"),
                                         (12.5, False, "chance or below"),
+                                        # review r64-06: 0.1 and 1.0 (meant as %) were told
+                                        # "write it in %, e.g. 10/100", a suggested number
+                                        (0.1, False, "chance or below"),
+                                        (0.35, False, "chance or below"),
+                                        (1.0, False, "chance or below"),
                                         (0, False, "chance or below")):
         result = check_sep_probe(sep_reference, prediction, encoder, Tokens(), ["a", "b"],
                                  genres8, 0.40)
@@ -1075,12 +1079,20 @@ def test_twin_prediction_is_asked_before_measuring(capsys):
     def measure():
         raise AssertionError("measured before a valid prediction")
 
-    for prediction, diagnosis in ((None, "no prediction"), (0.09, "prediction not a percentage"),
-                                  (140, "prediction not a percentage"),
+    for prediction, diagnosis in ((None, "no prediction"), (140, "prediction not a percentage"),
                                   ("9", "prediction not a percentage"), (True, "prediction not a percentage")):
         result = check_twin_prediction(prediction, measure)
         assert not result
         assert result.diagnosis == diagnosis, result.message
+
+
+@pytest.mark.parametrize("prediction", [0.1, 0.09, 0.5, 1.0])
+def test_twin_small_prediction_reaches_the_floor_verdict_without_a_suggestion(prediction, capsys):
+    # review r64-06: 0.1 (1 in V, in %) was told "looks like a fraction: write it in %,
+    # e.g. 10", and 10 passes; it must reach the floor verdict, and no number is suggested
+    result = check_twin_prediction(prediction, lambda: (8.7, 69.4, 8.2, "','"))
+    assert not result and result.diagnosis == "below the constant-guess floor", result.message
+    assert "e.g." not in result.message and "fraction" not in result.message
 
 
 def test_twin_prediction_passes_only_near_the_measurement(capsys):

@@ -1096,9 +1096,8 @@ def check_sep_probe(fn: Callable, prediction: float | None = None, model=None, t
         if not isinstance(prediction, (int, float)) or not 0 <= prediction <= 100:
             return _verdict(exercise, False, f"the prediction must be a number of percent between 0 "
                             f"and 100, got {prediction!r}.", "prediction not a percentage")
-        if 0 < prediction <= 1:
-            return _verdict(exercise, False, f"a prediction of {prediction} looks like a fraction: write "
-                            f"it in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
+        # no "looks like a fraction" guard: 0.1 may mean 0.1%, and suggesting 100 × p would
+        # hand over a passing number (review r64-06); a small value reaches "chance or below"
         if mean_pooled is None:
             raise ValueError("give mean_pooled, the mean-pooled probe's accuracy, to judge the prediction by")
     if model is None:
@@ -1203,9 +1202,8 @@ def check_twin_prediction(prediction: float | None, measure: Callable | None = N
     if isinstance(prediction, bool) or not isinstance(prediction, (int, float)) or not 0 <= prediction <= 100:
         return _verdict(exercise, False, f"the prediction must be a number of percent between 0 and "
                         f"100, got {prediction!r}.", "prediction not a percentage")
-    if 0 < prediction < 1:
-        return _verdict(exercise, False, f"a prediction of {prediction} looks like a fraction: write it "
-                        f"in %, e.g. {100 * prediction:g}.", "prediction not a percentage")
+    # no "looks like a fraction" guard: 0.1 may mean 0.1% (1 in V), and suggesting 100 × p
+    # would hand over a passing number (review r64-06); it reaches the floor verdict instead
     if measure is None:
         raise ValueError("give measure, the function that measures both models")
     twin, mixed, *floor = measure()  # optionally the constant-guess floor (%) and its token
