@@ -203,3 +203,32 @@ def out_path(args: argparse.Namespace, name: str) -> Path | None:
     if args.out is not None:
         return args.out
     return None if args.smoke else RESULTS / name
+
+
+# --- the reversal task (Chapter 5's page task and its long-input variant) --------------------
+# Token layout shared by the reversal scripts: 0 pad, 1 <bos>, 2 <eos>, symbols from 3.
+REVERSAL_PAD, REVERSAL_BOS, REVERSAL_EOS, REVERSAL_FIRST = 0, 1, 2, 3
+
+
+def reversal_strings(n: int, min_len: int, max_len: int, vocab: int,
+                     generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """``n`` random strings of ``min_len``..``max_len`` symbols: padded ids ``(n, max_len)``
+    and their lengths ``(n,)``."""
+    lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)
+    src = torch.randint(REVERSAL_FIRST, vocab, (n, max_len), generator=generator)
+    src[torch.arange(max_len)[None, :] >= lengths[:, None]] = REVERSAL_PAD
+    return src, lengths
+
+
+def reversal_targets(src: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Decoder input ``<bos> y`` and output ``y <eos>`` for ``y`` the reversed source, both
+    ``(n, S + 1)``, padded."""
+    n, max_len = src.shape
+    rev = torch.full((n, max_len + 1), REVERSAL_PAD, dtype=torch.long)
+    for i, length in enumerate(lengths.tolist()):
+        rev[i, :length] = src[i, :length].flip(0)
+        rev[i, length] = REVERSAL_EOS
+    bos = torch.full((n, 1), REVERSAL_BOS, dtype=torch.long)
+    tgt_in = torch.cat([bos, rev[:, :-1]], dim=1)
+    tgt_in[tgt_in == REVERSAL_EOS] = REVERSAL_PAD  # <eos> is never an input
+    return tgt_in, rev

@@ -31,7 +31,9 @@ from attnbook.models.transformer import Transformer, TransformerConfig
 from attnbook.schedules import warmup_linear_scheduler
 from attnbook.train import fit
 
-PAD, BOS, EOS, FIRST, SYMBOLS = 0, 1, 2, 3, 20
+PAD, BOS, EOS, FIRST = (common.REVERSAL_PAD, common.REVERSAL_BOS, common.REVERSAL_EOS,
+                       common.REVERSAL_FIRST)
+SYMBOLS = 20
 VOCAB = FIRST + SYMBOLS
 MIN_LEN, MAX_LEN = 3, 10
 STEPS, BATCH, PEAK_LR, WARMUP, TEST_SEED, TEST_SIZE = 800, 64, 3e-3, 100, 123, 2000
@@ -46,22 +48,12 @@ def config() -> TransformerConfig:
 
 def strings(n: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """``n`` random strings: padded ids ``(n, MAX_LEN)`` and their lengths ``(n,)``."""
-    lengths = torch.randint(MIN_LEN, MAX_LEN + 1, (n,), generator=generator)
-    src = torch.randint(FIRST, VOCAB, (n, MAX_LEN), generator=generator)
-    src[torch.arange(MAX_LEN)[None, :] >= lengths[:, None]] = PAD
-    return src, lengths
+    return common.reversal_strings(n, MIN_LEN, MAX_LEN, VOCAB, generator)
 
 
 def targets(src: torch.Tensor, lengths: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     """Decoder input ``<bos> y`` and output ``y <eos>``, both ``(n, MAX_LEN + 1)``, padded."""
-    n = src.shape[0]
-    rev = torch.full((n, MAX_LEN + 1), PAD, dtype=torch.long)
-    for i, length in enumerate(lengths.tolist()):
-        rev[i, :length] = src[i, :length].flip(0)
-        rev[i, length] = EOS
-    tgt_in = torch.cat([torch.full((n, 1), BOS, dtype=torch.long), rev[:, :-1]], dim=1)
-    tgt_in[tgt_in == EOS] = PAD  # <eos> is never an input
-    return tgt_in, rev
+    return common.reversal_targets(src, lengths)
 
 
 def exact_match(model: Transformer, src: torch.Tensor, lengths: torch.Tensor) -> list[bool]:
