@@ -976,12 +976,11 @@ REACH_32 = [0.5, 0.25] + [0.0] * 9  # the committed C of 32: none from 7 on
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    (7, True, ""), (7.0, True, ""), (8, False, "too optimistic"),
+    (7, True, ""), (7.0, True, ""), (8, True, ""), (9, False, "too optimistic"),
     (6, False, "like the C of 16"), (11, False, "like the C of 64"),
     (12, False, "in proportion to the width"), (32, False, "one symbol per number"),
     (33, False, "one symbol per number"), (16, False, "beyond the tested lengths"),
-    (100, False, "beyond the tested lengths"), (9, False, "too optimistic"),
-    (10, False, "too optimistic"), (15, False, "too optimistic"), (5, False, "below the C of 16"),
+    (100, False, "beyond the tested lengths"), (10, False, "too optimistic"), (15, False, "too optimistic"), (5, False, "below the C of 16"),
     (0, False, "below the C of 16"), (7.5, False, "not a whole number"), ("7", False, "not a number"),
     (True, False, "not a number"),
 ])
@@ -995,7 +994,8 @@ def test_reversal_reach_verdict_follows_the_measurement(capsys):
     further = _table([0.9, 0.6, 0.4, 0.2, 0.05] + [0.0] * 6)  # none from 10 on
     assert no_exact_from(further) == 10
     assert check_reversal_reach(10, lambda: further, KNOWN)
-    assert not check_reversal_reach(9, lambda: further, KNOWN)
+    assert check_reversal_reach(9, lambda: further, KNOWN)  # within one symbol of 10
+    assert not check_reversal_reach(8, lambda: further, KNOWN)
     assert not check_reversal_reach(7, lambda: further, KNOWN)
     result = check_reversal_reach(7, lambda: further, KNOWN)
     assert result.diagnosis == "too pessimistic"
@@ -1005,7 +1005,7 @@ REACH_32_SEED_8 = [0.6, 0.3, 0.05] + [0.0] * 8  # another seed of the C of 32: n
 
 
 @pytest.mark.parametrize("predicted, passed, diagnosis", [
-    (7, True, ""), (8, True, ""), (9, False, "too optimistic"),  # inside the seeds' range 7-8
+    (7, True, ""), (8, True, ""), (9, True, ""),  # the seeds' range 7-8, widened by one symbol
     (6, False, "like the C of 16"), (10, False, "too optimistic"), (11, False, "like the C of 64"),
     (12, False, "in proportion to the width"), (32, False, "one symbol per number"),
     (16, False, "beyond the tested lengths"), (5, False, "below the C of 16"),
@@ -1018,8 +1018,8 @@ def test_reversal_reach_graded_against_the_range_over_seeds(predicted, passed, d
 
 
 def test_reversal_reach_one_seed_alone_is_graded_strictly(capsys):
-    assert not check_reversal_reach(8, lambda: _table(REACH_32), KNOWN)  # 7 alone: 8 is too far
-    assert check_reversal_reach(8, lambda: [_table(REACH_32), _table(REACH_32_SEED_8)], KNOWN)
+    assert not check_reversal_reach(9, lambda: _table(REACH_32), KNOWN)  # 7 alone: 9 is too far
+    assert check_reversal_reach(9, lambda: [_table(REACH_32), _table(REACH_32_SEED_8)], KNOWN)
     out = capsys.readouterr().out
     assert "seed 1" in out and "7-8" in out
 
@@ -1071,7 +1071,8 @@ def test_measure_reversal_scores_every_test_length():
 
 @pytest.mark.parametrize("prediction, passed, diagnosis", [
     (REACH_COMMITTED, True, ""), (REACH_COMMITTED + 1, True, ""),  # the three seeds' 7-8
-    (REACH_COMMITTED + 2, False, "too optimistic"),
+    (REACH_COMMITTED + 2, True, ""),  # within one symbol of 7-8
+    (REACH_COMMITTED + 4, False, "too optimistic"),
     (REACH_COMMITTED - 1, False, "like the C of 16"),
     (REACH_COMMITTED + 3, False, "too optimistic"), (REACH_COMMITTED - 2, False, "too pessimistic"),
     (7.5, False, "not a whole number"), (None, False, ""),

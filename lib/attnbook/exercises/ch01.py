@@ -1178,7 +1178,9 @@ def check_first_letter(predicted: float | None, measure: Callable[[], dict],
 
 REACH_WIDTH = 32  # the C the exercise asks about; the chapter's live run prints 16 and 64
 REACH_STEPS = 300  # as in the chapter's live run
-REACH_TOLERANCE = 0  # within this many symbols of the measured range passes (0: inside it)
+REACH_TOLERANCE = 1  # within this many symbols of the measured range passes: three draws of 20
+# strings per length move the reach by a symbol (seeds 0-2 measure 7, 8, 8), so 9, the log-midpoint
+# of the C of 16 and of 64, is as defensible as 7
 REACH_COMMITTED = 7  # the committed one-thread CPU run: no string of 7 or more symbols exactly right
 REACH_COMMITTED_16 = 6  # the chapter's C of 16 in the same run: none of 6 or more
 REACH_COMMITTED_SEEDS = (7, 8)  # the committed C of 32 over seeds 0, 1, 2: 7, 8, 8
