@@ -52,7 +52,7 @@ def draw() -> Figure:
     # what trains, in each set-up
     notes = [
         ("frozen probe", ["the GPT fixed; only the new layer trains", "(logistic regression; also on the last state)"]),
-        ("fine-tuned", ["the GPT and the new layer train together", "(AdamW at 1e-3, 50 steps in the notebook)"]),
+        ("fine-tuned", ["the GPT and the new layer train together", "(AdamW at 1e-3; 300 steps stored, 50 live)"]),
         ("from scratch", ["the same, from random weights:", "what the pre-training is worth"]),
         ("GPT-1, not built here", ["an extract token appended and its state read,", "plus 0.5 × the next-token loss"]),
     ]
