@@ -145,7 +145,7 @@ def t5_without_position_bias(config):
 @pytest.mark.parametrize("check, solution", [
     (check_bucket_range, bucket_range), (check_fill_spans, fill_spans),
     (check_corrupt, corrupt), (lambda fn: check_trained_buckets(fn, 23), trained_buckets),
-    (lambda fn: check_no_position_t5(fn, "decoder"), t5_without_position_bias),
+    (lambda fn: check_no_position_t5(fn, ("same", "different")), t5_without_position_bias),
 ])
 def test_reference_passes(check, solution, capsys):
     assert check(solution)
@@ -619,10 +619,17 @@ def zero_modules(config):
 
 
 def test_no_position_t5_measures_the_decoder(capsys):
-    assert check_no_position_t5(t5_without_position_bias, "decoder")
+    assert check_no_position_t5(t5_without_position_bias, ("Same", "different"))
     out = capsys.readouterr().out
-    assert out.startswith("✓") and "the decoder is another matter" in out.lower()
+    assert out.startswith("✓") and "with one decoder layer" in out and "with two" in out
     assert "without the causal mask" in out and "positions 1->2" in out
+
+
+def test_no_position_t5_swap_is_set_like_in_one_layer_only():
+    """One decoder layer: the last position sees its inputs as a set; two: it does not."""
+    from attnbook.exercises.ch10 import _swap_change
+    assert _swap_change(t5_without_position_bias, 1) < 1e-5
+    assert _swap_change(t5_without_position_bias, 2) > 1e-3
 
 
 def test_no_position_t5_decoder_steps_fall_and_the_null_is_flat():
@@ -637,10 +644,12 @@ def test_no_position_t5_decoder_steps_fall_and_the_null_is_flat():
 
 
 @pytest.mark.parametrize("prediction, phrase, diagnosis", [
-    ("Encoder", "you predicted 'encoder'", "wrong prediction"),
-    ("both", "only the decoder", "wrong prediction"),
-    ("neither", "only the decoder", "wrong prediction"),
+    (("same", "same"), "a second layer reads states", "wrong prediction"),
+    (("different", "different"), "their order cannot matter", "wrong prediction"),
+    (["different", "same"], "the other way round", "wrong prediction"),
     (None, "not done yet", "no prediction"), (3, "not understood", "prediction not understood"),
+    ("decoder", "not understood", "prediction not understood"),
+    (("same", "maybe"), "not understood", "prediction not understood"),
 ])
 def test_no_position_t5_rejects_wrong_or_missing_predictions(prediction, phrase, diagnosis, capsys):
     result = check_no_position_t5(t5_without_position_bias, prediction)
@@ -1239,7 +1248,7 @@ def no_bias_wider_embedding(config):
 def test_no_position_t5_rejects_other_changes(wrong, capsys):
     """'Nothing else changed': a model without the bias modules that differs from T5 elsewhere
     (a module replaced or added, a parameter's shape, the forward pass) is rejected by name."""
-    result = check_no_position_t5(wrong, "decoder")
+    result = check_no_position_t5(wrong, ("same", "different"))
     assert not result and result.diagnosis == "other parts changed"
     assert "something else changed" in capsys.readouterr().out
 

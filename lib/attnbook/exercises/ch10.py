@@ -1196,7 +1196,7 @@ def _decoder_position_steps(model: nn.Module, causal: bool = True) -> list[float
     return (logits[2:] - logits[1:-1]).abs().amax(-1).tolist()
 
 
-NO_POSITION_ANSWER = "decoder"
+NO_POSITION_ANSWER = ("same", "different")  # one, two decoder layers
 
 
 def _other_changes(model: nn.Module, config) -> str | None:
@@ -1294,28 +1294,61 @@ def check_no_position_t5(fn: Callable, prediction: str | None = None) -> CheckRe
         null.append(_decoder_position_steps(model, causal=False))
     mean_steps = [sum(col) / len(col) for col in zip(*steps)]
     null_max = max(max(row) for row in null)
-    shown = ", ".join(f"{v:.2f}" for v in mean_steps)
-    measured = (f"all {len(configs)} configurations: no bias in either stack, and a shuffled source "
-                "gives the same memory, shuffled. The decoder is another matter: fed <pad> then the same "
-                "token at positions 1 to 7, its logits still change from each of those positions to the "
-                f"next, by {shown} (largest change per step, positions 1->2 to 6->7, mean of the "
-                f"{len(configs)} untrained models), falling as the start token's share of the average (about "
-                f"1/(t + 1)) shrinks; the same decoders without the causal mask change by at most "
-                f"{null_max:.0e} (every query sees the same keys). The position signal is the causal "
-                "mask's.")
-    guess = prediction.strip().lower() if isinstance(prediction, str) else None
+    guess = _swap_guess(prediction)
     if prediction is None:  # no measurement shown before a prediction is written
         return _finish(name, False, "not done yet: write your prediction into "
                        "`prediction_t5_without_position_bias` before you measure.", "no prediction")
-    if guess not in ("encoder", "decoder", "both", "neither"):
-        return _finish(name, False, f"prediction {prediction!r} not understood: write 'encoder', "
-                       "'decoder', 'both' or 'neither'.", "prediction not understood")
+    if guess is None:
+        return _finish(name, False, f"prediction {prediction!r} not understood: write a pair, "
+                       "(one decoder layer, two decoder layers), each 'same' or 'different'.",
+                       "prediction not understood")
+    swaps = {layers: _swap_change(fn, layers) for layers in (1, 2)}
+    measured_pair = tuple("same" if swaps[layers] < 1e-5 else "different" for layers in (1, 2))
+    if measured_pair != NO_POSITION_ANSWER:  # the reader's model is checked above: cannot happen
+        return _finish(name, False, f"measured {measured_pair}, not {NO_POSITION_ANSWER}: "
+                       "something in your model depends on order.", "other parts changed")
+    shown = ", ".join(f"{v:.2f}" for v in mean_steps)
+    measured = (f"swapping the targets at positions 1 and 2 changes the last position's logits by "
+                f"{swaps[1]:.0e} with one decoder layer (float rounding: position 3 sees the set "
+                f"{{<pad>, a, b, c}} either way) and by {swaps[2]:.2f} with two (the second layer reads "
+                "the first layer's states at positions 1 and 2, which saw different prefixes, {<pad>, a} "
+                "or {<pad>, b}). The causal mask is the only source of order: fed <pad> then one token "
+                "repeated at positions 1 to 7, the decoder's logits still change from each position to "
+                f"the next, by {shown} (positions 1->2 to 6->7, mean of {len(configs)} untrained models); "
+                f"without the causal mask they change by at most {null_max:.0e}.")
     if guess != NO_POSITION_ANSWER:
-        return _finish(name, False, f"you predicted {guess!r}; measured: only the decoder still tells "
-                       "positions apart, through its causal mask; the encoder, with every key visible to "
-                       f"every query and no bias, treats its input as a set. {measured}", "wrong prediction")
-    return _finish(name, True, f"your prediction, the decoder, was right: through its causal mask, not "
-                   f"a position table. {measured}")
+        why = {("same", "same"): "one layer sees a set, but a second layer reads states that saw "
+                                 "different prefixes",
+               ("different", "different"): "with one layer the last position attends to all its inputs "
+                                           "at once, with no position, so their order cannot matter",
+               ("different", "same"): "it is the other way round"}
+        return _finish(name, False, f"you predicted {guess}; measured {NO_POSITION_ANSWER}: "
+                       f"{why[guess]}. {measured}", "wrong prediction")
+    return _finish(name, True, f"your prediction {guess} was right: nested prefixes are the "
+                   f"decoder's only position signal, and one layer cannot use them. {measured}")
+
+
+def _swap_guess(prediction) -> tuple[str, str] | None:
+    """The reader's (one layer, two layers) pair, lower-cased, or None if it is not one."""
+    if not isinstance(prediction, (tuple, list)) or len(prediction) != 2:
+        return None
+    pair = tuple(p.strip().lower() if isinstance(p, str) else None for p in prediction)
+    return pair if all(p in ("same", "different") for p in pair) else None
+
+
+def _swap_change(fn: Callable, layers: int) -> float:
+    """Largest change of the last position's logits when the decoder inputs at positions 1 and 2
+    are swapped (<pad>, a, b, c against <pad>, b, a, c; the same source), in the reader's
+    position-blind T5 with ``layers`` decoder layers."""
+    torch.manual_seed(11)
+    model = fn(T5Config(40, d_model=16, num_heads=2, d_ff=24, num_encoder_layers=1,
+                        num_decoder_layers=layers)).eval()
+    src = torch.randint(3, 40, (2, 5), generator=torch.Generator().manual_seed(6))
+    src[1] = src[0]
+    tgt = torch.tensor([[0, 5, 6, 7], [0, 6, 5, 7]])
+    with torch.no_grad():
+        logits = model(src, torch.tensor([5, 5]), tgt)[:, -1]  # (2, V): the last position
+    return float((logits[0] - logits[1]).abs().max())
 
 
 # --- 6. predict, then measure: how much do span lengths vary? ----------------------------------

@@ -58,12 +58,15 @@ def arm_runs(name: str, size: int) -> list[dict]:
         return g2p_runs(_runs("t5_low_label_lr0.003.json"), size=size)
     if name == "T5 pretrained, peak 1e-2":
         return g2p_runs(_runs("t5_low_label.json") + _runs("t5_encoder_use_spellings.json"), size=size)
+    if name == "T5, shuffled-byte null":  # benchmarks/t5_shuffled_null.py: seed 0 only
+        return g2p_runs(_runs("t5_shuffled_null.json"), arm="pretrained on shuffled bytes", size=size)
     if name == "T5 on the Bible, peak 3e-3":
         return g2p_runs(_runs("t5_encoder_use_bible_lr0.003.json"), size=size)
     raise KeyError(name)
 
 
-ARMS = ("count table (no network)", "Chapter 5 Transformer", "T5 from scratch", "T5 pretrained, peak 3e-3")
+ARMS = ("count table (no network)", "Chapter 5 Transformer", "T5 from scratch", "T5 pretrained, peak 3e-3",
+        "T5, shuffled-byte null")
 
 
 def wer(rows: list[dict], key: str = "g2p_wer") -> list[float]:
