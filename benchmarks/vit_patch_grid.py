@@ -2,11 +2,11 @@
 
 Usage: ``python benchmarks/vit_patch_grid.py --jobs 2 --models vit_p1 vit cnn cnn_stem vit_mlp``
 (the committed results: writes ``lib/attnbook/results/vit_patch_grid.json``, which the chapter
-prints; about 6 CPU-minutes for the short runs and 12 more for the MLP head's six full runs, one
+prints; about 6 CPU-minutes for the short runs and 20 more for the MLP head's nine full runs, one
 thread per run; ``--resume lib/attnbook/results/vit_patch_grid.log`` keeps earlier runs, and
 ``--logged-only`` writes the file from those logs without training what they lack: the committed
-file holds two of the MLP head's six full runs, seeds 0 and 1 at 125 images, the others not
-finished on a shared 2-core machine), or
+file holds four of the MLP head's nine full runs, seeds 0, 1 and 2 at 125 images and seed 0 at
+312, the others not finished on a shared 2-core machine), or
 ``python benchmarks/vit_patch_grid.py --smoke`` (a seconds-long run that writes nothing unless
 ``--out`` is given; the test suite runs it).
 
@@ -27,7 +27,8 @@ runs use a **short recipe**: ``ImageRecipe()`` with 300 steps and 15 warm-up ste
 results use 2,000). ``cnn_stem`` is also run with the full recipe (2,000 steps), to set beside the
 chapter's 2,000-step runs in ``vit_data_efficiency.json``. ``vit_mlp`` (``--models vit_mlp``) is
 the chapter's ViT with the paper's MLP head (``head_hidden = D``, tanh), with the short recipe
-and with the full one, the latter also on all 1,251 training digits (``fraction`` 1.0), to set
+and with the full one, the latter also on 312 and all 1,251 training digits (``fraction`` 0.25
+and 1.0), to set
 beside the linear head's 2,000-step runs in ``vit_data_efficiency.json`` (same subsets, seeds,
 initial weights but the head's, and batch order). Each run is measured on the test split, unshifted and shifted by 1 and 2 pixels (mean of four
 directions). One thread per run.
@@ -57,7 +58,7 @@ SHORT = {"steps": 300, "warmup_steps": 15}
 GRID = (("vit", "short", FRACTION), ("vit_p1", "short", FRACTION), ("cnn", "short", FRACTION),
         ("cnn_stem", "short", FRACTION), ("cnn_stem", "full", FRACTION))
 OPTIONAL = (("vit_mlp", "short", FRACTION), ("vit_mlp", "full", FRACTION),
-            ("vit_mlp", "full", 1.0))
+            ("vit_mlp", "full", 0.25), ("vit_mlp", "full", 1.0))
 
 
 class StemCNN(SmallCNN):
