@@ -277,3 +277,43 @@ def test_the_minilm_script_reproduces_its_committed_weights_and_what_the_chapter
     for flat in lean.flatten().topk(2).indices.tolist():
         layer, head = divmod(flat, 12)
         assert tired[layer, head, 0] > tired[layer, head, 1] and wide[layer, head, 0] > wide[layer, head, 1]
+
+
+def test_the_filler_benchmark_runs_and_its_committed_runs_show_what_the_chapter_says(tmp_path):
+    out = tmp_path / "fillers.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "it_fillers.py"), "--smoke",
+                    "--arms", "rule", "sinusoidal", "--out", str(out)],
+                   check=True, cwd=ROOT, capture_output=True)
+    result = json.loads(out.read_text())
+    assert [(r["arm"], r["steps"]) for r in result["runs"]] == [("rule", 0), ("sinusoidal", 5)]
+    assert len(result["train_offsets"]) == 6 and len(result["test_offsets"]) == 9
+    runs = load_result("it_fillers.json")["runs"]
+    rule = next(r for r in runs if r["arm"] == "rule")
+    assert rule["test_accuracy"] == 0.0  # the fixed-offset rule: no test name where it looks
+    test = {arm: [r["test_accuracy"] for r in runs if r["arm"] == arm]
+            for arm in ("mlp", "learned", "sinusoidal", "causal")}
+    assert all(len(v) == 9 for v in test.values())  # 3 rates x 3 seeds
+    # every position-tied model stays below 60% on the new offsets; the sinusoid beats all
+    assert max(test["mlp"]) < 0.4 and max(test["learned"]) < 0.6
+    assert max(test["sinusoidal"]) > max(test["mlp"] + test["learned"])
+
+
+def test_the_width_sweep_runs_and_its_committed_runs_show_what_the_chapter_says(tmp_path):
+    out = tmp_path / "sweep.json"
+    subprocess.run([sys.executable, str(ROOT / "benchmarks" / "it_mlp_sweep.py"), "--smoke",
+                    "--out", str(out)], check=True, cwd=ROOT, capture_output=True)
+    rows = json.loads(out.read_text())["runs"]
+    assert [(r["arm"], r["width"], r["steps"]) for r in rows] == [("mlp", 8, 5), ("attention", 8, 5)]
+    runs = load_result("it_mlp_sweep.json")["runs"]
+    mean = {}
+    for r in runs:
+        mean.setdefault((r["arm"], r["width"], r["lr"]), []).append(r["held_out_accuracy"])
+    assert all(len(v) == 3 for v in mean.values()) and len(mean) == 36
+    mean = {k: sum(v) / 3 for k, v in mean.items()}
+
+    def best(arm, width):
+        return max(v for k, v in mean.items() if k[:2] == (arm, width))
+    # the MLP needs 256 hidden units for 100%; below, at most about 90%
+    assert best("mlp", 256) == best("mlp", 1024) == 1.0
+    assert max(best("mlp", w) for w in (8, 16, 32, 64)) < 0.91
+    assert best("attention", 8) == best("attention", 32) == 1.0
