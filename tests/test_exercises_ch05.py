@@ -754,21 +754,47 @@ def test_every_diagnosis_is_triggered_by_a_wrong_answer(prefix):
 
 
 # --- predict, then measure: the parallel layer beside the two sequential ones --------------------
-@pytest.mark.parametrize(("closer", "passes", "says"), [
-    (None, False, "not done yet"),
-    ("pre", False, "is one of"),
-    ("pre-norm", True, "as measured"),
-    ("post-norm", False, "closer: post-norm"),
-])
-def test_parallel_layer_prediction(closer, passes, says, capsys):
-    result = check_parallel_layer_prediction(closer, parallel_encoder_layer)
+RIGHT_DISTANCES = {"pre-norm": (0.0, 0.3), "post-norm": (0.5, 0.8)}  # measured: 0.14 and 0.65
+PARALLEL_WRONG = [  # (prediction, the diagnosis or text it must get)
+    (None, "not done yet"),
+    ("pre-norm", "not two ranges"),                               # the old binary answer
+    ({"pre-norm": 0.14, "post-norm": 0.65}, "not two ranges"),    # numbers, not ranges
+    ({"pre-norm": (0.0, 0.3)}, "not two ranges"),                 # one layer only
+    ({"pre-norm": (0.3, 0.0), "post-norm": (0.5, 0.8)}, "low <= high"),
+    ({"pre-norm": (-0.1, 0.2), "post-norm": (0.5, 0.8)}, "outside 0-2"),
+    ({"pre-norm": (0.0, 0.5), "post-norm": (0.5, 0.8)}, "range too wide"),
+    ({"pre-norm": (0.0, 0.3), "post-norm": (0.0, 1.5)}, "range too wide"),  # a guess that covers all
+    ({"pre-norm": (0.5, 0.8), "post-norm": (0.0, 0.3)}, "closer: post-norm"),
+    ({"pre-norm": (0.4, 0.7), "post-norm": (0.6, 0.9)}, "pre-norm distance too high"),
+    ({"pre-norm": (0.0, 0.05), "post-norm": (0.5, 0.8)}, "pre-norm distance too low"),   # "identical"
+    ({"pre-norm": (0.0, 0.3), "post-norm": (1.2, 1.5)}, "post-norm distance too high"),  # "unrelated"
+    ({"pre-norm": (0.0, 0.2), "post-norm": (0.2, 0.5)}, "post-norm distance too low"),
+]
+
+
+@pytest.mark.parametrize(("prediction", "says"), PARALLEL_WRONG)
+def test_parallel_layer_prediction_rejects_and_names(prediction, says, capsys):
+    result = check_parallel_layer_prediction(prediction, parallel_encoder_layer)
     out = capsys.readouterr().out
-    assert bool(result) is passes
-    if says in ("as measured", "not done yet", "is one of"):
-        assert says in out
-    else:
-        assert result.diagnosis == says and "relative distance" in out
-        assert "PRE-norm" in out and "attention term MHA(LayerNorm1(x)) is" in out
+    assert not result
+    assert result.diagnosis == says or (says == "not done yet" and says in out)
+    if "distance too" in says or says == "closer: post-norm":
+        assert "relative distance" in out  # measured before the verdict
+
+
+@pytest.mark.parametrize("prediction", [RIGHT_DISTANCES, {"pre-norm": [0.1, 0.2], "post-norm": [0.6, 0.7]},
+                                        {"post-norm": (0.4, 0.7), "pre-norm": (0.1, 0.4)}])
+def test_parallel_layer_prediction_passes_ranges_that_hold_both(prediction, capsys):
+    result = check_parallel_layer_prediction(prediction, parallel_encoder_layer)
+    out = capsys.readouterr().out
+    assert result and "both measured distances lie inside" in out
+
+
+def test_parallel_layer_closer_post_names_pre_norm(capsys):
+    result = check_parallel_layer_prediction({"pre-norm": (0.5, 0.8), "post-norm": (0.0, 0.3)},
+                                             parallel_encoder_layer)
+    out = capsys.readouterr().out
+    assert not result and "PRE-norm" in out and "attention term MHA(LayerNorm1(x)) is" in out
 
 
 def test_parallel_layer_measurement_separates_the_two_layers():
@@ -783,16 +809,17 @@ def test_parallel_layer_measurement_separates_the_two_layers():
 
 
 def test_parallel_layer_prediction_needs_a_right_layer(capsys):
-    result = check_parallel_layer_prediction("pre-norm", layer_variant("sequential"))
+    result = check_parallel_layer_prediction(RIGHT_DISTANCES, layer_variant("sequential"))
     assert not result and "fix parallel_encoder_layer first" in capsys.readouterr().out
 
 
 # --- the command line reads the predict-then-measure exercises' predictions ------------------------
 @pytest.mark.parametrize(("prediction", "passes", "says"), [
     (None, False, "not done yet"),
-    ("pre-norm", True, "as measured"),
-    ("post-norm", False, "closer: post-norm"),
-    ("pre", False, "is one of"),
+    (RIGHT_DISTANCES, True, "lie inside"),
+    ({"pre-norm": (0.5, 0.8), "post-norm": (0.0, 0.3)}, False, "closer: post-norm"),
+    ({"pre-norm": (0.0, 0.3), "post-norm": (1.2, 1.5)}, False, "post-norm distance too high"),
+    ("pre", False, "not two ranges"),
 ])
 def test_parallel_layer_file_checks_the_prediction(prediction, passes, says, capsys):
     from attnbook.exercises.ch05 import check_parallel_layer_file
@@ -804,7 +831,7 @@ def test_parallel_layer_file_checks_the_prediction(prediction, passes, says, cap
 
 def test_parallel_layer_file_needs_a_right_layer(capsys):
     from attnbook.exercises.ch05 import check_parallel_layer_file
-    assert not check_parallel_layer_file(layer_variant("sequential"), prediction="pre-norm")
+    assert not check_parallel_layer_file(layer_variant("sequential"), prediction=RIGHT_DISTANCES)
     assert "fix parallel_encoder_layer first" in capsys.readouterr().out
 
 
@@ -911,7 +938,7 @@ def parallel_encoder_layer(layer, x, mask):
     h = layer.norm1(x)
     a = layer.self_attn(h, h, h, mask=mask)
     return x + a + layer.feed_forward(h + a)
-prediction_parallel_encoder_layer = "pre-norm"
+prediction_parallel_encoder_layer = {"pre-norm": (0.0, 0.3), "post-norm": (0.5, 0.8)}
 '''
 
 

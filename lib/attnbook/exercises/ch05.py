@@ -155,11 +155,14 @@ def check_parallel_encoder_layer(fn: Callable) -> CheckResult:
 
 
 # Predict, then measure: the parallel layer beside the chapter's two sequential layers. On one fixed
-# layer and input (LayerNorms away from (1, 0)), the parallel layer's output lies within about 0.14
-# (relative L2 distance) of the pre-norm layer's and 0.5-0.75 from the post-norm layer's, with the
-# same modules: the attention term MHA(LayerNorm1(x)) is the pre-norm layer's own, only the
-# feed-forward's input changes. The reader predicts both before the checker measures them.
+# layer and input (LayerNorms away from (1, 0)), the parallel layer's output lies 0.14 (relative L2
+# distance, each output LayerNorm'd per position) from the pre-norm layer's and 0.65 from the
+# post-norm layer's, with the same modules (other seeds: 0.10-0.14 and 0.52-0.65): the attention
+# term MHA(LayerNorm1(x)) is the pre-norm layer's own, only the feed-forward's input changes. The
+# reader predicts both distances as ranges, each at most PARALLEL_RANGE_WIDTH wide, before the
+# checker measures them (0: the same output; about 1.41: unrelated directions).
 LAYER_CHOICES = ("pre-norm", "post-norm")
+PARALLEL_RANGE_WIDTH = 0.3
 
 
 def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
@@ -193,36 +196,84 @@ def measure_parallel_layer(fn: Callable, seed: int = 4) -> dict[str, float]:
             "feed-forward term": rel(ffn_parallel, ffn_sequential)}
 
 
-def check_parallel_layer_prediction(predicted_closer: str | None, fn: Callable) -> CheckResult:
+def _distance_ranges(predicted: object) -> tuple[dict[str, tuple[float, float]] | None, str, str]:
+    """The reader's ``{"pre-norm": (low, high), "post-norm": (low, high)}``, or why it is not one."""
+    form = ("predicted_distances is a dict {'pre-norm': (low, high), 'post-norm': (low, high)}: a range "
+            "for each relative distance")
+    if not isinstance(predicted, dict) or set(predicted) != set(LAYER_CHOICES):
+        return None, f"{form}; you wrote {predicted!r}.", "not two ranges"
+    ranges = {}
+    for layer in LAYER_CHOICES:
+        pair = predicted[layer]
+        try:
+            low, high = (float(v) for v in pair)
+        except (TypeError, ValueError):
+            return None, f"{form}; for {layer!r} you wrote {pair!r}.", "not two ranges"
+        if low > high:
+            return None, f"a range is (low, high) with low <= high; for {layer!r} you wrote {pair!r}.", "low <= high"
+        if low < 0 or high > 2:
+            return None, (f"a relative distance of two LayerNorm'd outputs lies between 0 (the same) and 2 "
+                          f"(opposite); for {layer!r} you wrote {pair!r}."), "outside 0-2"
+        if high - low > PARALLEL_RANGE_WIDTH + 1e-9:
+            return None, (f"your {layer} range {low:.2f}-{high:.2f} is {high - low:.2f} wide: a range passes when "
+                          f"it is at most {PARALLEL_RANGE_WIDTH:.2f} wide, so commit to a narrower one before "
+                          "measuring."), "range too wide"
+        ranges[layer] = (low, high)
+    return ranges, "", ""
+
+
+def check_parallel_layer_prediction(predicted_distances: dict | None, fn: Callable) -> CheckResult:
     """Check ``fn`` (``check_parallel_encoder_layer``), then measure it (``measure_parallel_layer``) and
-    compare the reader's prediction: which sequential layer the parallel one is closer to
-    (``LAYER_CHOICES``), each output normalised per position first (scale-invariant). The sublayer terms are printed as the explanation, not predicted: which one the
-    parallel layer shares with the pre-norm layer follows from the definition."""
+    compare the reader's prediction: a range (at most ``PARALLEL_RANGE_WIDTH`` wide) for the relative
+    distance of the parallel layer's output to each sequential layer's, each output normalised per
+    position first (scale-invariant). The sublayer terms are printed as the explanation."""
     name = "parallel layer prediction"
-    if predicted_closer is None:
-        return _finish(name, False, "not done yet: write your prediction (predicted_closer) before you run "
+    if predicted_distances is None:
+        return _finish(name, False, "not done yet: write your prediction (predicted_distances) before you run "
                        "the cell.")
-    if predicted_closer not in LAYER_CHOICES:
-        return _finish(name, False, f"predicted_closer is one of {LAYER_CHOICES}; you wrote {predicted_closer!r}.")
+    ranges, why, diagnosis = _distance_ranges(predicted_distances)
+    if ranges is None:
+        return _finish(name, False, why, diagnosis)
     if not check_parallel_encoder_layer(fn):
         return _finish(name, False, "fix parallel_encoder_layer first: the measurement uses it.")
     m = measure_parallel_layer(fn)
-    closer = "pre-norm" if m["to pre-norm"] < m["to post-norm"] else "post-norm"
-    print(f"   relative distance of the parallel layer's output to the pre-norm layer's {m['to pre-norm']:.2f}, "
-          f"to the post-norm layer's {m['to post-norm']:.2f} (each output LayerNorm'd per position first, "
+    measured = {"pre-norm": m["to pre-norm"], "post-norm": m["to post-norm"]}
+    print(f"   relative distance of the parallel layer's output to the pre-norm layer's {measured['pre-norm']:.2f}, "
+          f"to the post-norm layer's {measured['post-norm']:.2f} (each output LayerNorm'd per position first, "
           "so scale alone decides nothing; same modules, one layer, 8 sequences)")
     print(f"   against the pre-norm layer: attention term differs by {m['attention term']:.2f}, "
           f"feed-forward term by {m['feed-forward term']:.2f} (relative)")
-    if predicted_closer == closer:
-        return _finish(name, True, f"you predicted {predicted_closer}, as measured: the two layers share the "
-                       "stream x and the attention term MHA(LayerNorm1(x)) (difference 0.00 above); only the "
-                       "feed-forward's input differs.")
-    return _finish(name, False, "the parallel layer is closer to the PRE-norm layer: it keeps the stream x itself "
-                   "and adds the sublayers to it, as pre-norm does, and its attention term MHA(LayerNorm1(x)) is "
-                   "the pre-norm layer's exactly (only the feed-forward's input changes); the post-norm layer "
-                   "normalises the stream after each sum and its attention reads x, not LN(x); the distances are taken "
-                   "after a LayerNorm of each output, so the difference is not one of scale. Note what surprised you, then set the prediction to what was "
-                   "measured to move on.", "closer: post-norm")
+    shown = ", ".join(f"{k} {lo:.2f}-{hi:.2f}" for k, (lo, hi) in ranges.items())
+    if sum(ranges["post-norm"]) < sum(ranges["pre-norm"]):
+        return _finish(name, False, f"you predicted {shown}: closer to post-norm. The parallel layer is closer "
+                       "to the PRE-norm layer: it keeps the stream x itself and adds the sublayers to it, as "
+                       "pre-norm does, and its attention term MHA(LayerNorm1(x)) is the pre-norm layer's exactly "
+                       "(only the feed-forward's input changes); the post-norm layer normalises the stream after "
+                       "each sum and its attention reads x, not LN(x); the distances are taken after a LayerNorm "
+                       "of each output, so the difference is not one of scale.", "closer: post-norm")
+    reasons = {
+        ("pre-norm", "high"): ("the attention term and x are the pre-norm layer's own (difference 0.00 above); only "
+                               "the feed-forward term changes, and it is a small part of x + attention + FFN, so "
+                               "the two outputs stay close"),
+        ("pre-norm", "low"): ("the outputs are not the same: the feed-forward reads LN1(x) instead of LN2(x + "
+                              "attention), so its term differs (the second line above), and that moves the output"),
+        ("post-norm", "high"): ("the two outputs are not unrelated (about 1.41 for independent directions): both "
+                                "still carry x, the largest part of the stream, only re-normalised after each sum "
+                                "in the post-norm layer"),
+        ("post-norm", "low"): ("post-norm changes every term: its attention reads x, not LN1(x), its feed-forward "
+                               "reads a normalised sum, and each sum is normalised again, so the outputs differ "
+                               "well beyond the feed-forward term alone"),
+    }
+    for layer in LAYER_CHOICES:
+        low, high = ranges[layer]
+        if not low <= measured[layer] <= high:
+            side = "high" if low > measured[layer] else "low"
+            return _finish(name, False, f"you predicted {shown}; the {layer} distance is {measured[layer]:.2f}, "
+                           f"your range is too {side}: {reasons[layer, side]}. Note what surprised you, then set "
+                           "the prediction to what was measured to move on.", f"{layer} distance too {side}")
+    return _finish(name, True, f"you predicted {shown}, and both measured distances lie inside: the two layers "
+                   "share the stream x and the attention term MHA(LayerNorm1(x)) (difference 0.00 above); only "
+                   "the feed-forward's input differs.")
 
 
 # --- the label-smoothed loss ------------------------------------------------------------------------
@@ -1285,12 +1336,13 @@ def _extended_past_eos(fn: Callable) -> Callable:
 # --- the command line: the two predict-then-measure exercises read the file's prediction ----------
 def check_parallel_layer_file(fn: Callable, prediction: object = None) -> CheckResult:
     """``parallel_encoder_layer(layer: EncoderBlock, x (B, S, D), mask (B, 1, S)) -> (B, S, D)``
-    with ``prediction_parallel_encoder_layer`` ("pre-norm" or "post-norm"): the command line's
-    form of ``check_parallel_layer_prediction`` (the function is checked, then measured)."""
+    with ``prediction_parallel_encoder_layer`` (``{"pre-norm": (low, high), "post-norm": (low, high)}``):
+    the command line's form of ``check_parallel_layer_prediction`` (the function is checked, then measured)."""
     if prediction is None:
         return _finish("parallel layer prediction", False, "not done yet: write "
-                       "prediction_parallel_encoder_layer = 'pre-norm' or 'post-norm' in your file (which "
-                       "sequential layer the parallel one is closer to) before you run the check.")
+                       "prediction_parallel_encoder_layer = {'pre-norm': (low, high), 'post-norm': (low, high)} "
+                       "in your file (the relative distance of the parallel layer's output to each sequential "
+                       "layer's) before you run the check.")
     return check_parallel_layer_prediction(prediction, fn)
 
 
