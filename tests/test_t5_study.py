@@ -13,8 +13,8 @@ def test_every_row_of_the_headline_table_has_its_seeds(name, size):
     rows = study.arm_runs(name, size)
     if name == "count table (no network)" and size == study.ALL:
         assert len(rows) == 1  # one table: all the words are the same for every seed
-    elif name == "T5, shuffled-byte null":  # one seed, all the words only
-        assert [r["seed"] for r in rows] == ([0] if size == study.ALL else [])
+    elif name == "T5, shuffled-byte null":  # one pretraining, three seeds, all the words only
+        assert [r["seed"] for r in rows] == ([0, 1, 2] if size == study.ALL else [])
     else:
         assert [r["seed"] for r in rows] == [0, 1, 2]
     assert all(0 <= r["g2p_wer"] <= 1 and 0 <= r["g2p_per"] <= 1 for r in rows)
@@ -54,6 +54,21 @@ def test_times_and_the_sweep():
     first_pretrainings = [r for r in rows if "seed 1" not in r["name"]]
     assert min(first_pretrainings, key=lambda r: r["loss"]) is chosen
     assert all(len(r["wer"]) == len(r["minus_scratch"]) == 3 for r in rows)
+
+
+def test_the_null_diagnosis_covers_the_three_starts():
+    d = study.null_diagnosis()
+    assert set(d) == {"scratch", "spellings", "shuffled"}
+    assert all(row["first_loss"] > 0 and row["table_rms"] > 0 for row in d.values())
+
+
+def test_counted_flops():
+    f = study.step_flops()
+    assert 1e9 < f["pretraining"] < 3e9
+    assert all(1e9 < v < 5e9 for means in f["fine_tuning"].values() for v in means.values())
+    assert study.total_flops("pretrained", 0) == pytest.approx(3000 * f["pretraining"])
+    assert study.total_flops("scratch", 1200, seed=1) == pytest.approx(
+        1200 * f["fine_tuning"][study.ALL, 1][1200])
 
 
 def test_the_peak_chosen_on_dev():

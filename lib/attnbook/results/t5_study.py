@@ -58,8 +58,9 @@ def arm_runs(name: str, size: int) -> list[dict]:
         return g2p_runs(_runs("t5_low_label_lr0.003.json"), size=size)
     if name == "T5 pretrained, peak 1e-2":
         return g2p_runs(_runs("t5_low_label.json") + _runs("t5_encoder_use_spellings.json"), size=size)
-    if name == "T5, shuffled-byte null":  # benchmarks/t5_shuffled_null.py: seed 0 only
-        return g2p_runs(_runs("t5_shuffled_null.json"), arm="pretrained on shuffled bytes", size=size)
+    if name == "T5, shuffled-byte null":  # t5_shuffled_null.py: seed 0; t5_null_seeds.py: 1, 2
+        return g2p_runs(_runs("t5_shuffled_null.json") + _runs("t5_null_seeds.json"),
+                        arm="pretrained on shuffled bytes", size=size)
     if name == "T5 on the Bible, peak 3e-3":
         return g2p_runs(_runs("t5_encoder_use_bible_lr0.003.json"), size=size)
     raise KeyError(name)
@@ -133,6 +134,30 @@ def total_seconds(arm: str, steps: int) -> float:
     """Training time in all, one thread: the pretraining (pretrained arm) plus ``steps`` of fine-tuning."""
     t = training_seconds()
     return (t["pretraining"] if arm == "pretrained" else 0) + steps * t["per_step"][arm]
+
+
+def null_diagnosis() -> dict:
+    """``benchmarks/t5_null_seeds.py``'s look at each start before fine-tuning, by start
+    (``scratch``, ``spellings``, ``shuffled``): ``table_rms``, ``logit_rms``, ``first_loss`` and
+    ``first_loss_swapped_sources`` (nats per output byte, seed 0's first four batches)."""
+    return _file("t5_null_seeds.json")["diagnosis"]
+
+
+def step_flops() -> dict:
+    """Counted FLOPs (``benchmarks/t5_step_flops.py``, forward and backward): ``pretraining``, one
+    span-corruption step (every step has the same shape); ``fine_tuning[(size, seed)][steps]``, the
+    mean fine-tuning step over the first ``steps`` batches that seed draws from ``size`` words."""
+    f = _file("t5_step_flops.json")
+    tuning = {(r["size"], r["seed"]): {int(n): v for n, v in r["mean_flops"].items()}
+              for r in f["fine_tuning"]}
+    return {"pretraining": f["pretraining"]["mean_flops"], "fine_tuning": tuning}
+
+
+def total_flops(arm: str, steps: int, seed: int = 0, size: int = ALL) -> float:
+    """Training FLOPs in all: 3,000 pretraining steps (pretrained arm) plus ``steps`` of fine-tuning."""
+    f = step_flops()
+    pretraining = 3000 * f["pretraining"] if arm == "pretrained" else 0
+    return pretraining + (steps * f["fine_tuning"][size, seed][steps] if steps else 0)
 
 
 def peak_sweep() -> list[dict]:
